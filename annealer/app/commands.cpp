@@ -1,0 +1,240 @@
+#include "commands.hpp"
+
+#include <CLI/CLI.hpp>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <memory>
+#include <sstream>
+
+#include "poreforge/backend.hpp"
+#include "poreforge/error.hpp"
+#include "poreforge/generators.hpp"
+#include "poreforge/io.hpp"
+#include "poreforge/local_thickness.hpp"
+#include "poreforge/psd.hpp"
+
+namespace poreforge::app {
+namespace {
+
+std::vector<double> parse_numbers(const std::string& text, const std::string& what) {
+  std::vector<double> out;
+  std::stringstream ss(text);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    try {
+      std::size_t used = 0;
+      out.push_back(std::stod(item, &used));
+      if (used != item.size()) throw std::invalid_argument(item);
+    } catch (const std::exception&) {
+      throw InputError(what + ": '" + item + "' is not a number");
+    }
+  }
+  return out;
+}
+
+// "NX,NY,NZ" or "NX,NY" (a 2D image, nz = 1).
+Shape parse_shape(const std::string& text) {
+  const auto v = parse_numbers(text, "--shape");
+  if (v.size() != 2 && v.size() != 3) throw InputError("--shape: expected NX,NY,NZ or NX,NY (got '" + text + "')");
+  for (double d : v)
+    if (d < 1 || d != std::floor(d)) throw InputError("--shape: extents must be positive integers (got '" + text + "')");
+  Shape s{int64_t(v[0]), int64_t(v[1]), v.size() == 3 ? int64_t(v[2]) : 1};
+  validate_shape(s);
+  return s;
+}
+
+// "S" (isotropic) or "SX,SY,SZ".
+Spacing parse_spacing(const std::string& text) {
+  const auto v = parse_numbers(text, "--spacing");
+  if (v.size() != 1 && v.size() != 3) throw InputError("--spacing: expected S or SX,SY,SZ (got '" + text + "')");
+  Spacing s = v.size() == 1 ? Spacing{v[0], v[0], v[0]} : Spacing{v[0], v[1], v[2]};
+  validate_spacing(s);
+  return s;
+}
+
+struct InputOptions {
+  std::string path, format = "auto", dataset, shape, dtype = "u8", spacing;
+
+  void add_to(CLI::App* cmd) {
+    cmd->add_option("input", path, "Input image: HDF5 (.h5), raw (.raw, needs --shape) or TIFF stack (.tif)")
+        ->required();
+    cmd->add_option("--format", format, "Input format: auto (by extension), hdf5, raw, tiff")
+        ->check(CLI::IsMember({"auto", "hdf5", "raw", "tiff"}));
+    cmd->add_option("--dataset", dataset, "HDF5 dataset path (default: the only 2D/3D dataset)");
+    cmd->add_option("--shape", shape, "Raw input shape NX,NY,NZ (x fastest)");
+    cmd->add_option("--dtype", dtype, "Raw input element type: u8, u16, i32, f32")
+        ->check(CLI::IsMember({"u8", "u16", "i32", "f32"}));
+    cmd->add_option("--spacing", spacing, "Voxel spacing S or SX,SY,SZ in physical units (overrides the file's)");
+  }
+
+  LabelImage read() const {
+    ReadOptions o;
+    o.format = format;
+    o.dataset = dataset;
+    o.dtype = parse_dtype(dtype);
+    if (!shape.empty()) o.shape = parse_shape(shape);
+    LabelImage image = read_image(path, o);
+    if (!spacing.empty()) image.spacing = parse_spacing(spacing);
+    return image;
+  }
+};
+
+std::string format_number(double v) {
+  std::ostringstream s;
+  s << v;
+  return s.str();
+}
+
+void print_psd(const PoreSizeDistribution& psd, const std::string& quantity) {
+  std::printf("\n  %-27s  %9s  %10s\n", (quantity + " bin (physical units)").c_str(), "fraction", "F(>=lo)");
+  for (std::size_t i = 0; i < psd.fraction.size(); ++i) {
+    const bool last = i + 1 == psd.fraction.size();
+    std::printf("  [%11.4g, %11.4g%c  %9.5f  %10.5f\n", psd.edges[i], psd.edges[i + 1], last ? ']' : ')',
+                psd.fraction[i], psd.cumulative[i]);
+  }
+  if (psd.below > 0 || psd.above > 0)
+    std::printf("  outside the edges: %.5f below, %.5f above\n", psd.below, psd.above);
+}
+
+}  // namespace
+
+Runner add_thickness_command(CLI::App& app, const std::string& command_line) {
+  struct Options {
+    InputOptions input;
+    std::string output, boundary = "open", backend = "auto", edges;
+    double phase = 1;
+    int bins = 20;
+    bool log_bins = false, diameter = false, force = false;
+  };
+  auto o = std::make_shared<Options>();
+  CLI::App* cmd = app.add_subcommand("thickness", "Exact local thickness map and pore-size distribution of a phase");
+  o->input.add_to(cmd);
+  cmd->add_option("-o,--output", o->output, "Output HDF5 file")->required();
+  cmd->add_option("--phase", o->phase, "Label of the phase to measure (default 1)");
+  cmd->add_option("--boundary", o->boundary, "Beyond the faces: open (nothing), wall (other phase), periodic")
+      ->check(CLI::IsMember({"open", "wall", "periodic"}));
+  auto* bins_option = cmd->add_option("--bins", o->bins, "Number of PSD bins over [min, max] thickness (default 20)")
+                   ->check(CLI::Range(1, 100000));
+  cmd->add_option("--edges", o->edges, "Explicit PSD bin edges E1,E2,... (physical units)")->excludes(bins_option);
+  cmd->add_flag("--log-bins", o->log_bins, "Log-spaced bins");
+  cmd->add_flag("--diameter", o->diameter, "Report diameter (2 x radius), as Fiji/BoneJ do");
+  cmd->add_option("--backend", o->backend, "Engine backend: auto, cpu, cuda")
+      ->check(CLI::IsMember({"auto", "cpu", "cuda"}));
+  cmd->add_flag("--force", o->force, "Overwrite an existing output file");
+
+  return [o, command_line] {
+    const Boundary boundary = parse_boundary(o->boundary);
+    const Backend backend = resolve_backend(parse_backend(o->backend), Operation::local_thickness);
+    std::vector<double> edges;  // checked before any work, used once the map exists
+    if (!o->edges.empty()) Bins::from_edges(edges = parse_numbers(o->edges, "--edges"));
+    OutputFile out(o->output, o->force);  // refuses an existing file before any work
+    const LabelImage image = o->input.read();
+    const Mask phase = phase_mask(image, o->phase);
+    std::printf("input     %s: %s %s, spacing %g,%g,%g\n", o->input.path.c_str(), to_string(image.shape).c_str(),
+                to_string(image.dtype).c_str(), image.spacing.x, image.spacing.y, image.spacing.z);
+    const int64_t phase_voxels = count_phase(phase);
+    std::printf("phase     label %s: %lld voxels (%.4f of the volume), boundary %s\n",
+                format_number(o->phase).c_str(), static_cast<long long>(phase_voxels),
+                double(phase_voxels) / double(image.shape.voxels()), to_string(boundary).c_str());
+    std::printf("backend   %s\n", backend == Backend::cuda ? ("cuda: " + cuda_device_description()).c_str()
+                                                          : ("cpu: " + std::to_string(cpu_threads()) + " threads").c_str());
+    std::fflush(stdout);
+
+    const auto start = std::chrono::steady_clock::now();
+    Volume<float> map = local_thickness(phase, boundary, backend);
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (o->diameter)
+      for (auto& v : map.values()) v *= 2.0f;
+    const std::string quantity = o->diameter ? "diameter" : "radius";
+
+    const Bins bins = edges.empty() ? default_bins(map, phase, o->bins, o->log_bins) : Bins::from_edges(edges);
+    const PoreSizeDistribution psd = psd_from_thickness(map, phase, bins);
+    float max_value = 0;
+    for (float v : map.values()) max_value = std::max(max_value, v);
+    std::printf("thickness %s, max %.6g (physical units), computed in %.3f s\n", quantity.c_str(), max_value, seconds);
+    print_psd(psd, quantity);
+
+    out.write_volume("/thickness", map);
+    out.set_attribute("quantity", quantity, "/thickness");
+    out.set_attribute("units", std::string("physical (voxel spacing units)"), "/thickness");
+    out.write_vector("/psd/edges", psd.edges);
+    out.write_vector("/psd/fraction", psd.fraction);
+    out.write_vector("/psd/cumulative", psd.cumulative);
+    out.set_attribute("fraction_below_edges", psd.below);
+    out.set_attribute("fraction_above_edges", psd.above);
+    out.set_attribute("input", o->input.path);
+    out.set_attribute("phase_label", o->phase);
+    out.set_attribute("boundary", to_string(boundary));
+    out.set_attribute("backend", to_string(backend));
+    out.set_attribute("seconds", seconds);
+    out.set_provenance(command_line);
+    out.commit();
+    std::printf("\nwrote %s\n", o->output.c_str());
+  };
+}
+
+Runner add_generate_command(CLI::App& app, const std::string& command_line) {
+  struct Options {
+    std::string kind, shape, output, spacing;
+    double porosity = 0.4, blobiness = 1.0, radius = 5.0;
+    uint64_t seed = 1;
+    bool force = false;
+  };
+  auto o = std::make_shared<Options>();
+  CLI::App* cmd = app.add_subcommand("generate", "Generate a seeded test structure (phase = 1)");
+  cmd->add_option("kind", o->kind, "blobs (Gaussian-filtered noise) or spheres (overlapping solid spheres)")
+      ->required()
+      ->check(CLI::IsMember({"blobs", "spheres"}));
+  cmd->add_option("--shape", o->shape, "Shape NX,NY,NZ")->required();
+  cmd->add_option("--porosity", o->porosity, "Fraction of phase voxels, in (0, 1) (default 0.4)");
+  cmd->add_option("--blobiness", o->blobiness, "blobs: larger gives smaller features (default 1)");
+  cmd->add_option("--radius", o->radius, "spheres: sphere radius in voxels (default 5)");
+  cmd->add_option("--seed", o->seed, "Random seed (default 1)");
+  cmd->add_option("--spacing", o->spacing, "Voxel spacing S or SX,SY,SZ stored with the volume");
+  cmd->add_option("-o,--output", o->output, "Output HDF5 file (dataset /volume)")->required();
+  cmd->add_flag("--force", o->force, "Overwrite an existing output file");
+
+  return [o, command_line] {
+    const Shape shape = parse_shape(o->shape);
+    OutputFile out(o->output, o->force);
+    const auto start = std::chrono::steady_clock::now();
+    Mask volume = o->kind == "blobs" ? generate_blobs(shape, o->porosity, o->blobiness, o->seed)
+                                     : generate_spheres(shape, o->porosity, o->radius, o->seed);
+    if (!o->spacing.empty()) volume.set_spacing(parse_spacing(o->spacing));
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const double porosity = double(count_phase(volume)) / double(volume.voxels());
+    out.write_volume("/volume", volume);
+    out.set_attribute("generator", o->kind);
+    out.set_attribute("seed", static_cast<double>(o->seed));
+    out.set_attribute("porosity", porosity);
+    out.set_attribute(o->kind == "blobs" ? "blobiness" : "radius", o->kind == "blobs" ? o->blobiness : o->radius);
+    out.set_attribute("labels", std::string("1 = phase (pore), 0 = other"));
+    out.set_provenance(command_line);
+    out.commit();
+    std::printf("generated %s %s, porosity %.4f, seed %llu in %.2f s\nwrote %s\n", o->kind.c_str(),
+                to_string(shape).c_str(), porosity, static_cast<unsigned long long>(o->seed), seconds,
+                o->output.c_str());
+  };
+}
+
+Runner add_info_command(CLI::App& app) {
+  auto input = std::make_shared<InputOptions>();
+  CLI::App* cmd = app.add_subcommand("info", "Shape, element type, spacing and label counts of an image");
+  input->add_to(cmd);
+  return [input] {
+    const LabelImage image = input->read();
+    std::printf("file      %s\nshape     %s (x, y, z)\ndtype     %s\nspacing   %g, %g, %g\n", input->path.c_str(),
+                to_string(image.shape).c_str(), to_string(image.dtype).c_str(), image.spacing.x, image.spacing.y,
+                image.spacing.z);
+    const LabelCounts labels = count_labels(image, 32);
+    const double total = double(image.shape.voxels());
+    std::printf("labels    %s\n", labels.truncated ? "(more than 32 distinct values: a grey-level image?)" : "");
+    for (auto& [value, count] : labels.counts)
+      std::printf("  %-12s %12lld  %.4f\n", format_number(value).c_str(), static_cast<long long>(count),
+                  double(count) / total);
+  };
+}
+
+}  // namespace poreforge::app

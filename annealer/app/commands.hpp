@@ -1,0 +1,19 @@
+#pragma once
+// The poreforge subcommands. Each registers its options on a CLI11 app and returns the
+// function that runs it once the command line has been parsed.
+#include <functional>
+#include <string>
+
+namespace CLI {
+class App;
+}
+
+namespace poreforge::app {
+
+using Runner = std::function<void()>;
+
+Runner add_thickness_command(CLI::App& app, const std::string& command_line);
+Runner add_generate_command(CLI::App& app, const std::string& command_line);
+Runner add_info_command(CLI::App& app);
+
+}  // namespace poreforge::app

@@ -1,0 +1,33 @@
+#pragma once
+/// Run-time choice between the CPU (OpenMP) and CUDA backends.
+#include <string>
+#include <string_view>
+
+namespace poreforge {
+
+enum class Backend { automatic, cpu, cuda };
+
+std::string to_string(Backend b);
+/// Parses "auto", "cpu" or "cuda"; throws InputError otherwise.
+Backend parse_backend(std::string_view text);
+
+/// True when this build contains the CUDA backend.
+bool cuda_compiled();
+/// True when the CUDA backend is compiled and at least one device answers. Never throws.
+bool has_cuda_device();
+/// "NVIDIA H200 (sm_90, 139 GiB)" or a sentence saying why there is none.
+std::string cuda_device_description();
+
+/// Which backends implement a given engine operation in this build.
+enum class Operation { distance_transform, local_thickness, pore_size_distribution };
+bool cuda_implements(Operation op);
+
+/// Resolves `automatic` to a concrete backend for `op`: CUDA when compiled, a device is
+/// present and the operation has a CUDA twin; the CPU otherwise. An explicit `cuda` request
+/// that cannot be met throws InputError saying why.
+Backend resolve_backend(Backend requested, Operation op);
+
+/// Threads the CPU backend uses (OpenMP's maximum).
+int cpu_threads();
+
+}  // namespace poreforge

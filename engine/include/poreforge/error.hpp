@@ -1,0 +1,22 @@
+#pragma once
+/// Errors the engine reports. Library code never exits: it throws, and the CLI turns the
+/// exception into one line and a non-zero exit code.
+#include <stdexcept>
+#include <string>
+
+namespace poreforge {
+
+/// Bad input from the user: a file, a shape, a label, a parameter. The message names the
+/// problem in words a user can act on.
+class InputError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+/// A failure of the machine rather than the input: a CUDA call, an allocation, an I/O error.
+class RuntimeError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+}  // namespace poreforge

@@ -1,0 +1,83 @@
+#include "poreforge/backend.hpp"
+
+#include <omp.h>
+
+#include "poreforge/error.hpp"
+#ifdef POREFORGE_HAVE_CUDA
+#include "cuda/device.hpp"
+#endif
+
+namespace poreforge {
+
+std::string to_string(Backend b) {
+  switch (b) {
+    case Backend::automatic: return "auto";
+    case Backend::cpu: return "cpu";
+    case Backend::cuda: return "cuda";
+  }
+  return "?";
+}
+
+Backend parse_backend(std::string_view text) {
+  if (text == "auto") return Backend::automatic;
+  if (text == "cpu") return Backend::cpu;
+  if (text == "cuda") return Backend::cuda;
+  throw InputError("unknown backend '" + std::string(text) + "' (expected auto, cpu or cuda)");
+}
+
+bool cuda_compiled() {
+#ifdef POREFORGE_HAVE_CUDA
+  return true;
+#else
+  return false;
+#endif
+}
+
+bool has_cuda_device() {
+#ifdef POREFORGE_HAVE_CUDA
+  return cuda::device_present(nullptr);
+#else
+  return false;
+#endif
+}
+
+std::string cuda_device_description() {
+#ifdef POREFORGE_HAVE_CUDA
+  return cuda::device_description();
+#else
+  return "this build has no CUDA backend (nvcc was not found when it was configured)";
+#endif
+}
+
+bool cuda_implements(Operation) {
+  // The CUDA twins of the engine's operations land with the CUDA-backend work; until then
+  // `auto` runs everything on the CPU and an explicit `cuda` request says so.
+  return false;
+}
+
+namespace {
+const char* operation_name(Operation op) {
+  switch (op) {
+    case Operation::distance_transform: return "the distance transform";
+    case Operation::local_thickness: return "local thickness";
+    case Operation::pore_size_distribution: return "the pore-size distribution";
+  }
+  return "this operation";
+}
+}  // namespace
+
+Backend resolve_backend(Backend requested, Operation op) {
+  if (requested == Backend::cpu) return Backend::cpu;
+  const bool usable = cuda_compiled() && has_cuda_device() && cuda_implements(op);
+  if (requested == Backend::automatic) return usable ? Backend::cuda : Backend::cpu;
+  if (!cuda_compiled() || !has_cuda_device())
+    throw InputError("backend 'cuda' requested, but " + cuda_device_description());
+  if (!cuda_implements(op))
+    throw InputError(std::string("backend 'cuda' requested, but the CUDA backend has no kernel for ") +
+                     operation_name(op) + " in this version; use --backend cpu or auto");
+  return Backend::cuda;
+}
+
+int cpu_threads() { return omp_get_max_threads(); }
+
+}  // namespace poreforge

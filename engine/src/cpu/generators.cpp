@@ -1,0 +1,157 @@
+#include "poreforge/generators.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "poreforge/error.hpp"
+
+namespace poreforge {
+namespace {
+
+// SplitMix64 finaliser: a good 64-bit mix, used as a counter-based generator hash(seed, n).
+uint64_t mix(uint64_t z) {
+  z += 0x9E3779B97F4A7C15ull;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+// Uniform in (0, 1) for stream `stream` of `seed`, draw n.
+double uniform(uint64_t seed, uint64_t stream, uint64_t n) {
+  const uint64_t h = mix(mix(seed ^ mix(stream)) + n);
+  return (static_cast<double>(h >> 11) + 0.5) * (1.0 / 9007199254740992.0);
+}
+
+void check_porosity(double porosity) {
+  if (!(porosity > 0 && porosity < 1))
+    throw InputError("porosity must lie strictly between 0 and 1 (got " + std::to_string(porosity) + ")");
+}
+
+// scipy's 'reflect' border (d c b a | a b c d | d c b a), for any offset.
+int64_t reflect(int64_t i, int64_t n) {
+  const int64_t period = 2 * n;
+  i %= period;
+  if (i < 0) i += period;
+  return i < n ? i : period - 1 - i;
+}
+
+// In-place 1D Gaussian filter along `axis`.
+void gaussian_along(std::vector<float>& v, const Shape& s, int axis, const std::vector<float>& kernel) {
+  const int64_t n = s.extent(axis);
+  if (n == 1) return;
+  const int64_t plane = s.nx * s.ny;
+  const int64_t stride = axis == 0 ? 1 : axis == 1 ? s.nx : plane;
+  const int64_t lines = s.voxels() / n;
+  const int64_t radius = static_cast<int64_t>(kernel.size() / 2);
+#pragma omp parallel
+  {
+    std::vector<float> in(n);
+#pragma omp for schedule(static)
+    for (int64_t l = 0; l < lines; ++l) {
+      const int64_t start = axis == 0 ? l * s.nx : axis == 1 ? (l / s.nx) * plane + l % s.nx : l;
+      float* line = v.data() + start;
+      for (int64_t p = 0; p < n; ++p) in[p] = line[p * stride];
+      for (int64_t p = 0; p < n; ++p) {
+        float acc = 0;
+        for (int64_t k = -radius; k <= radius; ++k) acc += kernel[k + radius] * in[reflect(p + k, n)];
+        line[p * stride] = acc;
+      }
+    }
+  }
+}
+
+// Marks the `keep` smallest values as phase (ties broken by index, so the count is exact).
+Mask threshold_count(const std::vector<float>& v, Shape shape, int64_t keep) {
+  Mask mask(shape);
+  if (keep <= 0) return mask;
+  std::vector<float> sorted(v);
+  std::nth_element(sorted.begin(), sorted.begin() + (keep - 1), sorted.end());
+  const float t = sorted[keep - 1];
+  int64_t taken = 0;
+  for (std::size_t i = 0; i < v.size(); ++i)
+    if (v[i] < t) {
+      mask[i] = 1;
+      ++taken;
+    }
+  for (std::size_t i = 0; i < v.size() && taken < keep; ++i)
+    if (v[i] == t) {
+      mask[i] = 1;
+      ++taken;
+    }
+  return mask;
+}
+
+}  // namespace
+
+Mask generate_noise(Shape shape, double porosity, uint64_t seed) {
+  validate_shape(shape);
+  check_porosity(porosity);
+  Mask mask(shape);
+  const int64_t n = shape.voxels();
+#pragma omp parallel for schedule(static)
+  for (int64_t i = 0; i < n; ++i) mask[i] = uniform(seed, 0, i) < porosity ? 1 : 0;
+  return mask;
+}
+
+Mask generate_blobs(Shape shape, double porosity, double blobiness, uint64_t seed) {
+  validate_shape(shape);
+  check_porosity(porosity);
+  if (!(blobiness > 0)) throw InputError("blobiness must be positive (got " + std::to_string(blobiness) + ")");
+  const int64_t n = shape.voxels();
+  std::vector<float> v(static_cast<std::size_t>(n));
+#pragma omp parallel for schedule(static)
+  for (int64_t i = 0; i < n; ++i) {  // Box–Muller on two counter-based uniforms
+    const double u1 = uniform(seed, 1, i), u2 = uniform(seed, 2, i);
+    v[i] = static_cast<float>(std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586 * u2));
+  }
+  // PoreSpy: sigma = mean(shape) / 40 / blobiness, over the axes the image has.
+  double extent_sum = 0;
+  int dims = 0;
+  for (int a = 0; a < 3; ++a)
+    if (shape.extent(a) > 1) {
+      extent_sum += static_cast<double>(shape.extent(a));
+      ++dims;
+    }
+  const double sigma = dims ? extent_sum / dims / 40.0 / blobiness : 1.0;
+  const int64_t radius = static_cast<int64_t>(4.0 * sigma + 0.5);  // scipy's truncate = 4
+  std::vector<float> kernel(static_cast<std::size_t>(2 * radius + 1));
+  double sum = 0;
+  for (int64_t k = -radius; k <= radius; ++k) {
+    const double x = static_cast<double>(k);
+    sum += kernel[k + radius] = static_cast<float>(std::exp(-0.5 * x * x / (sigma * sigma)));
+  }
+  for (auto& k : kernel) k = static_cast<float>(k / sum);
+  for (int axis = 0; axis < 3; ++axis) gaussian_along(v, shape, axis, kernel);
+  return threshold_count(v, shape, std::llround(porosity * static_cast<double>(n)));
+}
+
+Mask generate_spheres(Shape shape, double porosity, double radius, uint64_t seed) {
+  validate_shape(shape);
+  check_porosity(porosity);
+  if (!(radius >= 1)) throw InputError("sphere radius must be at least 1 voxel (got " + std::to_string(radius) + ")");
+  Mask mask(shape, {}, 1);
+  int64_t pore = shape.voxels();
+  const int64_t target = std::llround(porosity * static_cast<double>(shape.voxels()));
+  const int64_t r = static_cast<int64_t>(std::floor(radius));
+  const double r2 = radius * radius;
+  auto wrap = [](int64_t v, int64_t n) { v %= n; return v < 0 ? v + n : v; };
+  for (uint64_t k = 0; pore > target; ++k) {
+    const int64_t cx = static_cast<int64_t>(uniform(seed, 3, 3 * k) * static_cast<double>(shape.nx));
+    const int64_t cy = static_cast<int64_t>(uniform(seed, 3, 3 * k + 1) * static_cast<double>(shape.ny));
+    const int64_t cz = static_cast<int64_t>(uniform(seed, 3, 3 * k + 2) * static_cast<double>(shape.nz));
+    for (int64_t dz = shape.nz > 1 ? -r : 0; dz <= (shape.nz > 1 ? r : 0); ++dz)
+      for (int64_t dy = shape.ny > 1 ? -r : 0; dy <= (shape.ny > 1 ? r : 0); ++dy)
+        for (int64_t dx = -r; dx <= r; ++dx) {
+          if (double(dx * dx + dy * dy + dz * dz) > r2) continue;
+          auto& voxel = mask(wrap(cx + dx, shape.nx), wrap(cy + dy, shape.ny), wrap(cz + dz, shape.nz));
+          if (voxel) {
+            voxel = 0;
+            --pore;
+          }
+        }
+  }
+  return mask;
+}
+
+}  // namespace poreforge

@@ -1,0 +1,37 @@
+// Device discovery for the dispatcher. Never throws: a machine without a GPU is normal.
+#include <cuda_runtime.h>
+
+#include <string>
+
+#include "device.hpp"
+
+namespace poreforge::cuda {
+
+bool device_present(std::string* why) {
+  int count = 0;
+  const cudaError_t err = cudaGetDeviceCount(&count);
+  if (err != cudaSuccess) {
+    if (why) *why = std::string("no CUDA device (") + cudaGetErrorString(err) + ")";
+    cudaGetLastError();  // clear the sticky error so later queries start clean
+    return false;
+  }
+  if (count == 0) {
+    if (why) *why = "no CUDA device found";
+    return false;
+  }
+  return true;
+}
+
+std::string device_description() {
+  std::string why;
+  if (!device_present(&why)) return why;
+  int dev = 0;
+  cudaDeviceProp prop{};
+  if (cudaGetDevice(&dev) != cudaSuccess || cudaGetDeviceProperties(&prop, dev) != cudaSuccess)
+    return "CUDA device present, but its properties could not be read";
+  const double gib = static_cast<double>(prop.totalGlobalMem) / (1024.0 * 1024.0 * 1024.0);
+  return std::string(prop.name) + " (sm_" + std::to_string(prop.major) + std::to_string(prop.minor) +
+         ", " + std::to_string(static_cast<int>(gib + 0.5)) + " GiB)";
+}
+
+}  // namespace poreforge::cuda

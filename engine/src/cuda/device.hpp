@@ -1,0 +1,12 @@
+#pragma once
+// Host-side view of the CUDA backend for the dispatcher (no CUDA types).
+#include <string>
+
+namespace poreforge::cuda {
+
+/// True when a CUDA device answers; otherwise writes the reason to `why`. Never throws.
+bool device_present(std::string* why);
+/// "NVIDIA H200 (sm_90, 140 GiB)" or the reason there is no device.
+std::string device_description();
+
+}  // namespace poreforge::cuda

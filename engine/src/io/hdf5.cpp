@@ -1,0 +1,262 @@
+#include <H5Cpp.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <ctime>
+#include <filesystem>
+
+#include "poreforge/error.hpp"
+#include "poreforge/io.hpp"
+
+#ifndef POREFORGE_VERSION
+#define POREFORGE_VERSION "0.0.0"
+#endif
+#ifndef POREFORGE_GIT_HASH
+#define POREFORGE_GIT_HASH "unknown"
+#endif
+
+namespace poreforge {
+
+std::string version_string() { return std::string(POREFORGE_VERSION) + " (" + POREFORGE_GIT_HASH + ")"; }
+
+namespace {
+
+// HDF5 prints its own error stack by default; we report one line instead.
+struct QuietHdf5 {
+  QuietHdf5() { H5::Exception::dontPrint(); }
+};
+const QuietHdf5 quiet_hdf5;
+
+// Every 2D/3D dataset in the file, by path.
+void collect_datasets(const H5::Group& g, const std::string& prefix, std::vector<std::string>& out) {
+  for (hsize_t i = 0; i < g.getNumObjs(); ++i) {
+    const std::string name = g.getObjnameByIdx(i);
+    const std::string path = prefix + "/" + name;
+    const H5G_obj_t type = g.getObjTypeByIdx(i);
+    if (type == H5G_GROUP) {
+      collect_datasets(g.openGroup(name), path, out);
+    } else if (type == H5G_DATASET) {
+      const int rank = g.openDataSet(name).getSpace().getSimpleExtentNdims();
+      if (rank == 2 || rank == 3) out.push_back(path);
+    }
+  }
+}
+
+DType dtype_for(const H5::DataSet& ds, const std::string& where) {
+  const H5T_class_t cls = ds.getTypeClass();
+  if (cls == H5T_INTEGER) {
+    const H5::IntType t = ds.getIntType();
+    const bool is_signed = t.getSign() != H5T_SGN_NONE;
+    if (t.getSize() == 1 && !is_signed) return DType::u8;
+    if (t.getSize() == 2 && !is_signed) return DType::u16;
+    if (t.getSize() <= 4) return DType::i32;
+    throw InputError(where + ": 64-bit integer labels are not supported");
+  }
+  if (cls == H5T_FLOAT) return DType::f32;
+  throw InputError(where + ": dataset is neither integer nor floating point");
+}
+
+H5::PredType native_type(DType t) {
+  switch (t) {
+    case DType::u8: return H5::PredType::NATIVE_UINT8;
+    case DType::u16: return H5::PredType::NATIVE_UINT16;
+    case DType::i32: return H5::PredType::NATIVE_INT32;
+    case DType::f32: return H5::PredType::NATIVE_FLOAT;
+  }
+  return H5::PredType::NATIVE_UINT8;
+}
+
+}  // namespace
+
+LabelImage read_hdf5(const std::string& path, const std::string& dataset) {
+  if (!std::filesystem::exists(path)) throw InputError("input file '" + path + "' does not exist");
+  try {
+    if (!H5::H5File::isHdf5(path)) throw InputError("'" + path + "' is not an HDF5 file");
+    H5::H5File file(path, H5F_ACC_RDONLY);
+    std::string name = dataset;
+    if (name.empty()) {
+      std::vector<std::string> found;
+      collect_datasets(file.openGroup("/"), "", found);
+      if (found.empty()) throw InputError("'" + path + "' holds no 2D or 3D dataset");
+      if (found.size() > 1) {
+        std::string list;
+        for (auto& f : found) list += (list.empty() ? "" : ", ") + f;
+        throw InputError("'" + path + "' holds several datasets (" + list + "); name one with --dataset");
+      }
+      name = found.front();
+    }
+    if (!file.nameExists(name)) throw InputError("'" + path + "' has no dataset '" + name + "'");
+    const H5::DataSet ds = file.openDataSet(name);
+    const H5::DataSpace space = ds.getSpace();
+    const int rank = space.getSimpleExtentNdims();
+    if (rank != 2 && rank != 3)
+      throw InputError("'" + path + ":" + name + "' has rank " + std::to_string(rank) + "; expected 2 or 3");
+    hsize_t dims[3] = {1, 1, 1};
+    space.getSimpleExtentDims(rank == 3 ? dims : dims + 1);
+    LabelImage image;
+    image.shape = {static_cast<int64_t>(dims[2]), static_cast<int64_t>(dims[1]), static_cast<int64_t>(dims[0])};
+    validate_shape(image.shape);
+    image.dtype = dtype_for(ds, "'" + path + ":" + name + "'");
+    image.bytes.resize(static_cast<std::size_t>(image.shape.voxels()) * dtype_size(image.dtype));
+    ds.read(image.bytes.data(), native_type(image.dtype));
+    if (ds.attrExists("spacing")) {
+      const H5::Attribute a = ds.openAttribute("spacing");
+      if (a.getSpace().getSimpleExtentNpoints() == 3) {
+        double s[3];
+        a.read(H5::PredType::NATIVE_DOUBLE, s);
+        image.spacing = {s[0], s[1], s[2]};
+        validate_spacing(image.spacing);
+      }
+    }
+    return image;
+  } catch (const H5::Exception& e) {
+    throw InputError("cannot read '" + path + "' as HDF5: " + e.getDetailMsg());
+  }
+}
+
+OutputFile::OutputFile(std::string path, bool overwrite) : m_path(std::move(path)) {
+  namespace fs = std::filesystem;
+  if (fs::exists(m_path) && !overwrite)
+    throw InputError("output '" + m_path + "' already exists (use --force to overwrite it)");
+  const fs::path parent = fs::path(m_path).parent_path();
+  if (!parent.empty() && !fs::is_directory(parent))
+    throw InputError("cannot write '" + m_path + "': directory '" + parent.string() + "' does not exist");
+  m_temp = m_path + ".tmp-" + std::to_string(::getpid());
+  try {
+    m_file = std::make_unique<H5::H5File>(m_temp, H5F_ACC_TRUNC);
+  } catch (const H5::Exception& e) {
+    throw InputError("cannot create '" + m_temp + "': " + e.getDetailMsg());
+  }
+}
+
+OutputFile::~OutputFile() {
+  if (m_committed) return;
+  try {
+    if (m_file) m_file->close();
+  } catch (...) {
+  }
+  std::error_code ec;
+  std::filesystem::remove(m_temp, ec);
+}
+
+namespace {
+
+template <class T>
+void write_3d(H5::H5File& file, const std::string& name, const Volume<T>& v, const H5::PredType& mem,
+              const H5::PredType& disk) {
+  const Shape& s = v.shape();
+  const hsize_t dims[3] = {hsize_t(s.nz), hsize_t(s.ny), hsize_t(s.nx)};
+  // Chunks of about 64³, never larger than the volume.
+  const hsize_t chunk[3] = {std::min<hsize_t>(dims[0], 64), std::min<hsize_t>(dims[1], 64),
+                            std::min<hsize_t>(dims[2], 64)};
+  H5::DSetCreatPropList props;
+  props.setChunk(3, chunk);
+  props.setShuffle();
+  props.setDeflate(4);
+  H5::DataSpace space(3, dims);
+  H5::DataSet ds = file.createDataSet(name, disk, space, props);
+  ds.write(v.data(), mem);
+  const double spacing[3] = {v.spacing().x, v.spacing().y, v.spacing().z};
+  const hsize_t three = 3;
+  H5::Attribute a = ds.createAttribute("spacing", H5::PredType::NATIVE_DOUBLE, H5::DataSpace(1, &three));
+  a.write(H5::PredType::NATIVE_DOUBLE, spacing);
+}
+
+void ensure_parent_groups(H5::H5File& file, const std::string& name) {
+  for (std::size_t pos = name.find('/', 1); pos != std::string::npos; pos = name.find('/', pos + 1)) {
+    const std::string group = name.substr(0, pos);
+    if (!file.nameExists(group)) file.createGroup(group);
+  }
+}
+
+}  // namespace
+
+void OutputFile::write_volume(const std::string& name, const Volume<float>& v) {
+  try {
+    ensure_parent_groups(*m_file, name);
+    write_3d(*m_file, name, v, H5::PredType::NATIVE_FLOAT, H5::PredType::IEEE_F32LE);
+  } catch (const H5::Exception& e) {
+    throw RuntimeError("writing " + name + " to '" + m_path + "': " + e.getDetailMsg());
+  }
+}
+
+void OutputFile::write_volume(const std::string& name, const Mask& v) {
+  try {
+    ensure_parent_groups(*m_file, name);
+    write_3d(*m_file, name, v, H5::PredType::NATIVE_UINT8, H5::PredType::STD_U8LE);
+  } catch (const H5::Exception& e) {
+    throw RuntimeError("writing " + name + " to '" + m_path + "': " + e.getDetailMsg());
+  }
+}
+
+void OutputFile::write_vector(const std::string& name, const std::vector<double>& v) {
+  try {
+    ensure_parent_groups(*m_file, name);
+    const hsize_t n = v.size();
+    H5::DataSet ds = m_file->createDataSet(name, H5::PredType::IEEE_F64LE, H5::DataSpace(1, &n));
+    ds.write(v.data(), H5::PredType::NATIVE_DOUBLE);
+  } catch (const H5::Exception& e) {
+    throw RuntimeError("writing " + name + " to '" + m_path + "': " + e.getDetailMsg());
+  }
+}
+
+void OutputFile::set_attribute(const std::string& name, const std::string& value, const std::string& object) {
+  try {
+    H5::StrType type(H5::PredType::C_S1, value.empty() ? 1 : value.size());
+    H5::DataSpace scalar(H5S_SCALAR);
+    if (object == "/") {
+      m_file->openGroup("/").createAttribute(name, type, scalar).write(type, value);
+    } else {
+      m_file->openDataSet(object).createAttribute(name, type, scalar).write(type, value);
+    }
+  } catch (const H5::Exception& e) {
+    throw RuntimeError("writing attribute " + name + " to '" + m_path + "': " + e.getDetailMsg());
+  }
+}
+
+void OutputFile::set_attribute(const std::string& name, double value, const std::string& object) {
+  try {
+    H5::DataSpace scalar(H5S_SCALAR);
+    if (object == "/") {
+      m_file->openGroup("/").createAttribute(name, H5::PredType::NATIVE_DOUBLE, scalar)
+          .write(H5::PredType::NATIVE_DOUBLE, &value);
+    } else {
+      m_file->openDataSet(object).createAttribute(name, H5::PredType::NATIVE_DOUBLE, scalar)
+          .write(H5::PredType::NATIVE_DOUBLE, &value);
+    }
+  } catch (const H5::Exception& e) {
+    throw RuntimeError("writing attribute " + name + " to '" + m_path + "': " + e.getDetailMsg());
+  }
+}
+
+void OutputFile::set_provenance(const std::string& command_line) {
+  const std::time_t now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  char stamp[32];
+  std::strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
+  set_attribute("poreforge_version", std::string(POREFORGE_VERSION));
+  set_attribute("git_hash", std::string(POREFORGE_GIT_HASH));
+  set_attribute("command_line", command_line);
+  set_attribute("created_utc", std::string(stamp));
+}
+
+void OutputFile::commit() {
+  try {
+    m_file->flush(H5F_SCOPE_GLOBAL);
+    m_file->close();
+  } catch (const H5::Exception& e) {
+    throw RuntimeError("finishing '" + m_temp + "': " + e.getDetailMsg());
+  }
+  // Data on disk before the rename makes it visible: a crash leaves the old file or the new.
+  if (const int fd = ::open(m_temp.c_str(), O_RDONLY); fd >= 0) {
+    ::fsync(fd);
+    ::close(fd);
+  }
+  std::error_code ec;
+  std::filesystem::rename(m_temp, m_path, ec);
+  if (ec) throw RuntimeError("cannot move '" + m_temp + "' to '" + m_path + "': " + ec.message());
+  m_committed = true;
+}
+
+}  // namespace poreforge

@@ -1,0 +1,161 @@
+#include <algorithm>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "poreforge/error.hpp"
+#include "poreforge/io.hpp"
+
+namespace poreforge {
+
+std::string to_string(DType t) {
+  switch (t) {
+    case DType::u8: return "u8";
+    case DType::u16: return "u16";
+    case DType::i32: return "i32";
+    case DType::f32: return "f32";
+  }
+  return "?";
+}
+
+DType parse_dtype(std::string_view text) {
+  if (text == "u8" || text == "uint8") return DType::u8;
+  if (text == "u16" || text == "uint16") return DType::u16;
+  if (text == "i32" || text == "int32") return DType::i32;
+  if (text == "f32" || text == "float32") return DType::f32;
+  throw InputError("unknown dtype '" + std::string(text) + "' (expected u8, u16, i32 or f32)");
+}
+
+std::size_t dtype_size(DType t) {
+  switch (t) {
+    case DType::u8: return 1;
+    case DType::u16: return 2;
+    case DType::i32:
+    case DType::f32: return 4;
+  }
+  return 1;
+}
+
+double LabelImage::value(std::size_t i) const {
+  const unsigned char* p = bytes.data() + i * dtype_size(dtype);
+  switch (dtype) {
+    case DType::u8: return *p;
+    case DType::u16: { uint16_t v; std::memcpy(&v, p, 2); return v; }
+    case DType::i32: { int32_t v; std::memcpy(&v, p, 4); return v; }
+    case DType::f32: { float v; std::memcpy(&v, p, 4); return v; }
+  }
+  return 0;
+}
+
+LabelCounts count_labels(const LabelImage& image, std::size_t max_labels) {
+  LabelCounts out;
+  const std::size_t n = static_cast<std::size_t>(image.shape.voxels());
+  if (image.dtype == DType::u8) {  // the common case, without a map
+    std::vector<int64_t> h(256, 0);
+    for (std::size_t i = 0; i < n; ++i) ++h[image.bytes[i]];
+    for (int v = 0; v < 256; ++v)
+      if (h[v]) out.counts.emplace_back(v, h[v]);
+    return out;
+  }
+  std::map<double, int64_t> counts;
+  for (std::size_t i = 0; i < n; ++i) {
+    const double v = image.value(i);
+    auto it = counts.find(v);
+    if (it != counts.end()) {
+      ++it->second;
+    } else if (counts.size() < max_labels) {
+      counts.emplace(v, 1);
+    } else {
+      out.truncated = true;
+    }
+  }
+  out.counts.assign(counts.begin(), counts.end());
+  return out;
+}
+
+namespace {
+std::string format_label(double v) {
+  std::ostringstream s;
+  s << v;
+  return s.str();
+}
+}  // namespace
+
+Mask phase_mask(const LabelImage& image, double label) {
+  Mask mask(image.shape, image.spacing);
+  const std::size_t n = static_cast<std::size_t>(image.shape.voxels());
+  int64_t hits = 0;
+  for (std::size_t i = 0; i < n; ++i)
+    if (image.value(i) == label) {
+      mask[i] = 1;
+      ++hits;
+    }
+  if (hits == 0) {
+    const LabelCounts present = count_labels(image, 16);
+    std::string list;
+    for (auto& [v, c] : present.counts) list += (list.empty() ? "" : ", ") + format_label(v);
+    if (present.truncated) list += ", ...";
+    throw InputError("label " + format_label(label) + " does not occur in the image (labels present: " +
+                     list + ")");
+  }
+  return mask;
+}
+
+namespace {
+std::string extension_of(const std::string& path) {
+  std::string ext = std::filesystem::path(path).extension().string();
+  std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return std::tolower(c); });
+  return ext;
+}
+}  // namespace
+
+LabelImage read_image(const std::string& path, const ReadOptions& options) {
+  if (!std::filesystem::exists(path)) throw InputError("input file '" + path + "' does not exist");
+  std::string format = options.format;
+  if (format == "auto") {
+    const std::string ext = extension_of(path);
+    if (ext == ".h5" || ext == ".hdf5" || ext == ".hdf") format = "hdf5";
+    else if (ext == ".raw" || ext == ".bin" || ext == ".dat") format = "raw";
+    else if (ext == ".tif" || ext == ".tiff") format = "tiff";
+    else
+      throw InputError("cannot tell the format of '" + path + "' from its extension '" + ext +
+                       "' (use --format hdf5|raw|tiff)");
+  }
+  if (format == "hdf5") return read_hdf5(path, options.dataset);
+  if (format == "tiff") return read_tiff(path);
+  if (format == "raw") {
+    if (!options.shape) throw InputError("reading raw file '" + path + "' needs --shape NX,NY,NZ");
+    return read_raw(path, *options.shape, options.dtype);
+  }
+  throw InputError("unknown format '" + format + "' (expected auto, hdf5, raw or tiff)");
+}
+
+LabelImage read_raw(const std::string& path, Shape shape, DType dtype) {
+  validate_shape(shape);
+  std::error_code ec;
+  const auto size = std::filesystem::file_size(path, ec);
+  if (ec) throw InputError("cannot read raw file '" + path + "': " + ec.message());
+  const std::size_t need = static_cast<std::size_t>(shape.voxels()) * dtype_size(dtype);
+  if (size != need)
+    throw InputError("raw file '" + path + "' holds " + std::to_string(size) + " bytes, but shape " +
+                     to_string(shape) + " of " + to_string(dtype) + " needs " + std::to_string(need) +
+                     " bytes");
+  LabelImage image;
+  image.shape = shape;
+  image.dtype = dtype;
+  image.bytes.resize(need);
+  std::ifstream in(path, std::ios::binary);
+  if (!in.read(reinterpret_cast<char*>(image.bytes.data()), static_cast<std::streamsize>(need)))
+    throw InputError("cannot read raw file '" + path + "': short read");
+  return image;
+}
+
+void write_raw(const std::string& path, const Mask& mask) {
+  std::ofstream out(path, std::ios::binary);
+  out.write(reinterpret_cast<const char*>(mask.data()), static_cast<std::streamsize>(mask.voxels()));
+  if (!out) throw RuntimeError("cannot write '" + path + "'");
+}
+
+}  // namespace poreforge

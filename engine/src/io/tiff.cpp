@@ -1,0 +1,121 @@
+#include "poreforge/error.hpp"
+#include "poreforge/io.hpp"
+
+#ifdef POREFORGE_HAVE_TIFF
+#include <tiffio.h>
+
+#include <cstdarg>
+#include <cstring>
+#include <memory>
+#endif
+
+namespace poreforge {
+
+#ifndef POREFORGE_HAVE_TIFF
+
+bool tiff_supported() { return false; }
+
+LabelImage read_tiff(const std::string& path) {
+  throw InputError("cannot read '" + path + "': this build has no TIFF support (libtiff was not found "
+                   "when it was configured); convert the stack to HDF5 or raw");
+}
+
+#else
+
+bool tiff_supported() { return true; }
+
+namespace {
+
+// libtiff reports through global handlers; keep its last message for our one-line error.
+thread_local std::string tiff_message;
+
+void on_tiff_error(const char* module, const char* fmt, va_list ap) {
+  char buf[512];
+  std::vsnprintf(buf, sizeof buf, fmt, ap);
+  tiff_message = std::string(module ? module : "libtiff") + ": " + buf;
+}
+
+void on_tiff_warning(const char*, const char*, va_list) {}
+
+struct TiffCloser {
+  void operator()(TIFF* t) const { TIFFClose(t); }
+};
+
+DType page_dtype(TIFF* tif, const std::string& where) {
+  uint16_t bits = 0, format = SAMPLEFORMAT_UINT, samples = 1;
+  TIFFGetFieldDefaulted(tif, TIFFTAG_BITSPERSAMPLE, &bits);
+  TIFFGetFieldDefaulted(tif, TIFFTAG_SAMPLEFORMAT, &format);
+  TIFFGetFieldDefaulted(tif, TIFFTAG_SAMPLESPERPIXEL, &samples);
+  if (samples != 1)
+    throw InputError(where + ": " + std::to_string(samples) + " samples per pixel; expected a grey-level stack");
+  if (format == SAMPLEFORMAT_UINT && bits == 8) return DType::u8;
+  if (format == SAMPLEFORMAT_UINT && bits == 16) return DType::u16;
+  if (format == SAMPLEFORMAT_INT && bits == 32) return DType::i32;
+  if (format == SAMPLEFORMAT_IEEEFP && bits == 32) return DType::f32;
+  throw InputError(where + ": " + std::to_string(bits) + "-bit samples of format " + std::to_string(format) +
+                   " are not supported (expected u8, u16, i32 or f32)");
+}
+
+// Reads the current page into `dst` (width × height samples of `size` bytes).
+void read_page(TIFF* tif, unsigned char* dst, uint32_t width, uint32_t height, std::size_t size,
+               const std::string& where) {
+  const std::size_t row_bytes = width * size;
+  if (TIFFIsTiled(tif)) {
+    uint32_t tw = 0, th = 0;
+    TIFFGetField(tif, TIFFTAG_TILEWIDTH, &tw);
+    TIFFGetField(tif, TIFFTAG_TILELENGTH, &th);
+    std::vector<unsigned char> tile(TIFFTileSize(tif));
+    for (uint32_t y0 = 0; y0 < height; y0 += th)
+      for (uint32_t x0 = 0; x0 < width; x0 += tw) {
+        if (TIFFReadTile(tif, tile.data(), x0, y0, 0, 0) < 0)
+          throw InputError(where + ": " + tiff_message);
+        for (uint32_t y = y0; y < std::min(height, y0 + th); ++y) {
+          const uint32_t cols = std::min(width - x0, tw);
+          std::memcpy(dst + y * row_bytes + x0 * size, tile.data() + (y - y0) * tw * size, cols * size);
+        }
+      }
+    return;
+  }
+  for (uint32_t y = 0; y < height; ++y)
+    if (TIFFReadScanline(tif, dst + y * row_bytes, y, 0) < 0) throw InputError(where + ": " + tiff_message);
+}
+
+}  // namespace
+
+LabelImage read_tiff(const std::string& path) {
+  TIFFSetErrorHandler(on_tiff_error);
+  TIFFSetWarningHandler(on_tiff_warning);
+  tiff_message = "unreadable TIFF";
+  std::unique_ptr<TIFF, TiffCloser> tif(TIFFOpen(path.c_str(), "r"));
+  if (!tif) throw InputError("cannot read '" + path + "' as TIFF: " + tiff_message);
+  LabelImage image;
+  uint32_t width = 0, height = 0;
+  int64_t pages = 0;
+  do {
+    const std::string where = "'" + path + "' page " + std::to_string(pages);
+    uint32_t w = 0, h = 0;
+    TIFFGetField(tif.get(), TIFFTAG_IMAGEWIDTH, &w);
+    TIFFGetField(tif.get(), TIFFTAG_IMAGELENGTH, &h);
+    const DType t = page_dtype(tif.get(), where);
+    if (pages == 0) {
+      width = w;
+      height = h;
+      image.dtype = t;
+    } else if (w != width || h != height || t != image.dtype) {
+      throw InputError(where + " is " + std::to_string(w) + "x" + std::to_string(h) + " " + to_string(t) +
+                       ", unlike page 0 (" + std::to_string(width) + "x" + std::to_string(height) + " " +
+                       to_string(image.dtype) + ")");
+    }
+    const std::size_t size = dtype_size(t), page_bytes = std::size_t(w) * h * size;
+    image.bytes.resize(image.bytes.size() + page_bytes);
+    read_page(tif.get(), image.bytes.data() + pages * page_bytes, w, h, size, where);
+    ++pages;
+  } while (TIFFReadDirectory(tif.get()));
+  image.shape = {width, height, pages};
+  validate_shape(image.shape);
+  return image;
+}
+
+#endif
+
+}  // namespace poreforge

@@ -1,0 +1,143 @@
+// The poreforge program end to end: outputs, and one clear line plus a non-zero exit for
+// every kind of bad input, with no output file left behind.
+#include <doctest/doctest.h>
+#include <sys/wait.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "poreforge/generators.hpp"
+#include "poreforge/io.hpp"
+#include "support/random.hpp"
+
+using namespace poreforge;
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Result {
+  int status;
+  std::string output;  // stdout and stderr together
+};
+
+// Runs poreforge; `streams` picks what is captured ("2>&1": both, "2>&1 >/dev/null": stderr).
+Result run(const std::string& args, const std::string& streams = "2>&1") {
+  const std::string cmd = std::string(POREFORGE_CLI) + " " + args + " " + streams;
+  FILE* pipe = popen(cmd.c_str(), "r");
+  REQUIRE(pipe);
+  std::string out;
+  char buf[4096];
+  while (std::size_t n = fread(buf, 1, sizeof buf, pipe)) out.append(buf, n);
+  const int status = pclose(pipe);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+}
+
+struct Workspace {
+  fs::path dir;
+  Workspace() {
+    dir = fs::temp_directory_path() / ("poreforge-cli-" + std::to_string(testing::fresh_seed()));
+    fs::create_directories(dir);
+  }
+  ~Workspace() {
+    std::error_code ec;
+    fs::remove_all(dir, ec);
+  }
+  std::string operator/(const std::string& name) const { return (dir / name).string(); }
+  // Only the given files exist in the directory (no temporaries, no partial outputs).
+  bool holds_only(std::initializer_list<std::string> names) const {
+    std::size_t count = 0;
+    for (auto& e : fs::directory_iterator(dir)) {
+      (void)e;
+      ++count;
+    }
+    for (auto& n : names)
+      if (!fs::exists(dir / n)) return false;
+    return count == names.size();
+  }
+};
+
+// Runs a command that must fail: one line on stderr, "poreforge: error: ...", non-zero status.
+void check_error(const std::string& args, const std::string& fragment) {
+  const Result r = run(args, "2>&1 >/dev/null");
+  CAPTURE(r.output);
+  CHECK(r.status != 0);
+  CHECK(r.output.rfind("poreforge: error: ", 0) == 0);
+  CHECK(std::count(r.output.begin(), r.output.end(), '\n') == 1);
+  CHECK(r.output.find(fragment) != std::string::npos);
+}
+
+}  // namespace
+
+TEST_CASE("cli.thickness.writes_results") {
+  Workspace ws;
+  REQUIRE(run("generate blobs --shape 32,24,20 --porosity 0.45 --seed 5 -o " + ws / "in.h5").status == 0);
+  const Result r = run("thickness " + ws / "in.h5" + " -o " + ws / "out.h5 --bins 6 --boundary periodic");
+  CAPTURE(r.output);
+  REQUIRE(r.status == 0);
+  CHECK(r.output.find("backend   cpu") != std::string::npos);
+  CHECK(r.output.find("computed in") != std::string::npos);
+  const LabelImage lt = read_hdf5(ws / "out.h5", "/thickness");
+  CHECK(lt.shape == Shape{32, 24, 20});
+  CHECK(lt.dtype == DType::f32);
+  CHECK(read_hdf5(ws / "in.h5", "").shape == lt.shape);
+  CHECK(ws.holds_only({"in.h5", "out.h5"}));
+
+  // Existing output: refused, untouched; --force replaces it.
+  const auto before = fs::last_write_time(ws / "out.h5");
+  check_error(("thickness " + ws / "in.h5" + " -o " + ws / "out.h5"), "already exists");
+  CHECK(fs::last_write_time(ws / "out.h5") == before);
+  CHECK(run("thickness " + ws / "in.h5" + " -o " + ws / "out.h5 --force --diameter --log-bins").status == 0);
+}
+
+TEST_CASE("cli.thickness.bad_input") {
+  Workspace ws;
+  write_raw(ws / "m.raw", generate_noise({10, 10, 10}, 0.5, 1));
+  write_raw(ws / "full.raw", Mask({10, 10, 10}, {}, 1));
+  std::ofstream(ws / "junk.h5") << "garbage";
+  const std::string out = " -o " + ws / "out.h5";
+
+  SUBCASE("missing file") { check_error(("thickness " + ws / "nope.h5" + out), "does not exist"); }
+  SUBCASE("corrupt file") { check_error(("thickness " + ws / "junk.h5" + out), "not an HDF5 file"); }
+  SUBCASE("raw without shape") { check_error(("thickness " + ws / "m.raw" + out), "--shape"); }
+  SUBCASE("raw size mismatch") {
+    check_error(("thickness " + ws / "m.raw --shape 10,10,11" + out), "needs 1100 bytes");
+  }
+  SUBCASE("unknown label") {
+    check_error(("thickness " + ws / "m.raw --shape 10,10,10 --phase 3" + out), "label 3 does not occur");
+  }
+  SUBCASE("no background with open boundary") {
+    check_error(("thickness " + ws / "full.raw --shape 10,10,10" + out), "fills the whole volume");
+  }
+  SUBCASE("empty phase") {
+    check_error(("thickness " + ws / "full.raw --shape 10,10,10 --phase 0" + out), "does not occur");
+  }
+  SUBCASE("bad spacing") {
+    check_error(("thickness " + ws / "m.raw --shape 10,10,10 --spacing 1,0,1" + out), "spacing");
+    check_error(("thickness " + ws / "m.raw --shape 10,10,10 --spacing 1,x,1" + out), "not a number");
+  }
+  SUBCASE("bad edges") {
+    check_error(("thickness " + ws / "m.raw --shape 10,10,10 --edges 1,3,2" + out), "strictly increasing");
+  }
+  SUBCASE("missing output directory") {
+    check_error(("thickness " + ws / "m.raw --shape 10,10,10 -o " + ws / "no/such/dir/out.h5"),
+                "does not exist");
+  }
+  CHECK_FALSE(fs::exists(ws / "out.h5"));
+  CHECK(ws.holds_only({"m.raw", "full.raw", "junk.h5"}));
+}
+
+TEST_CASE("cli.info_and_generate") {
+  Workspace ws;
+  REQUIRE(run("generate spheres --shape 30,30,30 --porosity 0.5 --radius 3 --seed 2 -o " + ws / "s.h5").status == 0);
+  const Result r = run("info " + ws / "s.h5");
+  CAPTURE(r.output);
+  CHECK(r.status == 0);
+  CHECK(r.output.find("30x30x30") != std::string::npos);
+  CHECK(r.output.find("u8") != std::string::npos);
+  check_error(("generate blobs --shape 10,10,10 --porosity 1.5 -o " + ws / "b.h5"), "porosity");
+  CHECK_FALSE(fs::exists(ws / "b.h5"));
+  check_error(("generate blobs --shape 10,0,10 -o " + ws / "b.h5"), "--shape");
+}

@@ -1,0 +1,72 @@
+#include <doctest/doctest.h>
+
+#include <cmath>
+
+#include "poreforge/error.hpp"
+#include "poreforge/generators.hpp"
+#include "poreforge/psd.hpp"
+#include "support/random.hpp"
+
+using namespace poreforge;
+
+TEST_CASE("psd.bins") {
+  const Bins lin = Bins::linear(1.0, 3.0, 4);
+  CHECK(lin.edges() == std::vector<double>{1.0, 1.5, 2.0, 2.5, 3.0});
+  const Bins lg = Bins::logarithmic(1.0, 100.0, 2);
+  CHECK(lg.edges()[1] == doctest::Approx(10.0));
+  CHECK(lg.edges().back() == 100.0);
+  CHECK_THROWS_AS(Bins::from_edges({1.0, 1.0, 2.0}), InputError);
+  CHECK_THROWS_AS(Bins::from_edges({3.0}), InputError);
+  CHECK_THROWS_AS(Bins::linear(2.0, 1.0, 3), InputError);
+  CHECK_THROWS_AS(Bins::logarithmic(0.0, 1.0, 3), InputError);
+  CHECK_THROWS_AS(Bins::linear(0.0, 1.0, 0), InputError);
+}
+
+TEST_CASE("psd.histogram_conventions") {
+  // Six phase voxels with known thickness; last bin closed, cumulative = share ≥ edge.
+  Mask phase({8, 1, 1});
+  Volume<float> lt({8, 1, 1});
+  const float values[] = {1.0f, 1.5f, 2.0f, 2.0f, 3.0f, 4.0f};
+  for (int i = 0; i < 6; ++i) {
+    phase[i] = 1;
+    lt[i] = values[i];
+  }
+  const auto psd = psd_from_thickness(lt, phase, Bins::from_edges({1.0, 2.0, 3.0}));
+  CHECK(psd.phase_voxels == 6);
+  CHECK(psd.fraction[0] == doctest::Approx(2.0 / 6));  // 1.0, 1.5
+  CHECK(psd.fraction[1] == doctest::Approx(3.0 / 6));  // 2, 2, 3 (closed last bin)
+  CHECK(psd.above == doctest::Approx(1.0 / 6));        // 4
+  CHECK(psd.below == 0.0);
+  CHECK(psd.cumulative == std::vector<double>{1.0, 4.0 / 6, 2.0 / 6});
+}
+
+TEST_CASE("generators.blobs") {
+  const uint64_t seed = testing::fresh_seed();
+  CAPTURE(seed);
+  const Shape shape{40, 30, 20};
+  const Mask a = generate_blobs(shape, 0.37, 0.5, seed);
+  CHECK(count_phase(a) == std::llround(0.37 * double(shape.voxels())));
+  CHECK(generate_blobs(shape, 0.37, 0.5, seed).values() == a.values());  // same seed, same volume
+  CHECK(generate_blobs(shape, 0.37, 0.5, seed + 1).values() != a.values());
+  // Blobs are smooth: far fewer phase/other faces along x than white noise of the same porosity.
+  auto faces = [](const Mask& m) {
+    int64_t f = 0;
+    for (int64_t i = 1; i < m.voxels(); ++i) f += m[i] != m[i - 1];
+    return f;
+  };
+  CHECK(faces(a) * 3 < faces(generate_noise(shape, 0.37, seed)));
+  CHECK_THROWS_AS(generate_blobs(shape, 1.0, 1.0, 1), InputError);
+  CHECK_THROWS_AS(generate_blobs(shape, 0.5, 0.0, 1), InputError);
+}
+
+TEST_CASE("generators.spheres") {
+  const uint64_t seed = testing::fresh_seed();
+  CAPTURE(seed);
+  const Shape shape{48, 48, 48};
+  const Mask m = generate_spheres(shape, 0.6, 4.0, seed);
+  const double porosity = double(count_phase(m)) / double(shape.voxels());
+  CHECK(porosity <= 0.6);
+  CHECK(porosity > 0.55);  // stops at the first sphere that reaches the target
+  CHECK(generate_spheres(shape, 0.6, 4.0, seed).values() == m.values());
+  CHECK_THROWS_AS(generate_spheres(shape, 0.6, 0.5, 1), InputError);
+}

@@ -1,0 +1,189 @@
+// Distance transform, local thickness and PSD against the brute-force definitions.
+#include <doctest/doctest.h>
+
+#include <cmath>
+
+#include "poreforge/edt.hpp"
+#include "poreforge/error.hpp"
+#include "poreforge/local_thickness.hpp"
+#include "poreforge/psd.hpp"
+#include "support/backends.hpp"
+#include "support/random.hpp"
+#include "support/reference.hpp"
+
+using namespace poreforge;
+using poreforge::testing::Cpu;
+
+namespace {
+
+const Boundary all_boundaries[] = {Boundary::open, Boundary::wall, Boundary::periodic};
+
+bool has_background(const Mask& phase, Boundary boundary) {
+  if (count_phase(phase) < phase.voxels()) return true;
+  if (boundary != Boundary::wall) return false;
+  const Shape s = phase.shape();
+  return s.nx > 1 || s.ny > 1 || s.nz > 1;
+}
+
+// Checks distance, local thickness and both PSD paths of one mask against brute force.
+template <class M>
+void check_against_brute_force(const Mask& phase, Boundary boundary, const M& metric, Backend backend,
+                               bool exact) {
+  CAPTURE(to_string(boundary));
+  CAPTURE(to_string(phase.shape()));
+  if (count_phase(phase) == 0 || !has_background(phase, boundary)) {
+    CHECK_THROWS_AS(local_thickness(phase, boundary, backend), InputError);
+    return;
+  }
+  const auto d2 = testing::brute_squared_distance(phase, boundary, metric);
+  const Volume<float> dt = distance_transform(phase, boundary, backend);
+  const Volume<float> lt = local_thickness(phase, boundary, backend);
+  const auto expected = testing::brute_local_thickness(phase, boundary, metric, d2);
+
+  int64_t dt_mismatch = 0, lt_mismatch = 0;
+  for (int64_t i = 0; i < phase.voxels(); ++i) {
+    const float want_dt = phase[i] ? metric.radius(d2[i]) : 0.0f;
+    const float want_lt = expected[i];
+    const bool dt_ok = exact ? dt[i] == want_dt : std::abs(dt[i] - want_dt) <= 1e-6f * std::max(1.0f, want_dt);
+    const bool lt_ok = exact ? lt[i] == want_lt : std::abs(lt[i] - want_lt) <= 1e-6f * std::max(1.0f, want_lt);
+    dt_mismatch += !dt_ok;
+    lt_mismatch += !lt_ok;
+    if (!lt_ok && lt_mismatch == 1) {
+      const auto s = phase.shape();
+      MESSAGE("first LT mismatch at (" << i % s.nx << "," << (i / s.nx) % s.ny << "," << i / (s.nx * s.ny)
+                                       << "): got " << lt[i] << ", want " << want_lt);
+    }
+  }
+  CHECK(dt_mismatch == 0);
+  CHECK(lt_mismatch == 0);
+
+  // PSD: the histogram of the map, the PSD-only path and the brute-force map all agree.
+  Volume<float> expected_map(phase.shape(), phase.spacing(), expected);
+  const Bins bins = default_bins(expected_map, phase, 7, false);
+  const auto want = psd_from_thickness(expected_map, phase, bins);
+  const auto from_map = psd_from_thickness(lt, phase, bins);
+  const auto only = pore_size_distribution(phase, boundary, bins, backend);
+  CHECK(from_map.fraction == want.fraction);
+  CHECK(only.fraction == want.fraction);
+  CHECK(only.cumulative == want.cumulative);
+  double sum = 0;
+  for (double f : only.fraction) sum += f;
+  CHECK(sum == doctest::Approx(1.0).epsilon(1e-12));
+}
+
+}  // namespace
+
+TEST_CASE_TEMPLATE("local_thickness.brute_force.isotropic", B, Cpu) {
+  const uint64_t seed = testing::fresh_seed();
+  CAPTURE(seed);
+  const Shape shapes[] = {{20, 20, 20}, {17, 31, 5}, {1, 1, 40}, {23, 19, 1}, {2, 3, 4}, {40, 1, 1}};
+  int k = 0;
+  for (const Shape& shape : shapes)
+    for (Boundary boundary : all_boundaries) {
+      const int kind = k % 3;
+      const double porosity = 0.3 + 0.4 * ((k * 37) % 10) / 10.0;
+      Mask phase = testing::random_volume(shape, kind, porosity, seed + k++);
+      phase.set_spacing(k % 2 ? Spacing{1, 1, 1} : Spacing{0.7, 0.7, 0.7});
+      const auto metric = detail::VoxelMetric{phase.spacing().x};
+      check_against_brute_force(phase, boundary, metric, B::backend, true);
+      check_against_brute_force(complement(phase), boundary, metric, B::backend, true);
+    }
+}
+
+TEST_CASE_TEMPLATE("local_thickness.brute_force.anisotropic", B, Cpu) {
+  const uint64_t seed = testing::fresh_seed();
+  CAPTURE(seed);
+  const Shape shapes[] = {{16, 18, 14}, {17, 31, 5}, {1, 1, 30}, {21, 17, 1}};
+  const Spacing spacings[] = {{1.0, 1.7, 0.6}, {0.5, 0.5, 2.0}, {3.0, 1.0, 1.0}};
+  int k = 0;
+  for (const Shape& shape : shapes)
+    for (Boundary boundary : all_boundaries) {
+      Mask phase = testing::random_volume(shape, k % 3, 0.55, seed + k);
+      phase.set_spacing(spacings[k++ % 3]);
+      detail::PhysicalMetric metric{phase.spacing().x, phase.spacing().y, phase.spacing().z};
+      check_against_brute_force(phase, boundary, metric, B::backend, false);
+      check_against_brute_force(complement(phase), boundary, metric, B::backend, false);
+    }
+}
+
+TEST_CASE_TEMPLATE("edt.squared_voxels_exact", B, Cpu) {
+  const uint64_t seed = testing::fresh_seed();
+  CAPTURE(seed);
+  const Mask phase = testing::random_volume({24, 24, 24}, 1, 0.6, seed);
+  for (Boundary boundary : all_boundaries) {
+    CAPTURE(to_string(boundary));
+    const auto want = testing::brute_squared_distance(phase, boundary, detail::VoxelMetric{});
+    const auto got = squared_distance_voxels(phase, boundary);
+    CHECK(got.values() == want);
+  }
+}
+
+TEST_CASE_TEMPLATE("local_thickness.ball", B, Cpu) {
+  // A voxelised ball |x| ≤ R in an open volume: every voxel has LT = √(R²+1), since the
+  // centre's distance to the nearest outside voxel is √(R²+1).
+  for (int R : {1, 2, 3, 5, 8, 13}) {
+    CAPTURE(R);
+    const int64_t n = 2 * R + 5;
+    Mask ball({n, n, n});
+    const int64_t c = n / 2;
+    for (int64_t z = 0; z < n; ++z)
+      for (int64_t y = 0; y < n; ++y)
+        for (int64_t x = 0; x < n; ++x)
+          ball(x, y, z) = (x - c) * (x - c) + (y - c) * (y - c) + (z - c) * (z - c) <= R * R;
+    const float want = static_cast<float>(std::sqrt(double(R * R + 1)));
+    const auto lt = local_thickness(ball, Boundary::open, B::backend);
+    int64_t wrong = 0;
+    for (int64_t i = 0; i < ball.voxels(); ++i) wrong += ball[i] ? lt[i] != want : lt[i] != 0.0f;
+    CHECK(wrong == 0);
+  }
+}
+
+TEST_CASE_TEMPLATE("local_thickness.slab_and_cylinder", B, Cpu) {
+  SUBCASE("slab of width 2h+1 between walls along z") {
+    for (int h : {0, 1, 4, 7}) {
+      CAPTURE(h);
+      const int64_t nz = 2 * h + 1;
+      Mask slab({30, 30, nz + 2});
+      for (int64_t z = 1; z <= nz; ++z)
+        for (int64_t y = 0; y < 30; ++y)
+          for (int64_t x = 0; x < 30; ++x) slab(x, y, z) = 1;
+      // Periodic in x and y is what makes it an infinite slab: the mid-plane's distance is h+1.
+      const auto lt = local_thickness(slab, Boundary::periodic, B::backend);
+      int64_t wrong = 0;
+      for (int64_t i = 0; i < slab.voxels(); ++i) wrong += slab[i] ? lt[i] != float(h + 1) : lt[i] != 0.0f;
+      CHECK(wrong == 0);
+    }
+  }
+  SUBCASE("cylinder along z, periodic") {
+    for (int R : {2, 4, 6}) {
+      CAPTURE(R);
+      const int64_t n = 2 * R + 4, c = n / 2;
+      Mask cyl({n, n, 12});
+      for (int64_t z = 0; z < 12; ++z)
+        for (int64_t y = 0; y < n; ++y)
+          for (int64_t x = 0; x < n; ++x) cyl(x, y, z) = (x - c) * (x - c) + (y - c) * (y - c) <= R * R;
+      // The axis voxel is √(R²+1) from the nearest outside voxel, and its ball covers the disk.
+      const float want = static_cast<float>(std::sqrt(double(R * R + 1)));
+      const auto lt = local_thickness(cyl, Boundary::periodic, B::backend);
+      int64_t wrong = 0;
+      for (int64_t i = 0; i < cyl.voxels(); ++i) wrong += cyl[i] ? lt[i] != want : lt[i] != 0.0f;
+      CHECK(wrong == 0);
+    }
+  }
+}
+
+TEST_CASE_TEMPLATE("local_thickness.bad_input", B, Cpu) {
+  Mask empty({8, 8, 8});
+  CHECK_THROWS_WITH_AS(local_thickness(empty, Boundary::open, B::backend), doctest::Contains("empty"), InputError);
+  Mask full({8, 8, 8}, {}, 1);
+  CHECK_THROWS_WITH_AS(local_thickness(full, Boundary::open, B::backend), doctest::Contains("fills the whole volume"),
+                       InputError);
+  CHECK_THROWS_AS(local_thickness(full, Boundary::periodic, B::backend), InputError);
+  // With walls the outside is background: a full volume is a box of thickness ~4.
+  const auto lt = local_thickness(full, Boundary::wall, B::backend);
+  CHECK(lt(4, 4, 4) == doctest::Approx(4.0));
+  Mask bad_spacing = testing::random_volume({6, 6, 6}, 0, 0.5, 1);
+  bad_spacing.set_spacing({1, -1, 1});
+  CHECK_THROWS_WITH_AS(local_thickness(bad_spacing, Boundary::open, B::backend), doctest::Contains("spacing"),
+                       InputError);
+}
