@@ -1,23 +1,25 @@
 // Exact local thickness by ball painting in decreasing radius.
 //
 // 1. Exact squared EDT (distance.cpp).
-// 2. Centres: every phase voxel, less those whose ball lies inside a 26-neighbour's ball
-//    (√R'² ≥ √R² + |c − c'|, decided exactly): such a ball adds nothing to the max.
+// 2. Centres: every phase voxel, less those whose lattice ball lies inside a 26-neighbour's
+//    lattice ball (decided exactly, ball_containment.hpp): such a ball adds nothing to the max.
 // 3. Sort centres by squared radius, largest first, and paint each ball one x-chord at a time.
 //    A voxel's first paint is its local thickness, so later chords skip painted voxels through
 //    a per-row union-find ("next unpainted x"), making each chord O(1) amortised. Work is
 //    O(N + Σ r²) over the kept centres instead of the O(Σ r³) of plain ball painting.
-// 4. Threads own z-planes (y-rows for 2D) round-robin, and each walks all centres in the same
-//    order, painting only its own rows: no atomics, no races, deterministic output.
+// 4. Each z-plane (y-row in 2D) is painted on its own, all levels in order, by one thread at a
+//    time: no atomics, no races, deterministic output, and the plane stays in cache.
 //
 // Counting painted voxels at the end of each radius level gives the coverage by balls of
 // radius ≥ r, which is the cumulative PSD: the PSD-only path is the same walk with no map.
 #include <omp.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <numeric>
 #include <type_traits>
 
+#include "ball_containment.hpp"
 #include "cpu_backend.hpp"
 #include "distance.hpp"
 #include "poreforge/error.hpp"
@@ -39,61 +41,89 @@ int64_t wrap(int64_t v, int64_t n) {
   return v < 0 ? v + n : v;
 }
 
-// Keeps the centres whose ball is not inside a neighbour's ball; sorted largest first.
+// Keeps the centres whose ball is not inside a neighbour's ball; sorted largest first and by
+// index within a radius.
 template <class M>
 std::vector<Centre<M>> ball_centres(const Shape& shape, Boundary boundary, const M& m,
                                     const std::vector<typename M::value_type>& d2) {
+  using V = typename M::value_type;
   const bool periodic = boundary == Boundary::periodic;
-  std::vector<std::vector<Centre<M>>> per_plane(static_cast<std::size_t>(shape.nz));
+  const V max_r2 = *std::max_element(d2.begin(), d2.end());
+  const BallContainment<M> containment(m, max_r2);
+  const int64_t nx = shape.nx, ny = shape.ny, nz = shape.nz;
+
+  // The neighbour offsets that exist (none along a flat axis).
+  struct Neighbour {
+    int dx, dy, dz;
+    int64_t step;  // linear offset when no face is crossed
+  };
+  std::vector<Neighbour> neighbours;
+  for (int dz = -1; dz <= 1; ++dz)
+    for (int dy = -1; dy <= 1; ++dy)
+      for (int dx = -1; dx <= 1; ++dx) {
+        if ((dx == 0 && dy == 0 && dz == 0) || (dx && nx == 1) || (dy && ny == 1) || (dz && nz == 1)) continue;
+        neighbours.push_back({dx, dy, dz, (dz * ny + dy) * nx + dx});
+      }
+
+  std::vector<std::vector<Centre<M>>> per_plane(static_cast<std::size_t>(nz));
 #pragma omp parallel for schedule(dynamic, 1)
-  for (int64_t z = 0; z < shape.nz; ++z) {
+  for (int64_t z = 0; z < nz; ++z) {
     auto& out = per_plane[z];
-    for (int64_t y = 0; y < shape.ny; ++y)
-      for (int64_t x = 0; x < shape.nx; ++x) {
-        const int64_t i = (z * shape.ny + y) * shape.nx + x;
-        const auto r2 = d2[i];
+    const bool z_inner = nz == 1 || (z > 0 && z < nz - 1);
+    for (int64_t y = 0; y < ny; ++y) {
+      const bool yz_inner = z_inner && (ny == 1 || (y > 0 && y < ny - 1));
+      for (int64_t x = 0; x < nx; ++x) {
+        const int64_t i = (z * ny + y) * nx + x;
+        const V r2 = d2[i];
         if (r2 == 0) continue;
+        const auto ball = containment.probe(r2);
         bool inside = false;
-        for (int dz = -1; dz <= 1 && !inside; ++dz) {
-          if (dz != 0 && shape.nz == 1) continue;
-          int64_t zz = z + dz;
-          if (zz < 0 || zz >= shape.nz) {
-            if (!periodic) continue;
-            zz = wrap(zz, shape.nz);
-          }
-          for (int dy = -1; dy <= 1 && !inside; ++dy) {
-            if (dy != 0 && shape.ny == 1) continue;
-            int64_t yy = y + dy;
-            if (yy < 0 || yy >= shape.ny) {
-              if (!periodic) continue;
-              yy = wrap(yy, shape.ny);
+        if (yz_inner && (nx == 1 || (x > 0 && x < nx - 1))) {  // no face crossed: plain offsets
+          for (const Neighbour& n : neighbours)
+            if (ball.inside(d2[i + n.step], n.dx, n.dy, n.dz)) {
+              inside = true;
+              break;
             }
-            for (int dx = -1; dx <= 1 && !inside; ++dx) {
-              if ((dx == 0 && dy == 0 && dz == 0) || (dx != 0 && shape.nx == 1)) continue;
-              int64_t xx = x + dx;
-              if (xx < 0 || xx >= shape.nx) {
-                if (!periodic) continue;
-                xx = wrap(xx, shape.nx);
+        } else {
+          for (const Neighbour& n : neighbours) {
+            int64_t c[3] = {x + n.dx, y + n.dy, z + n.dz};
+            bool exists = true;
+            for (int a = 0; a < 3; ++a)
+              if (c[a] < 0 || c[a] >= shape.extent(a)) {
+                exists = periodic;
+                c[a] = wrap(c[a], shape.extent(a));
               }
-              const auto big2 = d2[(zz * shape.ny + yy) * shape.nx + xx];
-              inside = big2 > r2 && M::ball_inside(r2, big2, squared_norm(m, dx, dy, dz));
+            if (exists && ball.inside(d2[(c[2] * ny + c[1]) * nx + c[0]], n.dx, n.dy, n.dz)) {
+              inside = true;
+              break;
             }
           }
         }
         if (!inside) out.push_back({r2, i});
       }
+    }
   }
+  // Planes in order are already sorted by index; a stable sort by radius keeps that.
   std::size_t total = 0;
   for (auto& p : per_plane) total += p.size();
-  std::vector<Centre<M>> centres;
-  centres.reserve(total);
-  for (auto& p : per_plane) {
-    centres.insert(centres.end(), p.begin(), p.end());
-    std::vector<Centre<M>>().swap(p);
+  std::vector<Centre<M>> centres(total);
+  if constexpr (std::is_integral_v<V>) {  // counting sort over the integer squared radii
+    std::vector<std::size_t> start(static_cast<std::size_t>(max_r2) + 2, 0);
+    for (auto& p : per_plane)
+      for (const auto& c : p) ++start[max_r2 - c.r2 + 1];
+    for (std::size_t k = 1; k < start.size(); ++k) start[k] += start[k - 1];
+    for (auto& p : per_plane) {
+      for (const auto& c : p) centres[start[max_r2 - c.r2]++] = c;
+      std::vector<Centre<M>>().swap(p);
+    }
+  } else {
+    auto out = centres.begin();
+    for (auto& p : per_plane) {
+      out = std::copy(p.begin(), p.end(), out);
+      std::vector<Centre<M>>().swap(p);
+    }
+    std::stable_sort(centres.begin(), centres.end(), [](const Centre<M>& a, const Centre<M>& b) { return a.r2 > b.r2; });
   }
-  std::sort(centres.begin(), centres.end(), [](const Centre<M>& a, const Centre<M>& b) {
-    return a.r2 != b.r2 ? a.r2 > b.r2 : a.index < b.index;
-  });
   return centres;
 }
 
@@ -117,8 +147,38 @@ struct Coverage {
   std::vector<int64_t> covered;
 };
 
+// Chord half-widths of one ball size, computed once per radius level instead of once per
+// chord: for each |dz| ≤ rz the row reach ry(dz), and for each (|dy|, |dz|) the half-width
+// along x (−1: the row misses the ball).
+template <class M>
+struct BallChords {
+  int64_t rz = 0, ry0 = 0;
+  std::vector<int64_t> ry;     // size rz + 1
+  std::vector<int64_t> width;  // (rz + 1) × (ry0 + 1)
+
+  BallChords(const M& m, typename M::value_type r2, const Shape& shape) {
+    // A flat axis has no offsets along it: the ball only meets its own plane or row there.
+    rz = shape.nz > 1 ? chord_half_width(m, r2, 2, 0, 0) : 0;
+    ry0 = shape.ny > 1 ? chord_half_width(m, r2, 1, 0, 0) : 0;
+    ry.resize(rz + 1);
+    width.assign((rz + 1) * (ry0 + 1), -1);
+    for (int64_t dz = 0; dz <= rz; ++dz) {
+      ry[dz] = shape.ny > 1 ? chord_half_width(m, r2, 1, 0, dz) : 0;
+      for (int64_t dy = 0; dy <= ry[dz]; ++dy)
+        width[dz * (ry0 + 1) + dy] = shape.nx > 1 ? chord_half_width(m, r2, 0, dy, dz) : 0;
+    }
+  }
+  int64_t half_width(int64_t dy, int64_t dz) const { return width[std::abs(dz) * (ry0 + 1) + std::abs(dy)]; }
+};
+
 // Paints every centre's ball into `thickness` (may be null: count only). `next` is N entries
-// of scratch. See the file comment for the scheme.
+// of scratch for the per-row union-find.
+//
+// The work is split by slab (a z-plane, or a y-row in 2D): a voxel belongs to one slab, so
+// each slab can take every level in order on its own. A thread paints one slab at a time,
+// all levels, which keeps that slab's rows in cache; the centres of a level that reach the
+// slab are a contiguous run of the level (centres are sorted by index within a level), found
+// by binary search.
 template <class M>
 Coverage paint_balls(const Shape& shape, Boundary boundary, const M& m,
                      const std::vector<Centre<M>>& centres, uint32_t* next, float* thickness) {
@@ -131,8 +191,12 @@ Coverage paint_balls(const Shape& shape, Boundary boundary, const M& m,
 
   Coverage coverage;
   coverage.level_radius.resize(levels);
-  for (std::size_t j = 0; j < levels; ++j)
+  std::vector<BallChords<M>> chords;
+  chords.reserve(levels);
+  for (std::size_t j = 0; j < levels; ++j) {
     coverage.level_radius[j] = m.radius(centres[level_first[j]].r2);
+    chords.emplace_back(m, centres[level_first[j]].r2, shape);
+  }
   coverage.covered.assign(levels, 0);
 
   const int64_t nx = shape.nx, ny = shape.ny, nz = shape.nz;
@@ -141,11 +205,12 @@ Coverage paint_balls(const Shape& shape, Boundary boundary, const M& m,
     for (int64_t x = 0; x < nx; ++x) next[row * nx + x] = static_cast<uint32_t>(x);
 
   const bool periodic = boundary == Boundary::periodic;
-  const bool own_by_z = nz > 1;
+  const bool slab_is_plane = nz > 1;  // else 2D (or 1D): slabs are y-rows
+  const int64_t slabs = slab_is_plane ? nz : ny;
+  const int64_t plane = nx * ny;
 #pragma omp parallel
   {
-    const int t = omp_get_thread_num(), threads = omp_get_num_threads();
-    std::vector<int64_t> covered(levels, 0);
+    std::vector<int64_t> newly(levels, 0);  // voxels this thread painted at each level
     int64_t painted = 0;
     auto paint_run = [&](int64_t row, int64_t a, int64_t b, float value) {
       uint32_t* r = next + row * nx;
@@ -155,50 +220,62 @@ Coverage paint_balls(const Shape& shape, Boundary boundary, const M& m,
         ++painted;
       }
     };
-    // Maps an offset coordinate onto the volume: wraps (periodic) or reports outside (−1).
-    auto place = [&](int64_t v, int64_t n) -> int64_t {
+    // The chord [cx − w, cx + w] of row `row`, clipped to the volume or wrapped (periodic).
+    auto paint_chord = [&](int64_t row, int64_t cx, int64_t w, float value) {
+      const int64_t a = cx - w, b = cx + w;
+      if (!periodic) {
+        paint_run(row, std::max<int64_t>(a, 0), std::min(b, nx - 1), value);
+      } else if (b - a + 1 >= nx) {
+        paint_run(row, 0, nx - 1, value);
+      } else if (a < 0) {
+        paint_run(row, a + nx, nx - 1, value);
+        paint_run(row, 0, b, value);
+      } else if (b >= nx) {
+        paint_run(row, a, nx - 1, value);
+        paint_run(row, 0, b - nx, value);
+      } else {
+        paint_run(row, a, b, value);
+      }
+    };
+    auto wrap_or_outside = [&](int64_t v, int64_t n) -> int64_t {
       if (v >= 0 && v < n) return v;
       return periodic ? wrap(v, n) : -1;
     };
-    for (std::size_t j = 0; j < levels; ++j) {
-      const float value = coverage.level_radius[j];
-      for (std::size_t c = level_first[j]; c < level_first[j + 1]; ++c) {
-        const auto r2 = centres[c].r2;
-        const int64_t cx = centres[c].index % nx;
-        const int64_t cy = (centres[c].index / nx) % ny;
-        const int64_t cz = centres[c].index / (nx * ny);
-        const int64_t rz = nz > 1 ? chord_half_width(m, r2, 2, 0, 0) : 0;
-        for (int64_t dz = -rz; dz <= rz; ++dz) {
-          const int64_t z = place(cz + dz, nz);
-          if (z < 0 || (own_by_z && z % threads != t)) continue;
-          const int64_t ry = ny > 1 ? chord_half_width(m, r2, 1, 0, dz) : 0;
-          for (int64_t dy = -ry; dy <= ry; ++dy) {
-            const int64_t y = place(cy + dy, ny);
-            if (y < 0 || (!own_by_z && y % threads != t)) continue;
-            const int64_t w = nx > 1 ? chord_half_width(m, r2, 0, dy, dz) : 0;
-            const int64_t row = z * ny + y;
-            int64_t a = cx - w, b = cx + w;
-            if (!periodic) {
-              paint_run(row, std::max<int64_t>(a, 0), std::min(b, nx - 1), value);
-            } else if (b - a + 1 >= nx) {
-              paint_run(row, 0, nx - 1, value);
-            } else if (a < 0) {
-              paint_run(row, a + nx, nx - 1, value);
-              paint_run(row, 0, b, value);
-            } else if (b >= nx) {
-              paint_run(row, a, nx - 1, value);
-              paint_run(row, 0, b - nx, value);
-            } else {
-              paint_run(row, a, b, value);
+#pragma omp for schedule(dynamic, 1)
+    for (int64_t s = 0; s < slabs; ++s) {
+      for (std::size_t j = 0; j < levels; ++j) {
+        const BallChords<M>& ball = chords[j];
+        const float value = coverage.level_radius[j];
+        const int64_t reach = slab_is_plane ? ball.rz : ball.ry0;  // offsets that reach slab s
+        const int64_t before = painted;
+        // Centre images at c + k·n (periodic) within `reach` of the slab.
+        const int64_t images = periodic ? reach / slabs + 1 : 0;
+        for (int64_t k = -images; k <= images; ++k) {
+          const int64_t lo = s - reach - k * slabs, hi = s + reach - k * slabs;  // slab coordinate range
+          auto slab_of = [&](const Centre<M>& c) { return slab_is_plane ? c.index / plane : c.index / nx; };
+          const auto first = std::lower_bound(centres.begin() + level_first[j], centres.begin() + level_first[j + 1],
+                                              lo, [&](const Centre<M>& c, int64_t v) { return slab_of(c) < v; });
+          for (auto c = first; c != centres.begin() + level_first[j + 1] && slab_of(*c) <= hi; ++c) {
+            const int64_t cx = c->index % nx, cy = (c->index / nx) % ny;
+            const int64_t offset = s - (slab_of(*c) + k * slabs);  // dz (3D) or dy (2D)
+            if (!slab_is_plane) {
+              paint_chord(s, cx, ball.half_width(offset, 0), value);
+              continue;
+            }
+            const int64_t ry = ball.ry[std::abs(offset)];
+            for (int64_t dy = -ry; dy <= ry; ++dy) {
+              const int64_t y = wrap_or_outside(cy + dy, ny);
+              if (y >= 0) paint_chord(s * ny + y, cx, ball.half_width(dy, offset), value);
             }
           }
         }
+        newly[j] += painted - before;
       }
-      covered[j] = painted;
     }
 #pragma omp critical
-    for (std::size_t j = 0; j < levels; ++j) coverage.covered[j] += covered[j];
+    for (std::size_t j = 0; j < levels; ++j) coverage.covered[j] += newly[j];
   }
+  for (std::size_t j = 1; j < levels; ++j) coverage.covered[j] += coverage.covered[j - 1];
   return coverage;
 }
 
