@@ -19,7 +19,7 @@
 #include <numeric>
 #include <type_traits>
 
-#include "ball_containment.hpp"
+#include "../common/ball_containment.hpp"
 #include "cpu_backend.hpp"
 #include "distance.hpp"
 #include "poreforge/error.hpp"
@@ -49,7 +49,8 @@ std::vector<Centre<M>> ball_centres(const Shape& shape, Boundary boundary, const
   using V = typename M::value_type;
   const bool periodic = boundary == Boundary::periodic;
   const V max_r2 = *std::max_element(d2.begin(), d2.end());
-  const BallContainment<M> containment(m, max_r2);
+  const detail::BallContainment<M> containment(m, max_r2);
+  const detail::ContainmentView<M> table = containment.view();
   const int64_t nx = shape.nx, ny = shape.ny, nz = shape.nz;
 
   // The neighbour offsets that exist (none along a flat axis).
@@ -76,11 +77,11 @@ std::vector<Centre<M>> ball_centres(const Shape& shape, Boundary boundary, const
         const int64_t i = (z * ny + y) * nx + x;
         const V r2 = d2[i];
         if (r2 == 0) continue;
-        const auto ball = containment.probe(r2);
+        const int64_t thresholds = table.thresholds(r2);
         bool inside = false;
         if (yz_inner && (nx == 1 || (x > 0 && x < nx - 1))) {  // no face crossed: plain offsets
           for (const Neighbour& n : neighbours)
-            if (ball.inside(d2[i + n.step], n.dx, n.dy, n.dz)) {
+            if (table.inside(r2, thresholds, d2[i + n.step], n.dx, n.dy, n.dz)) {
               inside = true;
               break;
             }
@@ -93,7 +94,7 @@ std::vector<Centre<M>> ball_centres(const Shape& shape, Boundary boundary, const
                 exists = periodic;
                 c[a] = wrap(c[a], shape.extent(a));
               }
-            if (exists && ball.inside(d2[(c[2] * ny + c[1]) * nx + c[0]], n.dx, n.dy, n.dz)) {
+            if (exists && table.inside(r2, thresholds, d2[(c[2] * ny + c[1]) * nx + c[0]], n.dx, n.dy, n.dz)) {
               inside = true;
               break;
             }
