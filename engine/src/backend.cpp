@@ -50,9 +50,8 @@ std::string cuda_device_description() {
 }
 
 bool cuda_implements(Operation) {
-  // The CUDA twins of the engine's operations land with the CUDA-backend work; until then
-  // `auto` runs everything on the CPU and an explicit `cuda` request says so.
-  return false;
+  // Every engine operation has a CUDA twin in a build with the CUDA backend.
+  return cuda_compiled();
 }
 
 namespace {

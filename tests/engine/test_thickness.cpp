@@ -12,7 +12,6 @@
 #include "support/reference.hpp"
 
 using namespace poreforge;
-using poreforge::testing::Cpu;
 
 namespace {
 
@@ -73,7 +72,7 @@ void check_against_brute_force(const Mask& phase, Boundary boundary, const M& me
 
 }  // namespace
 
-TEST_CASE_TEMPLATE("local_thickness.brute_force.isotropic", B, Cpu) {
+PF_BACKEND_TEST("local_thickness", "brute_force_isotropic") {
   const uint64_t seed = testing::fresh_seed();
   CAPTURE(seed);
   const Shape shapes[] = {{20, 20, 20}, {17, 31, 5}, {1, 1, 40}, {23, 19, 1}, {2, 3, 4}, {40, 1, 1}};
@@ -90,7 +89,7 @@ TEST_CASE_TEMPLATE("local_thickness.brute_force.isotropic", B, Cpu) {
     }
 }
 
-TEST_CASE_TEMPLATE("local_thickness.brute_force.anisotropic", B, Cpu) {
+PF_BACKEND_TEST("local_thickness", "brute_force_anisotropic") {
   const uint64_t seed = testing::fresh_seed();
   CAPTURE(seed);
   const Shape shapes[] = {{16, 18, 14}, {17, 31, 5}, {1, 1, 30}, {21, 17, 1}};
@@ -106,19 +105,19 @@ TEST_CASE_TEMPLATE("local_thickness.brute_force.anisotropic", B, Cpu) {
     }
 }
 
-TEST_CASE_TEMPLATE("edt.squared_voxels_exact", B, Cpu) {
+PF_BACKEND_TEST("edt", "squared_voxels_exact") {
   const uint64_t seed = testing::fresh_seed();
   CAPTURE(seed);
   const Mask phase = testing::random_volume({24, 24, 24}, 1, 0.6, seed);
   for (Boundary boundary : all_boundaries) {
     CAPTURE(to_string(boundary));
     const auto want = testing::brute_squared_distance(phase, boundary, detail::VoxelMetric{});
-    const auto got = squared_distance_voxels(phase, boundary);
+    const auto got = squared_distance_voxels(phase, boundary, B::backend);
     CHECK(got.values() == want);
   }
 }
 
-TEST_CASE_TEMPLATE("local_thickness.ball", B, Cpu) {
+PF_BACKEND_TEST("local_thickness", "ball") {
   // A voxelised ball |x| ≤ R in an open volume: every voxel has LT = √(R²+1), since the
   // centre's distance to the nearest outside voxel is √(R²+1).
   for (int R : {1, 2, 3, 5, 8, 13}) {
@@ -138,7 +137,7 @@ TEST_CASE_TEMPLATE("local_thickness.ball", B, Cpu) {
   }
 }
 
-TEST_CASE_TEMPLATE("local_thickness.slab_and_cylinder", B, Cpu) {
+PF_BACKEND_TEST("local_thickness", "slab_and_cylinder") {
   SUBCASE("slab of width 2h+1 between walls along z") {
     for (int h : {0, 1, 4, 7}) {
       CAPTURE(h);
@@ -172,7 +171,7 @@ TEST_CASE_TEMPLATE("local_thickness.slab_and_cylinder", B, Cpu) {
   }
 }
 
-TEST_CASE_TEMPLATE("local_thickness.bad_input", B, Cpu) {
+PF_BACKEND_TEST("local_thickness", "bad_input") {
   Mask empty({8, 8, 8});
   CHECK_THROWS_WITH_AS(local_thickness(empty, Boundary::open, B::backend), doctest::Contains("empty"), InputError);
   Mask full({8, 8, 8}, {}, 1);

@@ -13,7 +13,8 @@ namespace poreforge {
 /// (Felzenszwalb–Huttenlocher), O(N) work, OpenMP over lines.
 /// Throws InputError when the phase has no background to measure from (the whole volume is
 /// phase and `boundary` is open or periodic).
-Volume<uint32_t> squared_distance_voxels(const Mask& phase, Boundary boundary);
+Volume<uint32_t> squared_distance_voxels(const Mask& phase, Boundary boundary,
+                                          Backend backend = Backend::automatic);
 
 /// Euclidean distance in physical units (the mask's spacing, anisotropic allowed); 0 outside
 /// the phase. Same algorithm and errors as squared_distance_voxels.

@@ -3,6 +3,8 @@
 // same order as detail::squared_norm.
 #include "distance.hpp"
 
+#include "../common/messages.hpp"
+
 #include <omp.h>
 
 #include <algorithm>
@@ -160,9 +162,7 @@ std::vector<typename M::value_type> squared_distance(const Mask& phase, Boundary
 #pragma omp parallel for reduction(|| : unreachable)
   for (int64_t i = 0; i < total; ++i) unreachable = unreachable || d[i] == M::infinity;
   if (unreachable)
-    throw InputError("the phase fills the whole volume: with boundary '" + to_string(boundary) +
-                     "' there is no background voxel to measure distances to"
-                     " (use boundary 'wall' to treat the outside as background)");
+    throw InputError(detail::no_background_message(boundary));
   return d;
 }
 

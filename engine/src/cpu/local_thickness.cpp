@@ -20,6 +20,7 @@
 #include <type_traits>
 
 #include "../common/ball_containment.hpp"
+#include "../common/messages.hpp"
 #include "cpu_backend.hpp"
 #include "distance.hpp"
 #include "poreforge/error.hpp"
@@ -302,7 +303,7 @@ void require_phase(const Mask& phase) {
   validate_shape(phase.shape());
   validate_spacing(phase.spacing());
   if (count_phase(phase) == 0)
-    throw InputError("the phase is empty: no voxel of the volume has the selected label");
+    throw InputError(detail::empty_phase_message());
 }
 
 // Runs steps 1–4 with the metric the spacing calls for. `thickness` may be null.

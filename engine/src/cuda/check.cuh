@@ -8,7 +8,7 @@
 
 #include "poreforge/error.hpp"
 
-namespace poreforge::cuda::detail {
+namespace poreforge::cuda::errors {
 
 [[noreturn]] inline void throw_cuda_error(cudaError_t err, const char* call, const char* file,
                                           int line) {
@@ -16,13 +16,13 @@ namespace poreforge::cuda::detail {
                      call + " failed: " + cudaGetErrorString(err));
 }
 
-}  // namespace poreforge::cuda::detail
+}  // namespace poreforge::cuda::errors
 
 #define PF_CUDA_CHECK(call)                                                          \
   do {                                                                               \
     const cudaError_t pf_err_ = (call);                                              \
     if (pf_err_ != cudaSuccess)                                                      \
-      ::poreforge::cuda::detail::throw_cuda_error(pf_err_, #call, __FILE__, __LINE__); \
+      ::poreforge::cuda::errors::throw_cuda_error(pf_err_, #call, __FILE__, __LINE__); \
   } while (0)
 
 #define PF_CUDA_CHECK_NOTHROW(call)                                                         \
@@ -33,12 +33,18 @@ namespace poreforge::cuda::detail {
                    cudaGetErrorString(pf_err_));                                            \
   } while (0)
 
+// After a launch: the launch error always; in Debug builds also the kernel's own errors, by
+// synchronising — except while the stream is being captured into a graph, where a
+// synchronisation is illegal (the graph launch is checked instead).
 #ifdef NDEBUG
-#define PF_CUDA_CHECK_LAUNCH() PF_CUDA_CHECK(cudaGetLastError())
+#define PF_CUDA_CHECK_LAUNCH(stream) PF_CUDA_CHECK(cudaGetLastError())
 #else
-#define PF_CUDA_CHECK_LAUNCH()              \
-  do {                                      \
-    PF_CUDA_CHECK(cudaGetLastError());      \
-    PF_CUDA_CHECK(cudaDeviceSynchronize()); \
+#define PF_CUDA_CHECK_LAUNCH(stream)                                   \
+  do {                                                                 \
+    PF_CUDA_CHECK(cudaGetLastError());                                 \
+    cudaStreamCaptureStatus pf_capture_ = cudaStreamCaptureStatusNone; \
+    PF_CUDA_CHECK(cudaStreamIsCapturing((stream), &pf_capture_));      \
+    if (pf_capture_ == cudaStreamCaptureStatusNone)                    \
+      PF_CUDA_CHECK(cudaStreamSynchronize(stream));                    \
   } while (0)
 #endif

@@ -1,0 +1,86 @@
+#pragma once
+/// The CUDA backend's device-resident API, for callers in a loop (the annealer), and its
+/// one-shot host helpers. Compiles without nvcc: no CUDA types appear here (a stream is a
+/// void*). Everything throws RuntimeError when the build has no CUDA backend.
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "poreforge/psd.hpp"
+#include "poreforge/volume.hpp"
+
+namespace poreforge::cuda {
+
+/// What a ThicknessContext is bound to. Fixed for the context's life.
+struct ContextConfig {
+  Shape shape;
+  Spacing spacing;
+  Boundary boundary = Boundary::open;
+  std::vector<double> psd_edges;  ///< PSD-only path bin edges; empty disables that path
+  /// Room for ball centres, as a fraction of the voxels (centres are a small part of the
+  /// phase: 6 % of a 250³ blob volume). A volume with more centres is reported by
+  /// synchronize(); the one-shot helpers retry with room for every voxel.
+  double centre_capacity = 0.125;
+};
+
+/// Device memory a context takes, by part, in bytes (the CUB-style size query).
+struct WorkspaceSize {
+  std::size_t distance = 0;  ///< squared distances (PSD path; the map path uses its output)
+  std::size_t centres = 0;   ///< ball centres, double-buffered for the radix sort
+  std::size_t sort = 0;      ///< CUB temporaries
+  std::size_t small = 0;     ///< per-level counters, tables, flags
+  std::size_t total() const { return distance + centres + sort + small; }
+};
+
+/// A device-resident local-thickness evaluator bound to one shape. Owns a non-blocking stream
+/// and a workspace allocated once; each evaluation is a fixed sequence of kernels captured as
+/// a CUDA graph on first use (per pair of buffers) and replayed afterwards: no allocation, no
+/// free, no host copy and no synchronisation inside an evaluation.
+class ThicknessContext {
+ public:
+  static WorkspaceSize workspace_size(const ContextConfig& config);
+
+  /// Allocates the workspace. Throws InputError for a bad config (shape, spacing, edges),
+  /// RuntimeError naming the bytes asked for when the device is out of memory.
+  explicit ThicknessContext(const ContextConfig& config);
+  ~ThicknessContext();
+  ThicknessContext(const ThicknessContext&) = delete;
+  ThicknessContext& operator=(const ThicknessContext&) = delete;
+
+  /// Local thickness (radius, physical units, float32; 0 outside the phase) of the device
+  /// mask `d_mask` (N bytes, 1 = phase) into `d_thickness` (N floats). Asynchronous.
+  void thickness_async(const uint8_t* d_mask, float* d_thickness);
+
+  /// The PSD-only path: exact counts into `d_counts` (psd_count_entries() int64 values:
+  /// voxels with thickness ≥ each edge, then above the last edge, then phase voxels).
+  /// Asynchronous. Throws InputError when the context was made without PSD edges.
+  void psd_async(const uint8_t* d_mask, int64_t* d_counts);
+
+  /// Squared distances in voxel units (isotropic spacing only) into `d_out` (N uint32).
+  void squared_distance_async(const uint8_t* d_mask, uint32_t* d_out);
+
+  /// Distance transform in physical units (float32) into `d_out` (N floats).
+  void distance_async(const uint8_t* d_mask, float* d_out);
+
+  std::size_t psd_count_entries() const;
+  /// The context's cudaStream_t, as void*.
+  void* stream() const;
+  /// Waits for the stream, then throws if the last evaluation was invalid: InputError when a
+  /// phase voxel had no background to measure from, RuntimeError when centres overflowed.
+  void synchronize();
+  /// Centres found by the last evaluation (valid after synchronize()).
+  int64_t last_centre_count() const;
+
+  struct Impl;
+
+ private:
+  std::unique_ptr<Impl> m_impl;
+};
+
+/// One-shot helpers on host volumes (they allocate per call; for loops use the context).
+Volume<uint32_t> squared_distance_voxels(const Mask& phase, Boundary boundary);
+Volume<float> distance_transform(const Mask& phase, Boundary boundary);
+Volume<float> local_thickness(const Mask& phase, Boundary boundary);
+PsdCounts psd_counts(const Mask& phase, Boundary boundary, const Bins& bins);
+
+}  // namespace poreforge::cuda

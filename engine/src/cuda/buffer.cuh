@@ -1,0 +1,72 @@
+#pragma once
+// Move-only RAII device memory, allocated and freed in stream order. A copy could not name
+// its stream, so there is none; move-assignment frees the old buffer first.
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <string>
+#include <utility>
+
+#include "check.cuh"
+
+namespace poreforge::cuda {
+
+template <class T>
+class DeviceBuffer {
+ public:
+  DeviceBuffer() = default;
+  DeviceBuffer(std::size_t count, cudaStream_t stream, const char* what) : m_count(count), m_stream(stream) {
+    if (count == 0) return;
+    const cudaError_t err = cudaMallocAsync(reinterpret_cast<void**>(&m_data), bytes(), stream);
+    if (err != cudaSuccess) {
+      cudaGetLastError();
+      throw RuntimeError("out of device memory: allocating " + std::to_string(bytes()) + " bytes (" +
+                         std::to_string(bytes() >> 20) + " MiB) for " + what + " failed: " +
+                         cudaGetErrorString(err));
+    }
+  }
+  ~DeviceBuffer() { release(); }
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+  DeviceBuffer(DeviceBuffer&& o) noexcept { *this = std::move(o); }
+  DeviceBuffer& operator=(DeviceBuffer&& o) noexcept {
+    if (this != &o) {
+      release();
+      m_data = std::exchange(o.m_data, nullptr);
+      m_count = std::exchange(o.m_count, 0);
+      m_stream = o.m_stream;
+    }
+    return *this;
+  }
+
+  T* data() const { return m_data; }
+  std::size_t size() const { return m_count; }
+  std::size_t bytes() const { return m_count * sizeof(T); }
+
+ private:
+  void release() noexcept {
+    if (m_data) PF_CUDA_CHECK_NOTHROW(cudaFreeAsync(m_data, m_stream));
+    m_data = nullptr;
+    m_count = 0;
+  }
+  T* m_data = nullptr;
+  std::size_t m_count = 0;
+  cudaStream_t m_stream = nullptr;
+};
+
+// A non-blocking stream, destroyed with its owner.
+class Stream {
+ public:
+  Stream() { PF_CUDA_CHECK(cudaStreamCreateWithFlags(&m_stream, cudaStreamNonBlocking)); }
+  ~Stream() {
+    if (m_stream) PF_CUDA_CHECK_NOTHROW(cudaStreamDestroy(m_stream));
+  }
+  Stream(const Stream&) = delete;
+  Stream& operator=(const Stream&) = delete;
+  cudaStream_t get() const { return m_stream; }
+
+ private:
+  cudaStream_t m_stream = nullptr;
+};
+
+}  // namespace poreforge::cuda

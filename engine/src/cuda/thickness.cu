@@ -1,0 +1,509 @@
+// The CUDA backend: ThicknessContext (device-resident, graph-replayed evaluations) and the
+// one-shot helpers built on it.
+#include <cuda_runtime.h>
+
+#include <cub/device/device_radix_sort.cuh>
+#include <cub/device/device_scan.cuh>
+#include <cub/device/device_select.cuh>
+#include <thrust/iterator/counting_iterator.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <type_traits>
+#include <utility>
+#include <variant>
+
+#include "../common/ball_containment.hpp"
+#include "../common/messages.hpp"
+#include "buffer.cuh"
+#include "check.cuh"
+#include "poreforge/cuda_engine.hpp"
+#include "poreforge/error.hpp"
+#include "thickness_kernels.cuh"
+
+namespace poreforge::cuda {
+namespace {
+
+using detail::PhysicalMetric;
+using detail::VoxelMetric;
+using kernels::Geometry;
+
+int bits_for(uint64_t v) {
+  int b = 0;
+  while (b < 64 && (v >> b) != 0) ++b;
+  return std::max(b, 1);
+}
+
+// The largest squared distance (metric units) a voxel of this shape can have: it bounds the
+// containment tables and the radix-sort key bits.
+template <class M>
+typename M::value_type max_squared_distance(const Shape& s, Boundary b, const M& m) {
+  int64_t reach[3];
+  for (int a = 0; a < 3; ++a) {
+    const int64_t n = s.extent(a);
+    reach[a] = n == 1 ? 0 : b == Boundary::periodic ? n / 2 : b == Boundary::wall ? (n + 1) / 2 : n - 1;
+  }
+  return detail::squared_norm(m, reach[0], reach[1], reach[2]);
+}
+
+int device_shared_limit() {
+  int dev = 0, limit = 0;
+  PF_CUDA_CHECK(cudaGetDevice(&dev));
+  PF_CUDA_CHECK(cudaDeviceGetAttribute(&limit, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
+  return limit;
+}
+
+}  // namespace
+
+// Everything that depends on the metric (the value type of squared distances).
+template <class M>
+struct Engine {
+  using V = typename M::value_type;
+
+  Geometry g{};
+  M metric{};
+  int64_t voxels = 0, capacity = 0, chunks = 0, max_levels = 0;
+  int key_bits = 0;
+  std::vector<double> edges;
+
+  DeviceBuffer<V> distance;                  // PSD path (and the anisotropic map path)
+  DeviceBuffer<V> keys[2];                   // centres: squared radius (sort double buffer)
+  DeviceBuffer<uint32_t> values[2];          // centres: voxel index
+  DeviceBuffer<unsigned int> chunk_counts;   // chunks + 1, scanned in place into offsets
+  DeviceBuffer<unsigned long long> level_newly;
+  DeviceBuffer<int> num_levels;
+  DeviceBuffer<kernels::Status> status;
+  DeviceBuffer<double> d_edges;
+  DeviceBuffer<unsigned char> temp;
+  std::size_t scan_bytes = 0, sort_bytes = 0, select_bytes = 0;
+  // Containment tables on the device.
+  DeviceBuffer<V> table_shell, table_reach;
+  DeviceBuffer<uint32_t> table_below;
+  detail::ContainmentView<M> table{};
+  // After the sort: which buffer of each pair holds the result (fixed for a given size).
+  int sorted = 0;
+  // Launch shapes.
+  int line_width[3] = {1, 1, 1};
+  std::size_t line_shared[3] = {0, 0, 0};
+  std::size_t paint_shared = 0;
+
+  Engine(const ContextConfig& c, const M& m, cudaStream_t stream, bool distance_buffer) : metric(m), edges(c.psd_edges) {
+    g = {c.shape.nx, c.shape.ny, c.shape.nz, c.boundary};
+    voxels = c.shape.voxels();
+    if (voxels >= (int64_t(1) << 32)) throw InputError("the CUDA backend indexes voxels with 32 bits: " + to_string(c.shape) + " is too large");
+    capacity = std::max<int64_t>(1, std::min<int64_t>(voxels, static_cast<int64_t>(std::ceil(c.centre_capacity * double(voxels)))));
+    chunks = (voxels + kernels::kCentreChunk - 1) / kernels::kCentreChunk;
+    const V max_r2 = max_squared_distance(c.shape, c.boundary, m);
+    if constexpr (std::is_integral_v<V>) {
+      key_bits = bits_for(max_r2);
+      max_levels = std::min<int64_t>(capacity, int64_t(max_r2) + 1);
+    } else {
+      key_bits = 64;
+      max_levels = capacity;
+    }
+
+    // Launch shapes and the shared memory they need.
+    const int shared_limit = device_shared_limit();
+    for (int axis = 1; axis < 3; ++axis) {
+      const int64_t n = c.shape.extent(axis);
+      int w = 32;
+      while (w > 1 && std::size_t(n) * w * sizeof(V) > 96 * 1024) w /= 2;
+      line_width[axis] = w;
+      line_shared[axis] = std::size_t(n) * w * sizeof(V);
+      if (n > 1 && line_shared[axis] > std::size_t(shared_limit))
+        throw InputError("the CUDA backend holds a whole line in shared memory: extent " + std::to_string(n) + " is too long");
+    }
+    const int64_t slab_voxels = g.nz > 1 ? g.nx * g.ny : g.nx;
+    paint_shared = std::size_t((slab_voxels + 31) / 32) * sizeof(unsigned int);
+    if (paint_shared > std::size_t(shared_limit))
+      throw InputError("the CUDA backend holds one z-plane's painted-voxel bitmap in shared memory: planes of " +
+                       std::to_string(slab_voxels) + " voxels are too large");
+    PF_CUDA_CHECK(cudaFuncSetAttribute(kernels::edt_lines<M>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                       int(std::max(line_shared[1], line_shared[2]))));
+    PF_CUDA_CHECK(cudaFuncSetAttribute(kernels::paint_balls<M>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(paint_shared)));
+
+    // Workspace, once.
+    if (distance_buffer) distance = DeviceBuffer<V>(voxels, stream, "squared distances");
+    for (int k = 0; k < 2; ++k) {
+      keys[k] = DeviceBuffer<V>(capacity, stream, "ball centres (radii)");
+      values[k] = DeviceBuffer<uint32_t>(capacity, stream, "ball centres (indices)");
+    }
+    chunk_counts = DeviceBuffer<unsigned int>(chunks + 1, stream, "centre counts");
+    level_newly = DeviceBuffer<unsigned long long>(max_levels, stream, "per-level counts");
+    num_levels = DeviceBuffer<int>(1, stream, "level count");
+    status = DeviceBuffer<kernels::Status>(1, stream, "status flags");
+    if (!edges.empty()) {
+      d_edges = DeviceBuffer<double>(edges.size(), stream, "PSD edges");
+      PF_CUDA_CHECK(cudaMemcpyAsync(d_edges.data(), edges.data(), edges.size() * sizeof(double), cudaMemcpyHostToDevice, stream));
+    }
+    // CUB temporaries: one buffer for the largest of the three.
+    PF_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(nullptr, scan_bytes, chunk_counts.data(), chunk_counts.data(), chunks + 1, stream));
+    cub::DoubleBuffer<V> k(keys[0].data(), keys[1].data());
+    cub::DoubleBuffer<uint32_t> v(values[0].data(), values[1].data());
+    PF_CUDA_CHECK(cub::DeviceRadixSort::SortPairsDescending(nullptr, sort_bytes, k, v, capacity, 0, key_bits, stream));
+    PF_CUDA_CHECK(cub::DeviceSelect::If(nullptr, select_bytes, thrust::counting_iterator<uint32_t>(0), values[1].data(),
+                                        num_levels.data(), capacity, kernels::LevelStart<V>{}, stream));
+    temp = DeviceBuffer<unsigned char>(std::max({scan_bytes, sort_bytes, select_bytes}), stream, "CUB temporaries");
+
+    // Containment tables (host-built, exact), copied once.
+    const detail::BallContainment<M> host_table(m, max_r2, std::size_t(1) << 20);
+    table = host_table.view();
+    table_shell = DeviceBuffer<V>(host_table.shells().size(), stream, "containment table");
+    table_reach = DeviceBuffer<V>(7 * host_table.reaches().size(), stream, "containment table");
+    PF_CUDA_CHECK(cudaMemcpyAsync(table_shell.data(), host_table.shells().data(), table_shell.bytes(), cudaMemcpyHostToDevice, stream));
+    PF_CUDA_CHECK(cudaMemcpyAsync(table_reach.data(), host_table.reaches().data(), table_reach.bytes(), cudaMemcpyHostToDevice, stream));
+    table.shell = table_shell.data();
+    table.reach = table_reach.data();
+    if (!host_table.shell_below().empty()) {
+      table_below = DeviceBuffer<uint32_t>(host_table.shell_below().size(), stream, "containment table");
+      PF_CUDA_CHECK(cudaMemcpyAsync(table_below.data(), host_table.shell_below().data(), table_below.bytes(), cudaMemcpyHostToDevice, stream));
+      table.shell_below = table_below.data();
+    }
+    // The host tables die with this scope: finish the copies first.
+    PF_CUDA_CHECK(cudaStreamSynchronize(stream));
+  }
+
+  std::size_t centre_bytes() const { return 2 * std::size_t(capacity) * (sizeof(V) + sizeof(uint32_t)); }
+
+  // The EDT into `d` (N values).
+  void distance_transform(const uint8_t* mask, V* d, cudaStream_t stream) const {
+    const int64_t rows = g.ny * g.nz;
+    kernels::edt_rows<M><<<unsigned((rows + 127) / 128), 128, 0, stream>>>(mask, d, g, metric);
+    PF_CUDA_CHECK_LAUNCH(stream);
+    for (int axis = 1; axis < 3; ++axis) {
+      if (g.extent(axis) == 1) continue;
+      const int w = line_width[axis];
+      const dim3 block(w, std::max(1, 256 / w));
+      const dim3 grid(unsigned((g.nx + w - 1) / w), unsigned(axis == 1 ? g.nz : g.ny));
+      kernels::edt_lines<M><<<grid, block, line_shared[axis], stream>>>(d, g, axis, metric);
+      PF_CUDA_CHECK_LAUNCH(stream);
+    }
+  }
+
+  // Steps 1–4 of thickness_kernels.cuh after the EDT in `d`; `thickness` may be null.
+  void paint(const uint8_t* mask, V* d, float* thickness, cudaStream_t stream) {
+    PF_CUDA_CHECK(cudaMemsetAsync(status.data(), 0, sizeof(kernels::Status), stream));
+    kernels::count_centres<M><<<unsigned(chunks), kernels::kCentreThreads, 0, stream>>>(
+        mask, d, g, table, voxels, chunk_counts.data(), status.data());
+    PF_CUDA_CHECK_LAUNCH(stream);
+    PF_CUDA_CHECK(cudaMemsetAsync(chunk_counts.data() + chunks, 0, sizeof(unsigned int), stream));
+    std::size_t bytes = scan_bytes;
+    PF_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(temp.data(), bytes, chunk_counts.data(), chunk_counts.data(), chunks + 1, stream));
+    const unsigned int* total = chunk_counts.data() + chunks;
+    kernels::write_centres<M><<<unsigned(chunks), kernels::kCentreThreads, 0, stream>>>(
+        d, g, table, voxels, chunk_counts.data(), capacity, keys[0].data(), values[0].data(), status.data());
+    PF_CUDA_CHECK_LAUNCH(stream);
+    kernels::pad_centres<V><<<unsigned(std::min<int64_t>(1024, (capacity + 255) / 256)), 256, 0, stream>>>(keys[0].data(), total, capacity);
+    PF_CUDA_CHECK_LAUNCH(stream);
+    cub::DoubleBuffer<V> k(keys[0].data(), keys[1].data());
+    cub::DoubleBuffer<uint32_t> v(values[0].data(), values[1].data());
+    bytes = sort_bytes;
+    PF_CUDA_CHECK(cub::DeviceRadixSort::SortPairsDescending(temp.data(), bytes, k, v, capacity, 0, key_bits, stream));
+    sorted = k.selector;
+    const V* sorted_keys = keys[sorted].data();
+    const uint32_t* sorted_values = values[sorted].data();
+    uint32_t* level_first = values[1 - sorted].data();  // free after the sort
+    bytes = select_bytes;
+    PF_CUDA_CHECK(cub::DeviceSelect::If(temp.data(), bytes, thrust::counting_iterator<uint32_t>(0), level_first,
+                                        num_levels.data(), capacity, kernels::LevelStart<V>{sorted_keys, total, capacity}, stream));
+    kernels::zero_levels<<<64, 256, 0, stream>>>(level_newly.data(), num_levels.data());
+    PF_CUDA_CHECK_LAUNCH(stream);
+    if (thickness) PF_CUDA_CHECK(cudaMemsetAsync(thickness, 0, std::size_t(voxels) * sizeof(float), stream));
+    const unsigned slabs = unsigned(g.nz > 1 ? g.nz : g.ny);
+    kernels::paint_balls<M><<<slabs, kernels::kPaintThreads, paint_shared, stream>>>(
+        sorted_keys, sorted_values, level_first, num_levels.data(), total, capacity, g, metric, thickness,
+        level_newly.data());
+    PF_CUDA_CHECK_LAUNCH(stream);
+  }
+
+  void psd_counts(int64_t* counts, cudaStream_t stream) const {
+    kernels::psd_counts_from_levels<M><<<1, 256, 0, stream>>>(keys[sorted].data(), values[1 - sorted].data(),
+                                                              num_levels.data(), level_newly.data(), metric,
+                                                              d_edges.data(), int(edges.size()), counts);
+    PF_CUDA_CHECK_LAUNCH(stream);
+  }
+};
+
+struct ThicknessContext::Impl {
+  ContextConfig config;
+  Stream stream;
+  std::variant<std::unique_ptr<Engine<VoxelMetric>>, std::unique_ptr<Engine<PhysicalMetric>>> engine;
+  // One captured graph per (operation, input, output).
+  struct Key {
+    int op;
+    const void* in;
+    const void* out;
+    bool operator<(const Key& o) const { return std::tie(op, in, out) < std::tie(o.op, o.in, o.out); }
+  };
+  std::map<Key, cudaGraphExec_t> graphs;
+  kernels::Status* host_status = nullptr;  // pinned
+  unsigned int* host_total = nullptr;      // pinned
+  int64_t last_total = 0;
+
+  ~Impl() {
+    PF_CUDA_CHECK_NOTHROW(cudaStreamSynchronize(stream.get()));  // no graph is destroyed mid-run
+    for (auto& [k, exec] : graphs) PF_CUDA_CHECK_NOTHROW(cudaGraphExecDestroy(exec));
+    if (host_status) PF_CUDA_CHECK_NOTHROW(cudaFreeHost(host_status));
+    if (host_total) PF_CUDA_CHECK_NOTHROW(cudaFreeHost(host_total));
+  }
+
+  // Runs `record` (which enqueues kernels on the stream) through a graph captured the first
+  // time this (op, in, out) is seen.
+  template <class F>
+  void replay(int op, const void* in, const void* out, F&& record) {
+    const Key key{op, in, out};
+    auto it = graphs.find(key);
+    if (it == graphs.end()) {
+      cudaGraph_t graph = nullptr;
+      PF_CUDA_CHECK(cudaStreamBeginCapture(stream.get(), cudaStreamCaptureModeThreadLocal));
+      try {
+        record();
+      } catch (...) {
+        cudaStreamEndCapture(stream.get(), &graph);
+        if (graph) cudaGraphDestroy(graph);
+        throw;
+      }
+      PF_CUDA_CHECK(cudaStreamEndCapture(stream.get(), &graph));
+      cudaGraphExec_t exec = nullptr;
+      const cudaError_t err = cudaGraphInstantiate(&exec, graph, 0);
+      cudaGraphDestroy(graph);
+      PF_CUDA_CHECK(err);
+      it = graphs.emplace(key, exec).first;
+    }
+    PF_CUDA_CHECK(cudaGraphLaunch(it->second, stream.get()));
+  }
+
+  template <class F>
+  void with_engine(F&& f) {
+    std::visit([&](auto& e) { f(*e); }, engine);
+  }
+};
+
+WorkspaceSize ThicknessContext::workspace_size(const ContextConfig& config) {
+  // Measured by building the engine's size-only parts would need a device; the arithmetic
+  // below mirrors Engine's allocations.
+  validate_shape(config.shape);
+  validate_spacing(config.spacing);
+  WorkspaceSize w;
+  const int64_t voxels = config.shape.voxels();
+  const bool isotropic = config.spacing.isotropic();
+  const std::size_t value = isotropic ? sizeof(uint32_t) : sizeof(double);
+  const int64_t capacity = std::max<int64_t>(1, std::min<int64_t>(voxels, int64_t(std::ceil(config.centre_capacity * double(voxels)))));
+  w.distance = config.psd_edges.empty() && isotropic ? 0 : std::size_t(voxels) * value;
+  w.centres = 2 * std::size_t(capacity) * (value + sizeof(uint32_t));
+  // CUB's radix sort of `capacity` pairs takes a few histograms; the scan and select less.
+  std::size_t scan = 0, sort = 0;
+  PF_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(nullptr, scan, static_cast<unsigned int*>(nullptr),
+                                              static_cast<unsigned int*>(nullptr), voxels / kernels::kCentreChunk + 2));
+  if (isotropic) {
+    cub::DoubleBuffer<uint32_t> k, v;
+    PF_CUDA_CHECK(cub::DeviceRadixSort::SortPairsDescending(nullptr, sort, k, v, capacity, 0, 32));
+  } else {
+    cub::DoubleBuffer<double> k;
+    cub::DoubleBuffer<uint32_t> v;
+    PF_CUDA_CHECK(cub::DeviceRadixSort::SortPairsDescending(nullptr, sort, k, v, capacity, 0, 64));
+  }
+  w.sort = std::max(scan, sort);
+  w.small = std::size_t(std::min<int64_t>(capacity, 1 << 22)) * sizeof(unsigned long long) + (std::size_t(1) << 20);
+  return w;
+}
+
+ThicknessContext::ThicknessContext(const ContextConfig& config) : m_impl(std::make_unique<Impl>()) {
+  validate_shape(config.shape);
+  validate_spacing(config.spacing);
+  if (!(config.centre_capacity > 0 && config.centre_capacity <= 1))
+    throw InputError("centre capacity must lie in (0, 1] (got " + std::to_string(config.centre_capacity) + ")");
+  if (!config.psd_edges.empty()) Bins::from_edges(config.psd_edges);  // validates
+  m_impl->config = config;
+  const cudaStream_t s = m_impl->stream.get();
+  if (config.spacing.isotropic()) {
+    VoxelMetric m;
+    m.spacing = config.spacing.x;
+    m_impl->engine = std::make_unique<Engine<VoxelMetric>>(config, m, s, !config.psd_edges.empty());
+  } else {
+    PhysicalMetric m;
+    m.sx = config.spacing.x;
+    m.sy = config.spacing.y;
+    m.sz = config.spacing.z;
+    m_impl->engine = std::make_unique<Engine<PhysicalMetric>>(config, m, s, true);
+  }
+  PF_CUDA_CHECK(cudaMallocHost(reinterpret_cast<void**>(&m_impl->host_status), sizeof(kernels::Status)));
+  PF_CUDA_CHECK(cudaMallocHost(reinterpret_cast<void**>(&m_impl->host_total), sizeof(unsigned int)));
+  *m_impl->host_status = {};
+  *m_impl->host_total = 0;
+}
+
+ThicknessContext::~ThicknessContext() = default;
+
+void ThicknessContext::thickness_async(const uint8_t* d_mask, float* d_thickness) {
+  m_impl->replay(0, d_mask, d_thickness, [&] {
+    m_impl->with_engine([&](auto& e) {
+      using V = typename std::decay_t<decltype(e)>::V;
+      // Isotropic: the squared distances live in the output buffer until the map replaces
+      // them (4 bytes per voxel saved); anisotropic distances are doubles and need their own.
+      V* d = std::is_same_v<V, uint32_t> ? reinterpret_cast<V*>(d_thickness) : e.distance.data();
+      e.distance_transform(d_mask, d, m_impl->stream.get());
+      e.paint(d_mask, d, d_thickness, m_impl->stream.get());
+    });
+  });
+}
+
+void ThicknessContext::psd_async(const uint8_t* d_mask, int64_t* d_counts) {
+  if (m_impl->config.psd_edges.empty()) throw InputError("this context was made without PSD edges");
+  m_impl->replay(1, d_mask, d_counts, [&] {
+    m_impl->with_engine([&](auto& e) {
+      e.distance_transform(d_mask, e.distance.data(), m_impl->stream.get());
+      e.paint(d_mask, e.distance.data(), nullptr, m_impl->stream.get());
+      e.psd_counts(d_counts, m_impl->stream.get());
+    });
+  });
+}
+
+void ThicknessContext::squared_distance_async(const uint8_t* d_mask, uint32_t* d_out) {
+  if (!m_impl->config.spacing.isotropic())
+    throw InputError("squared distances in voxel units need isotropic spacing");
+  auto& e = *std::get<std::unique_ptr<Engine<VoxelMetric>>>(m_impl->engine);
+  m_impl->replay(2, d_mask, d_out, [&] { e.distance_transform(d_mask, d_out, m_impl->stream.get()); });
+}
+
+void ThicknessContext::distance_async(const uint8_t* d_mask, float* d_out) {
+  m_impl->replay(3, d_mask, d_out, [&] {
+    m_impl->with_engine([&](auto& e) {
+      using V = typename std::decay_t<decltype(e)>::V;
+      using M = std::conditional_t<std::is_same_v<V, uint32_t>, VoxelMetric, PhysicalMetric>;
+      V* d = std::is_same_v<V, uint32_t> ? reinterpret_cast<V*>(d_out) : e.distance.data();
+      e.distance_transform(d_mask, d, m_impl->stream.get());
+      // In place for 4-byte values: each thread reads its element before writing it.
+      const cudaStream_t stream = m_impl->stream.get();
+      kernels::radius_of<M><<<1024, 256, 0, stream>>>(d, d_out, e.voxels, e.metric);
+      PF_CUDA_CHECK_LAUNCH(stream);
+    });
+  });
+}
+
+std::size_t ThicknessContext::psd_count_entries() const { return m_impl->config.psd_edges.size() + 2; }
+
+void* ThicknessContext::stream() const { return m_impl->stream.get(); }
+
+int64_t ThicknessContext::last_centre_count() const { return m_impl->last_total; }
+
+void ThicknessContext::synchronize() {
+  const cudaStream_t s = m_impl->stream.get();
+  m_impl->with_engine([&](auto& e) {
+    PF_CUDA_CHECK(cudaMemcpyAsync(m_impl->host_status, e.status.data(), sizeof(kernels::Status), cudaMemcpyDeviceToHost, s));
+    PF_CUDA_CHECK(cudaMemcpyAsync(m_impl->host_total, e.chunk_counts.data() + e.chunks, sizeof(unsigned int), cudaMemcpyDeviceToHost, s));
+  });
+  PF_CUDA_CHECK(cudaStreamSynchronize(s));
+  m_impl->last_total = *m_impl->host_total;
+  const kernels::Status st = *m_impl->host_status;
+  *m_impl->host_status = {};
+  if (st.no_background) throw InputError(detail::no_background_message(m_impl->config.boundary));
+  if (st.overflow)
+    throw RuntimeError("the volume has " + std::to_string(m_impl->last_total) +
+                       " ball centres, more than the context's capacity; make the context with a larger centre_capacity");
+}
+
+// ---- one-shot helpers --------------------------------------------------------------------
+
+namespace {
+
+template <class T>
+DeviceBuffer<T> upload(const std::vector<T>& host, cudaStream_t s, const char* what) {
+  DeviceBuffer<T> d(host.size(), s, what);
+  PF_CUDA_CHECK(cudaMemcpyAsync(d.data(), host.data(), d.bytes(), cudaMemcpyHostToDevice, s));
+  return d;
+}
+
+template <class T>
+void download(const DeviceBuffer<T>& d, std::vector<T>& host, cudaStream_t s) {
+  host.resize(d.size());
+  PF_CUDA_CHECK(cudaMemcpyAsync(host.data(), d.data(), d.bytes(), cudaMemcpyDeviceToHost, s));
+  PF_CUDA_CHECK(cudaStreamSynchronize(s));
+}
+
+void require_phase(const Mask& phase) {
+  validate_shape(phase.shape());
+  validate_spacing(phase.spacing());
+  if (count_phase(phase) == 0) throw InputError(detail::empty_phase_message());
+}
+
+// Runs `run(context)`; if centres overflowed the default capacity, again with room for all.
+template <class F>
+void with_context(ContextConfig config, F&& run) {
+  for (double capacity : {config.centre_capacity, 1.0}) {
+    config.centre_capacity = capacity;
+    ThicknessContext context(config);
+    try {
+      run(context);
+      return;
+    } catch (const RuntimeError&) {
+      if (capacity == 1.0) throw;
+      cudaGetLastError();
+    }
+  }
+}
+
+}  // namespace
+
+Volume<uint32_t> squared_distance_voxels(const Mask& phase, Boundary boundary) {
+  validate_shape(phase.shape());
+  ContextConfig config{phase.shape(), {}, boundary, {}, 0.0001};
+  ThicknessContext context(config);
+  const cudaStream_t s = static_cast<cudaStream_t>(context.stream());
+  auto d_mask = upload(phase.values(), s, "the mask");
+  DeviceBuffer<uint32_t> d_out(phase.voxels(), s, "squared distances");
+  context.squared_distance_async(d_mask.data(), d_out.data());
+  Volume<uint32_t> out(phase.shape(), phase.spacing());
+  download(d_out, out.values(), s);
+  return out;
+}
+
+Volume<float> distance_transform(const Mask& phase, Boundary boundary) {
+  validate_shape(phase.shape());
+  validate_spacing(phase.spacing());
+  ContextConfig config{phase.shape(), phase.spacing(), boundary, {}, 0.0001};
+  ThicknessContext context(config);
+  const cudaStream_t s = static_cast<cudaStream_t>(context.stream());
+  auto d_mask = upload(phase.values(), s, "the mask");
+  DeviceBuffer<float> d_out(phase.voxels(), s, "distances");
+  context.distance_async(d_mask.data(), d_out.data());
+  Volume<float> out(phase.shape(), phase.spacing());
+  download(d_out, out.values(), s);
+  return out;
+}
+
+Volume<float> local_thickness(const Mask& phase, Boundary boundary) {
+  require_phase(phase);
+  Volume<float> out(phase.shape(), phase.spacing());
+  with_context({phase.shape(), phase.spacing(), boundary, {}}, [&](ThicknessContext& context) {
+    const cudaStream_t s = static_cast<cudaStream_t>(context.stream());
+    auto d_mask = upload(phase.values(), s, "the mask");
+    DeviceBuffer<float> d_out(phase.voxels(), s, "the thickness map");
+    context.thickness_async(d_mask.data(), d_out.data());
+    context.synchronize();
+    download(d_out, out.values(), s);
+  });
+  return out;
+}
+
+PsdCounts psd_counts(const Mask& phase, Boundary boundary, const Bins& bins) {
+  require_phase(phase);
+  PsdCounts counts;
+  with_context({phase.shape(), phase.spacing(), boundary, bins.edges()}, [&](ThicknessContext& context) {
+    const cudaStream_t s = static_cast<cudaStream_t>(context.stream());
+    auto d_mask = upload(phase.values(), s, "the mask");
+    DeviceBuffer<int64_t> d_counts(context.psd_count_entries(), s, "PSD counts");
+    context.psd_async(d_mask.data(), d_counts.data());
+    context.synchronize();
+    std::vector<int64_t> host;
+    download(d_counts, host, s);
+    const std::size_t n = bins.edges().size();
+    counts.at_least.assign(host.begin(), host.begin() + n);
+    counts.above = host[n];
+    counts.phase_voxels = host[n + 1];
+  });
+  return counts;
+}
+
+}  // namespace poreforge::cuda

@@ -1,0 +1,301 @@
+#pragma once
+// Device kernels of local thickness after the EDT: ball centres, radius levels, painting and
+// the PSD counts. Same scheme as the CPU backend (engine/src/cpu/local_thickness.cpp):
+//
+//  1. Centres: phase voxels whose lattice ball is not inside a 26-neighbour's lattice ball
+//     (the exact table of common/ball_containment.hpp), compacted in index order chunk by
+//     chunk into a buffer of fixed capacity (an overflow is counted, never written).
+//  2. A stable radix sort by squared radius, largest first: within a radius, index order.
+//  3. Level starts: where the squared radius changes.
+//  4. Painting: one block per z-plane (per y-row in 2D). The block walks every level in
+//     order, paints the x-chords of the balls of that level that reach its plane into a
+//     bitmap of painted voxels held in shared memory, and writes the level's radius to each
+//     newly painted voxel. A voxel's first paint is its thickness. Within a level all values
+//     are equal, so concurrent chords need no ordering; atomicOr on the bitmap makes each
+//     voxel's first paint counted exactly once, which gives the coverage per level, i.e. the
+//     cumulative PSD.
+#include <cuda_runtime.h>
+
+#include <cub/block/block_scan.cuh>
+
+#include "../common/ball_containment.hpp"
+#include "../common/metric.hpp"
+#include "edt_kernels.cuh"
+
+namespace poreforge::cuda::kernels {
+
+constexpr int kCentreThreads = 256;
+constexpr int kCentreItems = 8;  // voxels per thread: a chunk is 2048 voxels
+constexpr int64_t kCentreChunk = int64_t(kCentreThreads) * kCentreItems;
+constexpr int kPaintThreads = 512;
+
+struct Status {
+  unsigned int no_background;  // a phase voxel was left at infinity
+  unsigned int overflow;       // more centres than capacity
+};
+
+template <class M>
+__device__ bool is_centre(const typename M::value_type* d2, int64_t i, const Geometry& g,
+                          const detail::ContainmentView<M>& table) {
+  using V = typename M::value_type;
+  const V r2 = d2[i];
+  if (r2 == V(0) || r2 == M::infinity) return false;
+  const int64_t x = i % g.nx, y = (i / g.nx) % g.ny, z = i / (g.nx * g.ny);
+  const int64_t t = table.thresholds(r2);
+  const bool periodic = g.boundary == Boundary::periodic;
+  for (int dz = -1; dz <= 1; ++dz) {
+    if (dz && g.nz == 1) continue;
+    int64_t zz = z + dz;
+    if (zz < 0 || zz >= g.nz) {
+      if (!periodic) continue;
+      zz = zz < 0 ? zz + g.nz : zz - g.nz;
+    }
+    for (int dy = -1; dy <= 1; ++dy) {
+      if (dy && g.ny == 1) continue;
+      int64_t yy = y + dy;
+      if (yy < 0 || yy >= g.ny) {
+        if (!periodic) continue;
+        yy = yy < 0 ? yy + g.ny : yy - g.ny;
+      }
+      for (int dx = -1; dx <= 1; ++dx) {
+        if ((!dx && !dy && !dz) || (dx && g.nx == 1)) continue;
+        int64_t xx = x + dx;
+        if (xx < 0 || xx >= g.nx) {
+          if (!periodic) continue;
+          xx = xx < 0 ? xx + g.nx : xx - g.nx;
+        }
+        if (table.inside(r2, t, d2[(zz * g.ny + yy) * g.nx + xx], dx, dy, dz)) return false;
+      }
+    }
+  }
+  return true;
+}
+
+// Pass 1 of the compaction: centres per chunk; flags phase voxels left at infinity.
+template <class M>
+__global__ void count_centres(const uint8_t* __restrict__ mask, const typename M::value_type* __restrict__ d2,
+                              Geometry g, detail::ContainmentView<M> table, int64_t voxels,
+                              unsigned int* __restrict__ chunk_counts, Status* status) {
+  using BlockReduceCount = cub::BlockScan<unsigned int, kCentreThreads>;
+  __shared__ typename BlockReduceCount::TempStorage temp;
+  const int64_t start = int64_t(blockIdx.x) * kCentreChunk + int64_t(threadIdx.x) * kCentreItems;
+  unsigned int count = 0;
+  bool unreachable = false;
+  for (int k = 0; k < kCentreItems; ++k) {
+    const int64_t i = start + k;
+    if (i >= voxels) break;
+    if (mask[i] && d2[i] == M::infinity) unreachable = true;
+    count += is_centre(d2, i, g, table);
+  }
+  if (unreachable) status->no_background = 1;
+  unsigned int total;
+  BlockReduceCount(temp).ExclusiveSum(count, count, total);
+  if (threadIdx.x == 0) chunk_counts[blockIdx.x] = total;
+}
+
+// Pass 2: each chunk writes its centres in index order from its offset.
+template <class M>
+__global__ void write_centres(const typename M::value_type* __restrict__ d2, Geometry g,
+                              detail::ContainmentView<M> table, int64_t voxels,
+                              const unsigned int* __restrict__ chunk_offsets, int64_t capacity,
+                              typename M::value_type* __restrict__ keys, uint32_t* __restrict__ values,
+                              Status* status) {
+  using BlockScanFlags = cub::BlockScan<unsigned int, kCentreThreads>;
+  __shared__ typename BlockScanFlags::TempStorage temp;
+  const int64_t start = int64_t(blockIdx.x) * kCentreChunk + int64_t(threadIdx.x) * kCentreItems;
+  unsigned int flags[kCentreItems], ranks[kCentreItems];
+  for (int k = 0; k < kCentreItems; ++k) {
+    const int64_t i = start + k;
+    flags[k] = i < voxels && is_centre(d2, i, g, table);
+  }
+  BlockScanFlags(temp).ExclusiveSum(flags, ranks);
+  const int64_t offset = chunk_offsets[blockIdx.x];
+  for (int k = 0; k < kCentreItems; ++k) {
+    if (!flags[k]) continue;
+    const int64_t slot = offset + ranks[k];
+    if (slot < capacity) {
+      keys[slot] = d2[start + k];
+      values[slot] = static_cast<uint32_t>(start + k);
+    } else {
+      status->overflow = 1;
+    }
+  }
+}
+
+// Unused slots sort last (squared radius 0 is never a centre).
+template <class V>
+__global__ void pad_centres(V* __restrict__ keys, const unsigned int* __restrict__ total, int64_t capacity) {
+  const int64_t used = *total < capacity ? int64_t(*total) : capacity;
+  for (int64_t i = used + blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < capacity; i += int64_t(gridDim.x) * blockDim.x)
+    keys[i] = V(0);
+}
+
+// Level starts: positions where the (sorted) squared radius changes.
+template <class V>
+struct LevelStart {
+  const V* keys;
+  const unsigned int* total;
+  int64_t capacity;
+  __device__ bool operator()(uint32_t i) const {
+    const int64_t used = *total < capacity ? int64_t(*total) : capacity;
+    return int64_t(i) < used && (i == 0 || keys[i] != keys[i - 1]);
+  }
+};
+
+__global__ void zero_levels(unsigned long long* newly, const int* num_levels) {
+  for (int j = blockIdx.x * blockDim.x + threadIdx.x; j < *num_levels; j += gridDim.x * blockDim.x) newly[j] = 0;
+}
+
+// See the file comment, step 4. `thickness` null: count only (the PSD-only path).
+template <class M>
+__global__ void __launch_bounds__(kPaintThreads) paint_balls(
+    const typename M::value_type* __restrict__ keys, const uint32_t* __restrict__ values,
+    const uint32_t* __restrict__ level_first, const int* __restrict__ num_levels,
+    const unsigned int* __restrict__ total, int64_t capacity, Geometry g, M m, float* __restrict__ thickness,
+    unsigned long long* __restrict__ level_newly) {
+  using V = typename M::value_type;
+  extern __shared__ unsigned int painted[];  // one bit per voxel of this slab
+  __shared__ unsigned long long level_count;
+  const bool slab_is_plane = g.nz > 1;
+  const int64_t s = blockIdx.x;
+  const int64_t slabs = slab_is_plane ? g.nz : g.ny;
+  const int64_t slab_voxels = slab_is_plane ? g.nx * g.ny : g.nx;
+  const int64_t slab_base = s * slab_voxels;  // first voxel of the slab
+  const int64_t words = (slab_voxels + 31) / 32;
+  for (int64_t w = threadIdx.x; w < words; w += blockDim.x) painted[w] = 0;
+  if (threadIdx.x == 0) level_count = 0;
+  __syncthreads();
+
+  const int64_t used = *total < capacity ? int64_t(*total) : capacity;
+  const int levels = *num_levels;
+  const bool periodic = g.boundary == Boundary::periodic;
+  const int64_t plane = g.nx * g.ny;
+  auto slab_of = [&](uint32_t index) -> int64_t { return slab_is_plane ? index / plane : index / g.nx; };
+
+  for (int j = 0; j < levels; ++j) {
+    const int64_t first = level_first[j];
+    const int64_t end = j + 1 < levels ? int64_t(level_first[j + 1]) : used;
+    const V r2 = keys[first];
+    const float value = m.radius(r2);
+    unsigned long long newly = 0;
+
+    // Marks [a, b] of slab row `row` (0-based row within the slab) painted.
+    auto paint_run = [&](int64_t row, int64_t a, int64_t b) {
+      const int64_t lo = row * g.nx + a, hi = row * g.nx + b;
+      for (int64_t w = lo >> 5; w <= (hi >> 5); ++w) {
+        const int64_t bit0 = w << 5;
+        const unsigned int from = lo > bit0 ? unsigned(lo - bit0) : 0u;
+        const unsigned int to = hi < bit0 + 31 ? unsigned(hi - bit0) : 31u;
+        const unsigned int mask = (to == 31 ? 0xFFFFFFFFu : ((1u << (to + 1)) - 1u)) & ~((1u << from) - 1u);
+        if ((painted[w] & mask) == mask) continue;  // already painted: no atomic
+        unsigned int fresh = mask & ~atomicOr(&painted[w], mask);
+        newly += __popc(fresh);
+        if (thickness)
+          while (fresh) {
+            const int bit = __ffs(fresh) - 1;
+            fresh &= fresh - 1;
+            thickness[slab_base + bit0 + bit] = value;
+          }
+      }
+    };
+    auto paint_chord = [&](int64_t row, int64_t cx, int64_t w) {
+      const int64_t a = cx - w, b = cx + w, n = g.nx;
+      if (!periodic) {
+        paint_run(row, a > 0 ? a : 0, b < n - 1 ? b : n - 1);
+      } else if (b - a + 1 >= n) {
+        paint_run(row, 0, n - 1);
+      } else if (a < 0) {
+        paint_run(row, a + n, n - 1);
+        paint_run(row, 0, b);
+      } else if (b >= n) {
+        paint_run(row, a, n - 1);
+        paint_run(row, 0, b - n);
+      } else {
+        paint_run(row, a, b);
+      }
+    };
+
+    const int64_t reach = slab_is_plane ? detail::chord_half_width(m, r2, 2, 0, 0)
+                                        : (g.ny > 1 ? detail::chord_half_width(m, r2, 1, 0, 0) : 0);
+    const int64_t images = periodic ? reach / slabs + 1 : 0;
+    for (int64_t k = -images; k <= images; ++k) {
+      const int64_t lo = s - reach - k * slabs, hi = s + reach - k * slabs;
+      // First centre of the level whose slab is ≥ lo.
+      int64_t a = first, b = end;
+      while (a < b) {
+        const int64_t mid = (a + b) / 2;
+        if (slab_of(values[mid]) < lo) a = mid + 1; else b = mid;
+      }
+      for (int64_t c = a + threadIdx.x; c < end; c += blockDim.x) {
+        const uint32_t index = values[c];
+        const int64_t cs = slab_of(index);
+        if (cs > hi) break;
+        const int64_t cx = index % g.nx, cy = (index / g.nx) % g.ny;
+        const int64_t offset = s - (cs + k * slabs);  // dz (3D) or dy (2D)
+        if (!slab_is_plane) {
+          const int64_t w = g.nx > 1 ? detail::chord_half_width(m, r2, 0, offset, 0) : 0;
+          if (w >= 0) paint_chord(0, cx, w);
+          continue;
+        }
+        const int64_t ry = g.ny > 1 ? detail::chord_half_width(m, r2, 1, 0, offset) : 0;
+        for (int64_t dy = -ry; dy <= ry; ++dy) {
+          int64_t y = cy + dy;
+          if (y < 0 || y >= g.ny) {
+            if (!periodic) continue;
+            y = ((y % g.ny) + g.ny) % g.ny;
+          }
+          const int64_t w = g.nx > 1 ? detail::chord_half_width(m, r2, 0, dy, offset) : 0;
+          paint_chord(y, cx, w);
+        }
+      }
+    }
+    if (newly) atomicAdd(&level_count, newly);
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      if (level_count) atomicAdd(&level_newly[j], level_count);
+      level_count = 0;
+    }
+    __syncthreads();
+  }
+}
+
+// Cumulative coverage per level → PSD counts (one block). counts: at_least[edges], above, phase.
+template <class M>
+__global__ void psd_counts_from_levels(const typename M::value_type* __restrict__ keys,
+                                       const uint32_t* __restrict__ level_first, const int* __restrict__ num_levels,
+                                       unsigned long long* __restrict__ level_newly, M m,
+                                       const double* __restrict__ edges, int num_edges, int64_t* __restrict__ counts) {
+  const int levels = *num_levels;
+  if (threadIdx.x == 0)
+    for (int j = 1; j < levels; ++j) level_newly[j] += level_newly[j - 1];
+  __syncthreads();
+  // Coverage of the last level whose radius satisfies keep(radius); levels are largest first.
+  auto covered_where = [&](auto keep) -> int64_t {
+    int a = 0, b = levels;  // first level failing keep
+    while (a < b) {
+      const int mid = (a + b) / 2;
+      if (keep(double(m.radius(keys[level_first[mid]])))) a = mid + 1; else b = mid;
+    }
+    return a == 0 ? 0 : int64_t(level_newly[a - 1]);
+  };
+  for (int e = threadIdx.x; e < num_edges; e += blockDim.x) {
+    const double edge = edges[e];
+    counts[e] = covered_where([edge](double r) { return r >= edge; });
+  }
+  if (threadIdx.x == 0) {
+    const double last = edges[num_edges - 1];
+    counts[num_edges] = covered_where([last](double r) { return r > last; });
+    counts[num_edges + 1] = levels ? int64_t(level_newly[levels - 1]) : 0;
+  }
+}
+
+template <class M>
+__global__ void radius_of(const typename M::value_type* __restrict__ d2, float* __restrict__ out, int64_t voxels, M m) {
+  using V = typename M::value_type;
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < voxels; i += int64_t(gridDim.x) * blockDim.x) {
+    const V v = d2[i];
+    out[i] = v == V(0) || v == M::infinity ? 0.0f : m.radius(v);
+  }
+}
+
+}  // namespace poreforge::cuda::kernels
