@@ -3,7 +3,7 @@
 // distances are summed in the same order as on the CPU (detail::squared_norm): the results
 // are bit-identical.
 //
-//  - x: one thread per row, two sweeps for the nearest background voxel along the row.
+//  - x: one warp per row, two sweeps of lane scans for the nearest background voxel.
 //  - y, z: a block loads a tile of up to 32 adjacent lines into shared memory (coalesced:
 //    adjacent threads read adjacent x), then each output is the minimum of f(q) + term(p − q)
 //    found by searching outwards from p until term alone reaches the best value so far — the
@@ -24,39 +24,70 @@ struct Geometry {
 };
 
 // x pass: d = term(distance to the nearest non-phase voxel along the row), or infinity.
+// One warp per row, 32 voxels at a time (coalesced): a prefix-max scan over the lanes finds
+// the last background voxel at or before each voxel, a suffix-min scan the next one, each
+// carried from chunk to chunk. The forward sweep parks p − last in the output, the backward
+// sweep (same lane, same voxel) finishes it.
 template <class M>
 __global__ void edt_rows(const uint8_t* __restrict__ mask, typename M::value_type* __restrict__ d, Geometry g, M m) {
   using V = typename M::value_type;
-  const int64_t rows = g.ny * g.nz;
-  const int64_t n = g.nx;
+  constexpr unsigned full = 0xFFFFFFFFu;
+  constexpr long long low = -(1ll << 60), high = 1ll << 60;  // "no background on this side"
+  const int lane = threadIdx.x & 31;
+  const int64_t warps = (int64_t(gridDim.x) * blockDim.x) >> 5;
+  const int64_t rows = g.ny * g.nz, n = g.nx;
   const Boundary b = g.along(0);
-  for (int64_t r = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; r < rows; r += int64_t(gridDim.x) * blockDim.x) {
-    const uint8_t* row = mask + r * n;
-    V* out = d + r * n;
-    constexpr int64_t none = INT64_MIN / 4;
-    // Nearest background at or before p (forward) and at or after p (backward).
-    int64_t last = b == Boundary::wall ? -1 : none;
-    int64_t next_after = b == Boundary::wall ? n : -none;
-    if (b == Boundary::periodic) {
-      for (int64_t q = n - 1; q >= 0; --q)
-        if (!row[q]) { last = q - n; break; }
-      for (int64_t q = 0; q < n; ++q)
-        if (!row[q]) { next_after = q + n; break; }
-    }
-    // Forward sweep stores the distance back to `last` (or none) in `out` as an integer.
-    for (int64_t p = 0; p < n; ++p) {
-      if (!row[p]) last = p;
-      out[p] = last == none ? M::infinity : V(p - last);
-    }
-    for (int64_t p = n - 1; p >= 0; --p) {
-      if (!row[p]) next_after = p;
-      const V back = out[p];
-      int64_t dist = next_after == -none ? -1 : next_after - p;
-      if (back != M::infinity) {
-        const int64_t f = static_cast<int64_t>(back);
-        dist = dist < 0 ? f : (f < dist ? f : dist);
+  for (int64_t row = (int64_t(blockIdx.x) * blockDim.x + threadIdx.x) >> 5; row < rows; row += warps) {
+    const uint8_t* in = mask + row * n;
+    V* out = d + row * n;
+    long long last = b == Boundary::wall ? -1 : low;
+    long long next = b == Boundary::wall ? n : high;
+    if (b == Boundary::periodic) {  // the row's last and first background voxels, as images
+      long long last_bg = -1, first_bg = n;
+      for (int64_t p = lane; p < n; p += 32)
+        if (!in[p]) {
+          last_bg = p > last_bg ? p : last_bg;
+          first_bg = p < first_bg ? p : first_bg;
+        }
+      for (int o = 16; o > 0; o >>= 1) {
+        const long long a = __shfl_xor_sync(full, last_bg, o), c = __shfl_xor_sync(full, first_bg, o);
+        last_bg = a > last_bg ? a : last_bg;
+        first_bg = c < first_bg ? c : first_bg;
       }
-      out[p] = dist < 0 ? M::infinity : m.term(dist, 0);
+      if (last_bg >= 0) {
+        last = last_bg - n;
+        next = first_bg + n;
+      }
+    }
+    for (int64_t c0 = 0; c0 < n; c0 += 32) {
+      const int64_t p = c0 + lane;
+      long long v = p < n && !in[p] ? p : low;
+      for (int o = 1; o < 32; o <<= 1) {
+        const long long t = __shfl_up_sync(full, v, o);
+        if (lane >= o && t > v) v = t;
+      }
+      if (last > v) v = last;
+      last = __shfl_sync(full, v, 31);
+      if (p < n) out[p] = v == low ? M::infinity : V(p - v);
+    }
+    for (int64_t c0 = ((n - 1) / 32) * 32; c0 >= 0; c0 -= 32) {
+      const int64_t p = c0 + lane;
+      long long v = p < n && !in[p] ? p : high;
+      for (int o = 1; o < 32; o <<= 1) {
+        const long long t = __shfl_down_sync(full, v, o);
+        if (lane + o < 32 && t < v) v = t;
+      }
+      if (next < v) v = next;
+      next = __shfl_sync(full, v, 0);
+      if (p < n) {
+        const V back = out[p];
+        long long dist = v == high ? -1 : v - p;
+        if (back != M::infinity) {
+          const long long f = static_cast<long long>(back);
+          dist = dist < 0 || f < dist ? f : dist;
+        }
+        out[p] = dist < 0 ? M::infinity : m.term(dist, 0);
+      }
     }
   }
 }

@@ -116,7 +116,9 @@ struct Engine {
     }
     const int64_t slab_voxels = g.nz > 1 ? g.nx * g.ny : g.nx;
     paint_shared = std::size_t((slab_voxels + 31) / 32) * sizeof(unsigned int);
-    if (paint_shared > std::size_t(shared_limit))
+    cudaFuncAttributes paint_attributes{};
+    PF_CUDA_CHECK(cudaFuncGetAttributes(&paint_attributes, kernels::paint_balls<M>));
+    if (paint_shared + paint_attributes.sharedSizeBytes > std::size_t(shared_limit))
       throw InputError("the CUDA backend holds one z-plane's painted-voxel bitmap in shared memory: planes of " +
                        std::to_string(slab_voxels) + " voxels are too large");
     PF_CUDA_CHECK(cudaFuncSetAttribute(kernels::edt_lines<M>, cudaFuncAttributeMaxDynamicSharedMemorySize,
@@ -169,7 +171,7 @@ struct Engine {
   // The EDT into `d` (N values).
   void distance_transform(const uint8_t* mask, V* d, cudaStream_t stream) const {
     const int64_t rows = g.ny * g.nz;
-    kernels::edt_rows<M><<<unsigned((rows + 127) / 128), 128, 0, stream>>>(mask, d, g, metric);
+    kernels::edt_rows<M><<<unsigned((rows + 7) / 8), 256, 0, stream>>>(mask, d, g, metric);  // a warp per row
     PF_CUDA_CHECK_LAUNCH(stream);
     for (int axis = 1; axis < 3; ++axis) {
       if (g.extent(axis) == 1) continue;

@@ -146,7 +146,24 @@ __global__ void zero_levels(unsigned long long* newly, const int* num_levels) {
   for (int j = blockIdx.x * blockDim.x + threadIdx.x; j < *num_levels; j += gridDim.x * blockDim.x) newly[j] = 0;
 }
 
+// Which centres of one level reach one slab: up to two runs of the level's (slab-sorted)
+// centres, or, when a periodic ball is as tall as the period, all of them (`all`).
+template <class V>
+struct LevelRuns {
+  V r2;
+  int64_t reach;  // largest |offset| across slabs at which the ball still has voxels
+  uint32_t a0, b0, a1, b1;
+  bool all;
+};
+
+constexpr int kLevelBatch = 512;
+
 // See the file comment, step 4. `thickness` null: count only (the PSD-only path).
+//
+// Levels are taken in batches: first every thread finds, for a few levels at once, the runs
+// of centres that reach this slab (binary searches, independent, so their memory latency
+// overlaps); then the block paints the batch's levels in order from shared memory. Within a
+// level a warp takes one centre and its lanes take its rows (one thread a centre in 2D).
 template <class M>
 __global__ void __launch_bounds__(kPaintThreads) paint_balls(
     const typename M::value_type* __restrict__ keys, const uint32_t* __restrict__ values,
@@ -155,6 +172,7 @@ __global__ void __launch_bounds__(kPaintThreads) paint_balls(
     unsigned long long* __restrict__ level_newly) {
   using V = typename M::value_type;
   extern __shared__ unsigned int painted[];  // one bit per voxel of this slab
+  __shared__ LevelRuns<V> batch[kLevelBatch];
   __shared__ unsigned long long level_count;
   const bool slab_is_plane = g.nz > 1;
   const int64_t s = blockIdx.x;
@@ -164,98 +182,141 @@ __global__ void __launch_bounds__(kPaintThreads) paint_balls(
   const int64_t words = (slab_voxels + 31) / 32;
   for (int64_t w = threadIdx.x; w < words; w += blockDim.x) painted[w] = 0;
   if (threadIdx.x == 0) level_count = 0;
-  __syncthreads();
 
   const int64_t used = *total < capacity ? int64_t(*total) : capacity;
   const int levels = *num_levels;
   const bool periodic = g.boundary == Boundary::periodic;
   const int64_t plane = g.nx * g.ny;
   auto slab_of = [&](uint32_t index) -> int64_t { return slab_is_plane ? index / plane : index / g.nx; };
+  // Workers: a warp per centre in 3D (lanes over rows), a thread per centre in 2D.
+  const int lanes = slab_is_plane ? 32 : 1;
+  const int worker = threadIdx.x / lanes, lane = threadIdx.x % lanes, workers = blockDim.x / lanes;
 
-  for (int j = 0; j < levels; ++j) {
-    const int64_t first = level_first[j];
-    const int64_t end = j + 1 < levels ? int64_t(level_first[j + 1]) : used;
-    const V r2 = keys[first];
-    const float value = m.radius(r2);
-    unsigned long long newly = 0;
-
-    // Marks [a, b] of slab row `row` (0-based row within the slab) painted.
-    auto paint_run = [&](int64_t row, int64_t a, int64_t b) {
-      const int64_t lo = row * g.nx + a, hi = row * g.nx + b;
-      for (int64_t w = lo >> 5; w <= (hi >> 5); ++w) {
-        const int64_t bit0 = w << 5;
-        const unsigned int from = lo > bit0 ? unsigned(lo - bit0) : 0u;
-        const unsigned int to = hi < bit0 + 31 ? unsigned(hi - bit0) : 31u;
-        const unsigned int mask = (to == 31 ? 0xFFFFFFFFu : ((1u << (to + 1)) - 1u)) & ~((1u << from) - 1u);
-        if ((painted[w] & mask) == mask) continue;  // already painted: no atomic
-        unsigned int fresh = mask & ~atomicOr(&painted[w], mask);
-        newly += __popc(fresh);
-        if (thickness)
-          while (fresh) {
-            const int bit = __ffs(fresh) - 1;
-            fresh &= fresh - 1;
-            thickness[slab_base + bit0 + bit] = value;
-          }
-      }
-    };
-    auto paint_chord = [&](int64_t row, int64_t cx, int64_t w) {
-      const int64_t a = cx - w, b = cx + w, n = g.nx;
-      if (!periodic) {
-        paint_run(row, a > 0 ? a : 0, b < n - 1 ? b : n - 1);
-      } else if (b - a + 1 >= n) {
-        paint_run(row, 0, n - 1);
-      } else if (a < 0) {
-        paint_run(row, a + n, n - 1);
-        paint_run(row, 0, b);
-      } else if (b >= n) {
-        paint_run(row, a, n - 1);
-        paint_run(row, 0, b - n);
-      } else {
-        paint_run(row, a, b);
-      }
-    };
-
-    const int64_t reach = slab_is_plane ? detail::chord_half_width(m, r2, 2, 0, 0)
-                                        : (g.ny > 1 ? detail::chord_half_width(m, r2, 1, 0, 0) : 0);
-    const int64_t images = periodic ? reach / slabs + 1 : 0;
-    for (int64_t k = -images; k <= images; ++k) {
-      const int64_t lo = s - reach - k * slabs, hi = s + reach - k * slabs;
-      // First centre of the level whose slab is ≥ lo.
-      int64_t a = first, b = end;
-      while (a < b) {
-        const int64_t mid = (a + b) / 2;
-        if (slab_of(values[mid]) < lo) a = mid + 1; else b = mid;
-      }
-      for (int64_t c = a + threadIdx.x; c < end; c += blockDim.x) {
-        const uint32_t index = values[c];
-        const int64_t cs = slab_of(index);
-        if (cs > hi) break;
-        const int64_t cx = index % g.nx, cy = (index / g.nx) % g.ny;
-        const int64_t offset = s - (cs + k * slabs);  // dz (3D) or dy (2D)
-        if (!slab_is_plane) {
-          const int64_t w = g.nx > 1 ? detail::chord_half_width(m, r2, 0, offset, 0) : 0;
-          if (w >= 0) paint_chord(0, cx, w);
-          continue;
+  for (int J = 0; J < levels; J += kLevelBatch) {
+    const int count = levels - J < kLevelBatch ? levels - J : kLevelBatch;
+    __syncthreads();  // the previous batch is done with `batch`
+    for (int t = threadIdx.x; t < count; t += blockDim.x) {
+      const int j = J + t;
+      const uint32_t first = level_first[j];
+      const uint32_t end = j + 1 < levels ? level_first[j + 1] : uint32_t(used);
+      LevelRuns<V> r;
+      r.r2 = keys[first];
+      r.reach = slab_is_plane ? detail::chord_half_width(m, r.r2, 2, 0, 0)
+                              : (g.ny > 1 ? detail::chord_half_width(m, r.r2, 1, 0, 0) : 0);
+      // First centre of the level whose slab is ≥ v (or > v with `after`).
+      auto bound = [&](int64_t v, bool after) {
+        uint32_t a = first, b = end;
+        while (a < b) {
+          const uint32_t mid = (a + b) / 2;
+          const int64_t cs = slab_of(values[mid]);
+          if (cs < v || (after && cs == v)) a = mid + 1; else b = mid;
         }
-        const int64_t ry = g.ny > 1 ? detail::chord_half_width(m, r2, 1, 0, offset) : 0;
-        for (int64_t dy = -ry; dy <= ry; ++dy) {
+        return a;
+      };
+      const int64_t lo = s - r.reach, hi = s + r.reach;
+      r.all = false;
+      r.a1 = r.b1 = first;
+      if (periodic && 2 * r.reach + 1 >= slabs) {
+        r.all = true;
+        r.a0 = first;
+        r.b0 = end;
+      } else if (periodic && lo < 0) {
+        r.a0 = bound(lo + slabs, false), r.b0 = end;
+        r.a1 = first, r.b1 = bound(hi, true);
+      } else if (periodic && hi >= slabs) {
+        r.a0 = bound(lo, false), r.b0 = end;
+        r.a1 = first, r.b1 = bound(hi - slabs, true);
+      } else {
+        r.a0 = bound(lo, false), r.b0 = bound(hi, true);
+      }
+      batch[t] = r;
+    }
+    __syncthreads();
+
+    for (int t = 0; t < count; ++t) {
+      const LevelRuns<V> r = batch[t];
+      const uint32_t n0 = r.b0 - r.a0, n1 = r.b1 - r.a1;
+      if (n0 + n1 == 0) continue;  // no ball of this level reaches the slab (uniform branch)
+      const float value = m.radius(r.r2);
+      unsigned long long newly = 0;
+
+      // Marks [a, b] of slab row `row` painted; writes the value to newly painted voxels.
+      auto paint_run = [&](int64_t row, int64_t a, int64_t b) {
+        const int64_t lo_bit = row * g.nx + a, hi_bit = row * g.nx + b;
+        for (int64_t w = lo_bit >> 5; w <= (hi_bit >> 5); ++w) {
+          const int64_t bit0 = w << 5;
+          const unsigned int from = lo_bit > bit0 ? unsigned(lo_bit - bit0) : 0u;
+          const unsigned int to = hi_bit < bit0 + 31 ? unsigned(hi_bit - bit0) : 31u;
+          const unsigned int mask = (to == 31 ? 0xFFFFFFFFu : ((1u << (to + 1)) - 1u)) & ~((1u << from) - 1u);
+          if ((painted[w] & mask) == mask) continue;  // already painted: no atomic
+          unsigned int fresh = mask & ~atomicOr(&painted[w], mask);
+          newly += __popc(fresh);
+          if (thickness)
+            while (fresh) {
+              const int bit = __ffs(fresh) - 1;
+              fresh &= fresh - 1;
+              thickness[slab_base + bit0 + bit] = value;
+            }
+        }
+      };
+      auto paint_chord = [&](int64_t row, int64_t cx, int64_t w) {
+        const int64_t a = cx - w, b = cx + w, n = g.nx;
+        if (!periodic) {
+          paint_run(row, a > 0 ? a : 0, b < n - 1 ? b : n - 1);
+        } else if (b - a + 1 >= n) {
+          paint_run(row, 0, n - 1);
+        } else if (a < 0) {
+          paint_run(row, a + n, n - 1);
+          paint_run(row, 0, b);
+        } else if (b >= n) {
+          paint_run(row, a, n - 1);
+          paint_run(row, 0, b - n);
+        } else {
+          paint_run(row, a, b);
+        }
+      };
+      // One centre seen from this slab at `offset` (dz in 3D, dy in 2D).
+      auto paint_centre = [&](int64_t cx, int64_t cy, int64_t offset) {
+        if (!slab_is_plane) {
+          paint_chord(0, cx, g.nx > 1 ? detail::chord_half_width(m, r.r2, 0, offset, 0) : 0);
+          return;
+        }
+        const int64_t ry = g.ny > 1 ? detail::chord_half_width(m, r.r2, 1, 0, offset) : 0;
+        for (int64_t dy = -ry + lane; dy <= ry; dy += lanes) {
           int64_t y = cy + dy;
           if (y < 0 || y >= g.ny) {
             if (!periodic) continue;
             y = ((y % g.ny) + g.ny) % g.ny;
           }
-          const int64_t w = g.nx > 1 ? detail::chord_half_width(m, r2, 0, dy, offset) : 0;
-          paint_chord(y, cx, w);
+          paint_chord(y, cx, g.nx > 1 ? detail::chord_half_width(m, r.r2, 0, dy, offset) : 0);
+        }
+      };
+
+      for (uint32_t c = worker; c < n0 + n1; c += workers) {
+        const uint32_t index = values[c < n0 ? r.a0 + c : r.a1 + (c - n0)];
+        const int64_t cs = slab_of(index);
+        const int64_t cx = index % g.nx, cy = (index / g.nx) % g.ny;
+        if (r.all) {  // a periodic ball taller than the period meets this slab several times
+          const int64_t images = r.reach / slabs + 1;
+          for (int64_t k = -images; k <= images; ++k) {
+            const int64_t offset = s - (cs + k * slabs);
+            if (offset >= -r.reach && offset <= r.reach) paint_centre(cx, cy, offset);
+          }
+        } else {
+          int64_t offset = s - cs;  // the one image within reach
+          if (offset > r.reach) offset -= slabs;
+          if (offset < -r.reach) offset += slabs;
+          paint_centre(cx, cy, offset);
         }
       }
+      if (newly) atomicAdd(&level_count, newly);
+      __syncthreads();
+      if (threadIdx.x == 0) {
+        if (level_count) atomicAdd(&level_newly[J + t], level_count);
+        level_count = 0;
+      }
+      __syncthreads();
     }
-    if (newly) atomicAdd(&level_count, newly);
-    __syncthreads();
-    if (threadIdx.x == 0) {
-      if (level_count) atomicAdd(&level_newly[j], level_count);
-      level_count = 0;
-    }
-    __syncthreads();
   }
 }
 
