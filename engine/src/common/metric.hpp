@@ -91,4 +91,16 @@ PF_HD int64_t chord_half_width(const M& m, typename M::value_type r2, int axis, 
   return w;
 }
 
+// The same answer for integer squared distances, by an integer square root (a float estimate
+// corrected exactly): the chord loop of the CUDA painter runs this per row.
+PF_HD int64_t chord_half_width(const VoxelMetric&, uint32_t r2, int axis, int64_t a, int64_t b) {
+  const int64_t base = axis == 0 ? a * a + b * b : axis == 1 ? b * b : 0;
+  const int64_t rest = static_cast<int64_t>(r2) - base - 1;  // w² ≤ rest  ⇔  w² + base < r2
+  if (rest < 0) return -1;
+  int64_t w = static_cast<int64_t>(std::sqrt(static_cast<float>(rest)));
+  while (w * w > rest) --w;
+  while ((w + 1) * (w + 1) <= rest) ++w;
+  return w;
+}
+
 }  // namespace poreforge::detail
