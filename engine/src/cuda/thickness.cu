@@ -72,8 +72,6 @@ struct Engine {
   DeviceBuffer<uint32_t> values[2];          // centres: voxel index
   DeviceBuffer<unsigned int> chunk_counts;   // chunks + 1, scanned in place into offsets
   DeviceBuffer<unsigned long long> level_newly;
-  DeviceBuffer<uint32_t> final_bits, pending_bits;  // painted in an earlier band / in this one
-  DeviceBuffer<uint32_t> band_first;
   DeviceBuffer<int> num_levels;
   DeviceBuffer<kernels::Status> status;
   DeviceBuffer<double> d_edges;
@@ -88,7 +86,8 @@ struct Engine {
   // Launch shapes.
   int line_width[3] = {1, 1, 1};
   std::size_t line_shared[3] = {0, 0, 0};
-  int64_t words = 0;  // bitmap words
+  std::size_t paint_shared = 0;
+  unsigned paint_tiles = 1;  // row tiles per z-plane
 
   Engine(const ContextConfig& c, const M& m, cudaStream_t stream, bool distance_buffer) : metric(m), edges(c.psd_edges) {
     g = {c.shape.nx, c.shape.ny, c.shape.nz, c.boundary};
@@ -116,9 +115,26 @@ struct Engine {
       if (n > 1 && line_shared[axis] > std::size_t(shared_limit))
         throw InputError("the CUDA backend holds a whole line in shared memory: extent " + std::to_string(n) + " is too long");
     }
+    // Enough blocks to fill the device several times over, each bitmap at most 24 KB.
+    int sms = 0, dev = 0;
+    PF_CUDA_CHECK(cudaGetDevice(&dev));
+    PF_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+    if (g.nz > 1) {
+      const int64_t by_size = (g.nx * g.ny / 8 + 24 * 1024 - 1) / (24 * 1024);
+      const int64_t by_count = (int64_t(4) * sms + g.nz - 1) / g.nz;
+      paint_tiles = unsigned(std::min<int64_t>(g.ny, std::max<int64_t>({1, by_size, by_count})));
+    }
+    const int64_t tile_rows = (g.ny + paint_tiles - 1) / paint_tiles;
+    const int64_t slab_voxels = g.nz > 1 ? tile_rows * g.nx : g.nx;
+    paint_shared = std::size_t((slab_voxels + 31) / 32) * sizeof(unsigned int);
+    cudaFuncAttributes paint_attributes{};
+    PF_CUDA_CHECK(cudaFuncGetAttributes(&paint_attributes, kernels::paint_balls<M>));
+    if (paint_shared + paint_attributes.sharedSizeBytes > std::size_t(shared_limit))
+      throw InputError("the CUDA backend holds one z-plane's painted-voxel bitmap in shared memory: planes of " +
+                       std::to_string(slab_voxels) + " voxels are too large");
     PF_CUDA_CHECK(cudaFuncSetAttribute(kernels::edt_lines<M>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                        int(std::max(line_shared[1], line_shared[2]))));
-    words = (voxels + 31) / 32;
+    PF_CUDA_CHECK(cudaFuncSetAttribute(kernels::paint_balls<M>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(paint_shared)));
 
     // Workspace, once.
     if (distance_buffer) distance = DeviceBuffer<V>(voxels, stream, "squared distances");
@@ -128,9 +144,6 @@ struct Engine {
     }
     chunk_counts = DeviceBuffer<unsigned int>(chunks + 1, stream, "centre counts");
     level_newly = DeviceBuffer<unsigned long long>(max_levels, stream, "per-level counts");
-    final_bits = DeviceBuffer<uint32_t>(words, stream, "painted-voxel bitmap");
-    pending_bits = DeviceBuffer<uint32_t>(words, stream, "painted-voxel bitmap");
-    band_first = DeviceBuffer<uint32_t>(kernels::kBands + 1, stream, "band bounds");
     num_levels = DeviceBuffer<int>(1, stream, "level count");
     status = DeviceBuffer<kernels::Status>(1, stream, "status flags");
     if (!edges.empty()) {
@@ -181,8 +194,8 @@ struct Engine {
     }
   }
 
-  // Steps 1–3 of thickness_kernels.cuh after the EDT in `d`: sorted centres and level starts.
-  void centres_and_levels(const uint8_t* mask, const V* d, cudaStream_t stream) {
+  // Steps 1–4 of thickness_kernels.cuh after the EDT in `d`; `thickness` may be null.
+  void paint(const uint8_t* mask, V* d, float* thickness, cudaStream_t stream) {
     PF_CUDA_CHECK(cudaMemsetAsync(status.data(), 0, sizeof(kernels::Status), stream));
     kernels::count_centres<M><<<unsigned(chunks), kernels::kCentreThreads, 0, stream>>>(
         mask, d, g, table, voxels, chunk_counts.data(), status.data());
@@ -190,66 +203,41 @@ struct Engine {
     PF_CUDA_CHECK(cudaMemsetAsync(chunk_counts.data() + chunks, 0, sizeof(unsigned int), stream));
     std::size_t bytes = scan_bytes;
     PF_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(temp.data(), bytes, chunk_counts.data(), chunk_counts.data(), chunks + 1, stream));
+    const unsigned int* total = chunk_counts.data() + chunks;
     kernels::write_centres<M><<<unsigned(chunks), kernels::kCentreThreads, 0, stream>>>(
         d, g, table, voxels, chunk_counts.data(), capacity, keys[0].data(), values[0].data(), status.data());
     PF_CUDA_CHECK_LAUNCH(stream);
-    kernels::pad_centres<V><<<unsigned(std::min<int64_t>(1024, (capacity + 255) / 256)), 256, 0, stream>>>(keys[0].data(), total(), capacity);
+    kernels::pad_centres<V><<<unsigned(std::min<int64_t>(1024, (capacity + 255) / 256)), 256, 0, stream>>>(keys[0].data(), total, capacity);
     PF_CUDA_CHECK_LAUNCH(stream);
     cub::DoubleBuffer<V> k(keys[0].data(), keys[1].data());
     cub::DoubleBuffer<uint32_t> v(values[0].data(), values[1].data());
     bytes = sort_bytes;
     PF_CUDA_CHECK(cub::DeviceRadixSort::SortPairsDescending(temp.data(), bytes, k, v, capacity, 0, key_bits, stream));
     sorted = k.selector;
+    const V* sorted_keys = keys[sorted].data();
+    const uint32_t* sorted_values = values[sorted].data();
+    uint32_t* level_first = values[1 - sorted].data();  // free after the sort
     bytes = select_bytes;
-    PF_CUDA_CHECK(cub::DeviceSelect::If(temp.data(), bytes, thrust::counting_iterator<uint32_t>(0), level_first(),
-                                        num_levels.data(), capacity,
-                                        kernels::LevelStart<V>{sorted_keys(), total(), capacity}, stream));
-  }
-
-  const unsigned int* total() const { return chunk_counts.data() + chunks; }
-  const V* sorted_keys() const { return keys[sorted].data(); }
-  const uint32_t* sorted_values() const { return values[sorted].data(); }
-  uint32_t* level_first() const { return values[1 - sorted].data(); }  // free after the sort
-
-  // Step 4: every voxel's key (L − level of the largest ball covering it; 0 outside) into
-  // `voxel_key` (N values).
-  void paint_bands(uint32_t* voxel_key, cudaStream_t stream) {
-    PF_CUDA_CHECK(cudaMemsetAsync(voxel_key, 0, std::size_t(voxels) * sizeof(uint32_t), stream));
-    PF_CUDA_CHECK(cudaMemsetAsync(final_bits.data(), 0, final_bits.bytes(), stream));
-    PF_CUDA_CHECK(cudaMemsetAsync(pending_bits.data(), 0, pending_bits.bytes(), stream));
-    kernels::band_bounds<<<1, 64, 0, stream>>>(total(), capacity, band_first.data());
-    PF_CUDA_CHECK_LAUNCH(stream);
-    const unsigned paint_blocks = unsigned(std::max<int64_t>(1, std::min<int64_t>(132 * 16, (capacity / kernels::kBands + 7) / 8)));
-    const unsigned fold_blocks = unsigned(std::max<int64_t>(1, std::min<int64_t>(132 * 8, (words + 255) / 256)));
-    for (int b = 0; b < kernels::kBands; ++b) {
-      kernels::paint_band<M><<<paint_blocks, kernels::kPaintThreads, 0, stream>>>(
-          b, sorted_keys(), sorted_values(), level_first(), num_levels.data(), band_first.data(), g, metric, voxel_key,
-          final_bits.data(), pending_bits.data());
-      PF_CUDA_CHECK_LAUNCH(stream);
-      kernels::fold_band<<<fold_blocks, 256, 0, stream>>>(final_bits.data(), pending_bits.data(), words);
-      PF_CUDA_CHECK_LAUNCH(stream);
-    }
-  }
-
-  // Step 5, the map: keys to radii in place.
-  void keys_to_thickness(uint32_t* voxel_key, cudaStream_t stream) const {
-    kernels::keys_to_thickness<M><<<1024, 256, 0, stream>>>(voxel_key, sorted_keys(), level_first(), num_levels.data(),
-                                                           voxels, metric);
-    PF_CUDA_CHECK_LAUNCH(stream);
-  }
-
-  // Step 5, the PSD-only path: voxels per level, then the counts at the edges.
-  void psd_counts(const uint32_t* voxel_key, int64_t* counts, cudaStream_t stream) const {
+    PF_CUDA_CHECK(cub::DeviceSelect::If(temp.data(), bytes, thrust::counting_iterator<uint32_t>(0), level_first,
+                                        num_levels.data(), capacity, kernels::LevelStart<V>{sorted_keys, total, capacity}, stream));
     kernels::zero_levels<<<64, 256, 0, stream>>>(level_newly.data(), num_levels.data());
     PF_CUDA_CHECK_LAUNCH(stream);
-    kernels::count_levels<<<132 * 4, 256, 0, stream>>>(voxel_key, voxels, num_levels.data(), level_newly.data());
+    if (thickness) PF_CUDA_CHECK(cudaMemsetAsync(thickness, 0, std::size_t(voxels) * sizeof(float), stream));
+    const unsigned slabs = unsigned(g.nz > 1 ? g.nz : g.ny);
+    kernels::paint_balls<M><<<dim3(slabs, paint_tiles), kernels::kPaintThreads, paint_shared, stream>>>(
+        sorted_keys, sorted_values, level_first, num_levels.data(), total, capacity, g, metric, thickness,
+        level_newly.data());
     PF_CUDA_CHECK_LAUNCH(stream);
-    kernels::psd_counts_from_levels<M><<<1, 256, 0, stream>>>(sorted_keys(), level_first(), num_levels.data(),
-                                                              level_newly.data(), metric, d_edges.data(),
-                                                              int(edges.size()), counts);
+  }
+
+  void psd_counts(int64_t* counts, cudaStream_t stream) const {
+    kernels::psd_counts_from_levels<M><<<1, 256, 0, stream>>>(keys[sorted].data(), values[1 - sorted].data(),
+                                                              num_levels.data(), level_newly.data(), metric,
+                                                              d_edges.data(), int(edges.size()), counts);
     PF_CUDA_CHECK_LAUNCH(stream);
   }
 };
+
 struct ThicknessContext::Impl {
   ContextConfig config;
   Stream stream;
@@ -330,8 +318,7 @@ WorkspaceSize ThicknessContext::workspace_size(const ContextConfig& config) {
     PF_CUDA_CHECK(cub::DeviceRadixSort::SortPairsDescending(nullptr, sort, k, v, capacity, 0, 64));
   }
   w.sort = std::max(scan, sort);
-  w.small = std::size_t(std::min<int64_t>(capacity, 1 << 22)) * sizeof(unsigned long long) +
-            2 * std::size_t((voxels + 31) / 32) * sizeof(uint32_t) + (std::size_t(1) << 20);
+  w.small = std::size_t(std::min<int64_t>(capacity, 1 << 22)) * sizeof(unsigned long long) + (std::size_t(1) << 20);
   return w;
 }
 
@@ -366,15 +353,11 @@ void ThicknessContext::thickness_async(const uint8_t* d_mask, float* d_thickness
   m_impl->replay(0, d_mask, d_thickness, [&] {
     m_impl->with_engine([&](auto& e) {
       using V = typename std::decay_t<decltype(e)>::V;
-      const cudaStream_t stream = m_impl->stream.get();
-      // Isotropic: the squared distances live in the output buffer until the keys replace them
-      // (4 bytes per voxel saved); anisotropic distances are doubles and need their own.
-      uint32_t* keys = reinterpret_cast<uint32_t*>(d_thickness);
+      // Isotropic: the squared distances live in the output buffer until the map replaces
+      // them (4 bytes per voxel saved); anisotropic distances are doubles and need their own.
       V* d = std::is_same_v<V, uint32_t> ? reinterpret_cast<V*>(d_thickness) : e.distance.data();
-      e.distance_transform(d_mask, d, stream);
-      e.centres_and_levels(d_mask, d, stream);
-      e.paint_bands(keys, stream);
-      e.keys_to_thickness(keys, stream);
+      e.distance_transform(d_mask, d, m_impl->stream.get());
+      e.paint(d_mask, d, d_thickness, m_impl->stream.get());
     });
   });
 }
@@ -383,12 +366,9 @@ void ThicknessContext::psd_async(const uint8_t* d_mask, int64_t* d_counts) {
   if (m_impl->config.psd_edges.empty()) throw InputError("this context was made without PSD edges");
   m_impl->replay(1, d_mask, d_counts, [&] {
     m_impl->with_engine([&](auto& e) {
-      const cudaStream_t stream = m_impl->stream.get();
-      e.distance_transform(d_mask, e.distance.data(), stream);
-      e.centres_and_levels(d_mask, e.distance.data(), stream);
-      uint32_t* keys = reinterpret_cast<uint32_t*>(e.distance.data());  // the distances are done with
-      e.paint_bands(keys, stream);
-      e.psd_counts(keys, d_counts, stream);
+      e.distance_transform(d_mask, e.distance.data(), m_impl->stream.get());
+      e.paint(d_mask, e.distance.data(), nullptr, m_impl->stream.get());
+      e.psd_counts(d_counts, m_impl->stream.get());
     });
   });
 }

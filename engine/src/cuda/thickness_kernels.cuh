@@ -7,14 +7,13 @@
 //     chunk into a buffer of fixed capacity (an overflow is counted, never written).
 //  2. A stable radix sort by squared radius, largest first: within a radius, index order.
 //  3. Level starts: where the squared radius changes.
-//  4. Painting, in kBands bands of the sorted centres, largest radii first. Within a band,
-//     each ball writes its level key to the voxels it covers by atomicMax, so the band's
-//     largest covering ball wins whatever the order; voxels painted in an earlier band are
-//     final (a bitmap) and skipped 32 at a time. Each voxel ends with the key of the
-//     largest ball covering it: its thickness. Work is O(Σ rows of the kept balls), the
-//     same as the CPU's chords, spread over every SM with no per-level barrier.
-//  5. Keys become radii in place (the map), or a per-level histogram (the PSD-only path),
-//     whose cumulative sums are the coverage by balls of radius ≥ each level.
+//  4. Painting: one block per z-plane (per y-row in 2D). The block walks every level in
+//     order, paints the x-chords of the balls of that level that reach its plane into a
+//     bitmap of painted voxels held in shared memory, and writes the level's radius to each
+//     newly painted voxel. A voxel's first paint is its thickness. Within a level all values
+//     are equal, so concurrent chords need no ordering; atomicOr on the bitmap makes each
+//     voxel's first paint counted exactly once, which gives the coverage per level, i.e. the
+//     cumulative PSD.
 #include <cuda_runtime.h>
 
 #include <cub/block/block_scan.cuh>
@@ -28,6 +27,7 @@ namespace poreforge::cuda::kernels {
 constexpr int kCentreThreads = 256;
 constexpr int kCentreItems = 8;  // voxels per thread: a chunk is 2048 voxels
 constexpr int64_t kCentreChunk = int64_t(kCentreThreads) * kCentreItems;
+constexpr int kPaintThreads = 256;
 
 struct Status {
   unsigned int no_background;  // a phase voxel was left at infinity
@@ -146,77 +146,127 @@ __global__ void zero_levels(unsigned long long* newly, const int* num_levels) {
   for (int j = blockIdx.x * blockDim.x + threadIdx.x; j < *num_levels; j += gridDim.x * blockDim.x) newly[j] = 0;
 }
 
-// Bands split the sorted centres into kBands equal runs, painted one after the other.
-constexpr int kBands = 32;
-constexpr int kPaintThreads = 256;
+// Which centres of one level reach one slab: up to two runs of the level's (slab-sorted)
+// centres, or, when a periodic ball is as tall as the period, all of them (`all`).
+template <class V>
+struct LevelRuns {
+  V r2;
+  int64_t reach;  // largest |offset| across slabs at which the ball still has voxels
+  uint32_t a0, b0, a1, b1;
+  bool all;
+};
 
-__global__ void band_bounds(const unsigned int* total, int64_t capacity, uint32_t* band_first) {
-  const int64_t used = *total < capacity ? int64_t(*total) : capacity;
-  for (int b = threadIdx.x; b <= kBands; b += blockDim.x) band_first[b] = uint32_t(used * b / kBands);
-}
+constexpr int kLevelBatch = 512;
 
-// One band (see the file comment, step 4). Every voxel not final (painted in an earlier band)
-// that a ball of this band covers takes the ball's key by atomicMax and is marked pending; the
-// fold after the band makes pending voxels final. Keys are L − level, so a larger key is a
-// larger radius, whatever the metric. A warp takes a centre; its lanes take the rows.
+// See the file comment, step 4. `thickness` null: count only (the PSD-only path).
+//
+// blockIdx.x is the slab; in 3D, blockIdx.y cuts the plane into row tiles (rows
+// [y0, y1)) so that there are enough blocks to fill the device and each block's bitmap is
+// small. Levels are taken in batches: first every thread finds, for a few levels at once, the runs
+// of centres that reach this slab (binary searches, independent, so their memory latency
+// overlaps); then the block paints the batch's levels in order from shared memory. Within a
+// level a warp takes one centre and its lanes take its rows (one thread a centre in 2D).
 template <class M>
-__global__ void __launch_bounds__(kPaintThreads) paint_band(
-    int band, const typename M::value_type* __restrict__ keys, const uint32_t* __restrict__ values,
+__global__ void __launch_bounds__(kPaintThreads) paint_balls(
+    const typename M::value_type* __restrict__ keys, const uint32_t* __restrict__ values,
     const uint32_t* __restrict__ level_first, const int* __restrict__ num_levels,
-    const uint32_t* __restrict__ band_first, Geometry g, M m, uint32_t* __restrict__ voxel_key,
-    const uint32_t* __restrict__ final_bits, uint32_t* __restrict__ pending_bits) {
+    const unsigned int* __restrict__ total, int64_t capacity, Geometry g, M m, float* __restrict__ thickness,
+    unsigned long long* __restrict__ level_newly) {
   using V = typename M::value_type;
-  const int lane = threadIdx.x & 31;
-  const int64_t warps = (int64_t(gridDim.x) * blockDim.x) >> 5;
-  const uint32_t first = band_first[band], end = band_first[band + 1];
+  extern __shared__ unsigned int painted[];  // one bit per voxel of this slab
+  __shared__ LevelRuns<V> batch[kLevelBatch];
+  __shared__ unsigned long long level_count;
+  const bool slab_is_plane = g.nz > 1;
+  const int64_t s = blockIdx.x;
+  const int64_t slabs = slab_is_plane ? g.nz : g.ny;
+  const int64_t tile_rows = slab_is_plane ? (g.ny + gridDim.y - 1) / gridDim.y : 1;
+  const int64_t y0 = slab_is_plane ? int64_t(blockIdx.y) * tile_rows : 0;
+  const int64_t y1 = slab_is_plane ? (y0 + tile_rows < g.ny ? y0 + tile_rows : g.ny) : 1;
+  const int64_t slab_voxels = (y1 - y0) * g.nx;  // voxels of this block's part of the slab
+  const int64_t slab_base = slab_is_plane ? s * g.nx * g.ny + y0 * g.nx : s * g.nx;  // its first voxel
+  const int64_t words = (slab_voxels + 31) / 32;
+  if (slab_voxels <= 0) return;  // a spare tile past the last row (the whole block leaves)
+  for (int64_t w = threadIdx.x; w < words; w += blockDim.x) painted[w] = 0;
+  if (threadIdx.x == 0) level_count = 0;
+
+  const int64_t used = *total < capacity ? int64_t(*total) : capacity;
   const int levels = *num_levels;
   const bool periodic = g.boundary == Boundary::periodic;
+  const int64_t plane = g.nx * g.ny;
+  auto slab_of = [&](uint32_t index) -> int64_t { return slab_is_plane ? index / plane : index / g.nx; };
+  // Workers: a warp per centre in 3D (lanes over rows), a thread per centre in 2D.
+  const int lanes = slab_is_plane ? 32 : 1;
+  const int worker = threadIdx.x / lanes, lane = threadIdx.x % lanes, workers = blockDim.x / lanes;
 
-  for (int64_t c = first + ((int64_t(blockIdx.x) * blockDim.x + threadIdx.x) >> 5); c < end; c += warps) {
-    const uint32_t index = values[c];
-    const V r2 = keys[c];
-    // The centre's level: the last level starting at or before c.
-    int lo = 0, hi = levels;
-    while (lo < hi) {
-      const int mid = (lo + hi) / 2;
-      if (level_first[mid] <= uint32_t(c)) lo = mid + 1; else hi = mid;
+  for (int J = 0; J < levels; J += kLevelBatch) {
+    const int count = levels - J < kLevelBatch ? levels - J : kLevelBatch;
+    __syncthreads();  // the previous batch is done with `batch`
+    for (int t = threadIdx.x; t < count; t += blockDim.x) {
+      const int j = J + t;
+      const uint32_t first = level_first[j];
+      const uint32_t end = j + 1 < levels ? level_first[j + 1] : uint32_t(used);
+      LevelRuns<V> r;
+      r.r2 = keys[first];
+      r.reach = slab_is_plane ? detail::chord_half_width(m, r.r2, 2, 0, 0)
+                              : (g.ny > 1 ? detail::chord_half_width(m, r.r2, 1, 0, 0) : 0);
+      // First centre of the level whose slab is ≥ v (or > v with `after`).
+      auto bound = [&](int64_t v, bool after) {
+        uint32_t a = first, b = end;
+        while (a < b) {
+          const uint32_t mid = (a + b) / 2;
+          const int64_t cs = slab_of(values[mid]);
+          if (cs < v || (after && cs == v)) a = mid + 1; else b = mid;
+        }
+        return a;
+      };
+      const int64_t lo = s - r.reach, hi = s + r.reach;
+      r.all = false;
+      r.a1 = r.b1 = first;
+      if (periodic && 2 * r.reach + 1 >= slabs) {
+        r.all = true;
+        r.a0 = first;
+        r.b0 = end;
+      } else if (periodic && lo < 0) {
+        r.a0 = bound(lo + slabs, false), r.b0 = end;
+        r.a1 = first, r.b1 = bound(hi, true);
+      } else if (periodic && hi >= slabs) {
+        r.a0 = bound(lo, false), r.b0 = end;
+        r.a1 = first, r.b1 = bound(hi - slabs, true);
+      } else {
+        r.a0 = bound(lo, false), r.b0 = bound(hi, true);
+      }
+      batch[t] = r;
     }
-    const uint32_t key = uint32_t(levels - (lo - 1));
-    const int64_t cx = index % g.nx, cy = (index / g.nx) % g.ny, cz = index / (g.nx * g.ny);
+    __syncthreads();
 
-    // Marks the voxels of row `row_base` in [a, b] that are not final.
-    auto paint_run = [&](int64_t row_base, int64_t a, int64_t b) {
-      const int64_t lo_bit = row_base + a, hi_bit = row_base + b;
-      for (int64_t w = lo_bit >> 5; w <= (hi_bit >> 5); ++w) {
-        const int64_t bit0 = w << 5;
-        const unsigned int from = lo_bit > bit0 ? unsigned(lo_bit - bit0) : 0u;
-        const unsigned int to = hi_bit < bit0 + 31 ? unsigned(hi_bit - bit0) : 31u;
-        const unsigned int mask = (to == 31 ? 0xFFFFFFFFu : ((1u << (to + 1)) - 1u)) & ~((1u << from) - 1u);
-        const unsigned int open = mask & ~final_bits[w];
-        if (!open) continue;
-        for (unsigned int bits = open; bits; bits &= bits - 1) {
-          uint32_t* v = voxel_key + bit0 + (__ffs(bits) - 1);
-          if (*v < key) atomicMax(v, key);
+    for (int t = 0; t < count; ++t) {
+      const LevelRuns<V> r = batch[t];
+      const uint32_t n0 = r.b0 - r.a0, n1 = r.b1 - r.a1;
+      if (n0 + n1 == 0) continue;  // no ball of this level reaches the slab (uniform branch)
+      const float value = m.radius(r.r2);
+      unsigned long long newly = 0;
+
+      // Marks [a, b] of slab row `row` painted; writes the value to newly painted voxels.
+      auto paint_run = [&](int64_t row, int64_t a, int64_t b) {
+        const int64_t lo_bit = row * g.nx + a, hi_bit = row * g.nx + b;
+        for (int64_t w = lo_bit >> 5; w <= (hi_bit >> 5); ++w) {
+          const int64_t bit0 = w << 5;
+          const unsigned int from = lo_bit > bit0 ? unsigned(lo_bit - bit0) : 0u;
+          const unsigned int to = hi_bit < bit0 + 31 ? unsigned(hi_bit - bit0) : 31u;
+          const unsigned int mask = (to == 31 ? 0xFFFFFFFFu : ((1u << (to + 1)) - 1u)) & ~((1u << from) - 1u);
+          if ((painted[w] & mask) == mask) continue;  // already painted: no atomic
+          unsigned int fresh = mask & ~atomicOr(&painted[w], mask);
+          newly += __popc(fresh);
+          if (thickness)
+            while (fresh) {
+              const int bit = __ffs(fresh) - 1;
+              fresh &= fresh - 1;
+              thickness[slab_base + bit0 + bit] = value;
+            }
         }
-        if ((pending_bits[w] & open) != open) atomicOr(&pending_bits[w], open);
-      }
-    };
-    const int64_t rz = g.nz > 1 ? detail::chord_half_width(m, r2, 2, 0, 0) : 0;
-    for (int64_t dz = -rz; dz <= rz; ++dz) {
-      int64_t z = cz + dz;
-      if (z < 0 || z >= g.nz) {
-        if (!periodic) continue;
-        z = ((z % g.nz) + g.nz) % g.nz;
-      }
-      const int64_t ry = g.ny > 1 ? detail::chord_half_width(m, r2, 1, 0, dz) : 0;
-      for (int64_t dy = -ry + lane; dy <= ry; dy += 32) {
-        int64_t y = cy + dy;
-        if (y < 0 || y >= g.ny) {
-          if (!periodic) continue;
-          y = ((y % g.ny) + g.ny) % g.ny;
-        }
-        const int64_t w = g.nx > 1 ? detail::chord_half_width(m, r2, 0, dy, dz) : 0;
-        const int64_t row = (z * g.ny + y) * g.nx, a = cx - w, b = cx + w, n = g.nx;
+      };
+      auto paint_chord = [&](int64_t row, int64_t cx, int64_t w) {
+        const int64_t a = cx - w, b = cx + w, n = g.nx;
         if (!periodic) {
           paint_run(row, a > 0 ? a : 0, b < n - 1 ? b : n - 1);
         } else if (b - a + 1 >= n) {
@@ -230,53 +280,50 @@ __global__ void __launch_bounds__(kPaintThreads) paint_band(
         } else {
           paint_run(row, a, b);
         }
+      };
+      // One centre seen from this slab at `offset` (dz in 3D, dy in 2D).
+      auto paint_centre = [&](int64_t cx, int64_t cy, int64_t offset) {
+        if (!slab_is_plane) {
+          paint_chord(0, cx, g.nx > 1 ? detail::chord_half_width(m, r.r2, 0, offset, 0) : 0);
+          return;
+        }
+        const int64_t ry = g.ny > 1 ? detail::chord_half_width(m, r.r2, 1, 0, offset) : 0;
+        // Rows of this tile: y = cy + dy + k·ny in [y0, y1) (k = 0 unless periodic).
+        const int64_t images = periodic ? ry / g.ny + 1 : 0;
+        for (int64_t k = -images; k <= images; ++k) {
+          const int64_t from = y0 - cy - k * g.ny > -ry ? y0 - cy - k * g.ny : -ry;
+          const int64_t to = y1 - 1 - cy - k * g.ny < ry ? y1 - 1 - cy - k * g.ny : ry;
+          for (int64_t dy = from + lane; dy <= to; dy += lanes)
+            paint_chord(cy + dy + k * g.ny - y0, cx, g.nx > 1 ? detail::chord_half_width(m, r.r2, 0, dy, offset) : 0);
+        }
+      };
+
+      for (uint32_t c = worker; c < n0 + n1; c += workers) {
+        const uint32_t index = values[c < n0 ? r.a0 + c : r.a1 + (c - n0)];
+        const int64_t cs = slab_of(index);
+        const int64_t cx = index % g.nx, cy = (index / g.nx) % g.ny;
+        if (r.all) {  // a periodic ball taller than the period meets this slab several times
+          const int64_t images = r.reach / slabs + 1;
+          for (int64_t k = -images; k <= images; ++k) {
+            const int64_t offset = s - (cs + k * slabs);
+            if (offset >= -r.reach && offset <= r.reach) paint_centre(cx, cy, offset);
+          }
+        } else {
+          int64_t offset = s - cs;  // the one image within reach
+          if (offset > r.reach) offset -= slabs;
+          if (offset < -r.reach) offset += slabs;
+          paint_centre(cx, cy, offset);
+        }
       }
+      if (newly) atomicAdd(&level_count, newly);
+      __syncthreads();
+      if (threadIdx.x == 0) {
+        if (level_count) atomicAdd(&level_newly[J + t], level_count);
+        level_count = 0;
+      }
+      __syncthreads();
     }
   }
-}
-
-// After a band: its painted voxels become final.
-__global__ void fold_band(uint32_t* __restrict__ final_bits, uint32_t* __restrict__ pending_bits, int64_t words) {
-  for (int64_t w = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; w < words; w += int64_t(gridDim.x) * blockDim.x) {
-    const uint32_t p = pending_bits[w];
-    if (p) {
-      final_bits[w] |= p;
-      pending_bits[w] = 0;
-    }
-  }
-}
-
-// Keys → thickness (radius of the key's level), in place: key and radius share the buffer.
-template <class M>
-__global__ void keys_to_thickness(uint32_t* __restrict__ voxel_key, const typename M::value_type* __restrict__ keys,
-                                  const uint32_t* __restrict__ level_first, const int* __restrict__ num_levels,
-                                  int64_t voxels, M m) {
-  const int levels = *num_levels;
-  float* out = reinterpret_cast<float*>(voxel_key);
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < voxels; i += int64_t(gridDim.x) * blockDim.x) {
-    const uint32_t k = voxel_key[i];
-    out[i] = k == 0 ? 0.0f : m.radius(keys[level_first[levels - int(k)]]);
-  }
-}
-
-// Voxels per level (PSD-only path). Levels below kSharedLevels count in shared memory first.
-constexpr int kSharedLevels = 8192;
-__global__ void count_levels(const uint32_t* __restrict__ voxel_key, int64_t voxels, const int* __restrict__ num_levels,
-                             unsigned long long* __restrict__ level_newly) {
-  __shared__ unsigned int local[kSharedLevels];
-  const int levels = *num_levels;
-  for (int j = threadIdx.x; j < kSharedLevels; j += blockDim.x) local[j] = 0;
-  __syncthreads();
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < voxels; i += int64_t(gridDim.x) * blockDim.x) {
-    const uint32_t k = voxel_key[i];
-    if (!k) continue;
-    const int j = levels - int(k);
-    if (j < kSharedLevels) atomicAdd(&local[j], 1u);
-    else atomicAdd(&level_newly[j], 1ull);
-  }
-  __syncthreads();
-  for (int j = threadIdx.x; j < kSharedLevels && j < levels; j += blockDim.x)
-    if (local[j]) atomicAdd(&level_newly[j], static_cast<unsigned long long>(local[j]));
 }
 
 // Cumulative coverage per level → PSD counts (one block). counts: at_least[edges], above, phase.
