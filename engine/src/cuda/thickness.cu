@@ -87,7 +87,6 @@ struct Engine {
   int line_width[3] = {1, 1, 1};
   std::size_t line_shared[3] = {0, 0, 0};
   std::size_t paint_shared = 0;
-  unsigned paint_tiles = 1;  // row tiles per z-plane
 
   Engine(const ContextConfig& c, const M& m, cudaStream_t stream, bool distance_buffer) : metric(m), edges(c.psd_edges) {
     g = {c.shape.nx, c.shape.ny, c.shape.nz, c.boundary};
@@ -115,17 +114,7 @@ struct Engine {
       if (n > 1 && line_shared[axis] > std::size_t(shared_limit))
         throw InputError("the CUDA backend holds a whole line in shared memory: extent " + std::to_string(n) + " is too long");
     }
-    // Enough blocks to fill the device several times over, each bitmap at most 24 KB.
-    int sms = 0, dev = 0;
-    PF_CUDA_CHECK(cudaGetDevice(&dev));
-    PF_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-    if (g.nz > 1) {
-      const int64_t by_size = (g.nx * g.ny / 8 + 24 * 1024 - 1) / (24 * 1024);
-      const int64_t by_count = (int64_t(4) * sms + g.nz - 1) / g.nz;
-      paint_tiles = unsigned(std::min<int64_t>(g.ny, std::max<int64_t>({1, by_size, by_count})));
-    }
-    const int64_t tile_rows = (g.ny + paint_tiles - 1) / paint_tiles;
-    const int64_t slab_voxels = g.nz > 1 ? tile_rows * g.nx : g.nx;
+    const int64_t slab_voxels = g.nz > 1 ? g.nx * g.ny : g.nx;
     paint_shared = std::size_t((slab_voxels + 31) / 32) * sizeof(unsigned int);
     cudaFuncAttributes paint_attributes{};
     PF_CUDA_CHECK(cudaFuncGetAttributes(&paint_attributes, kernels::paint_balls<M>));
@@ -224,7 +213,7 @@ struct Engine {
     PF_CUDA_CHECK_LAUNCH(stream);
     if (thickness) PF_CUDA_CHECK(cudaMemsetAsync(thickness, 0, std::size_t(voxels) * sizeof(float), stream));
     const unsigned slabs = unsigned(g.nz > 1 ? g.nz : g.ny);
-    kernels::paint_balls<M><<<dim3(slabs, paint_tiles), kernels::kPaintThreads, paint_shared, stream>>>(
+    kernels::paint_balls<M><<<slabs, kernels::kPaintThreads, paint_shared, stream>>>(
         sorted_keys, sorted_values, level_first, num_levels.data(), total, capacity, g, metric, thickness,
         level_newly.data());
     PF_CUDA_CHECK_LAUNCH(stream);

@@ -27,7 +27,7 @@ namespace poreforge::cuda::kernels {
 constexpr int kCentreThreads = 256;
 constexpr int kCentreItems = 8;  // voxels per thread: a chunk is 2048 voxels
 constexpr int64_t kCentreChunk = int64_t(kCentreThreads) * kCentreItems;
-constexpr int kPaintThreads = 256;
+constexpr int kPaintThreads = 512;
 
 struct Status {
   unsigned int no_background;  // a phase voxel was left at infinity
@@ -160,9 +160,7 @@ constexpr int kLevelBatch = 512;
 
 // See the file comment, step 4. `thickness` null: count only (the PSD-only path).
 //
-// blockIdx.x is the slab; in 3D, blockIdx.y cuts the plane into row tiles (rows
-// [y0, y1)) so that there are enough blocks to fill the device and each block's bitmap is
-// small. Levels are taken in batches: first every thread finds, for a few levels at once, the runs
+// Levels are taken in batches: first every thread finds, for a few levels at once, the runs
 // of centres that reach this slab (binary searches, independent, so their memory latency
 // overlaps); then the block paints the batch's levels in order from shared memory. Within a
 // level a warp takes one centre and its lanes take its rows (one thread a centre in 2D).
@@ -179,13 +177,9 @@ __global__ void __launch_bounds__(kPaintThreads) paint_balls(
   const bool slab_is_plane = g.nz > 1;
   const int64_t s = blockIdx.x;
   const int64_t slabs = slab_is_plane ? g.nz : g.ny;
-  const int64_t tile_rows = slab_is_plane ? (g.ny + gridDim.y - 1) / gridDim.y : 1;
-  const int64_t y0 = slab_is_plane ? int64_t(blockIdx.y) * tile_rows : 0;
-  const int64_t y1 = slab_is_plane ? (y0 + tile_rows < g.ny ? y0 + tile_rows : g.ny) : 1;
-  const int64_t slab_voxels = (y1 - y0) * g.nx;  // voxels of this block's part of the slab
-  const int64_t slab_base = slab_is_plane ? s * g.nx * g.ny + y0 * g.nx : s * g.nx;  // its first voxel
+  const int64_t slab_voxels = slab_is_plane ? g.nx * g.ny : g.nx;
+  const int64_t slab_base = s * slab_voxels;  // first voxel of the slab
   const int64_t words = (slab_voxels + 31) / 32;
-  if (slab_voxels <= 0) return;  // a spare tile past the last row (the whole block leaves)
   for (int64_t w = threadIdx.x; w < words; w += blockDim.x) painted[w] = 0;
   if (threadIdx.x == 0) level_count = 0;
 
@@ -288,13 +282,13 @@ __global__ void __launch_bounds__(kPaintThreads) paint_balls(
           return;
         }
         const int64_t ry = g.ny > 1 ? detail::chord_half_width(m, r.r2, 1, 0, offset) : 0;
-        // Rows of this tile: y = cy + dy + k·ny in [y0, y1) (k = 0 unless periodic).
-        const int64_t images = periodic ? ry / g.ny + 1 : 0;
-        for (int64_t k = -images; k <= images; ++k) {
-          const int64_t from = y0 - cy - k * g.ny > -ry ? y0 - cy - k * g.ny : -ry;
-          const int64_t to = y1 - 1 - cy - k * g.ny < ry ? y1 - 1 - cy - k * g.ny : ry;
-          for (int64_t dy = from + lane; dy <= to; dy += lanes)
-            paint_chord(cy + dy + k * g.ny - y0, cx, g.nx > 1 ? detail::chord_half_width(m, r.r2, 0, dy, offset) : 0);
+        for (int64_t dy = -ry + lane; dy <= ry; dy += lanes) {
+          int64_t y = cy + dy;
+          if (y < 0 || y >= g.ny) {
+            if (!periodic) continue;
+            y = ((y % g.ny) + g.ny) % g.ny;
+          }
+          paint_chord(y, cx, g.nx > 1 ? detail::chord_half_width(m, r.r2, 0, dy, offset) : 0);
         }
       };
 
