@@ -70,3 +70,24 @@ TEST_CASE("generators.spheres") {
   CHECK(generate_spheres(shape, 0.6, 4.0, seed).values() == m.values());
   CHECK_THROWS_AS(generate_spheres(shape, 0.6, 0.5, 1), InputError);
 }
+
+#include "common/fast_divide.hpp"
+
+TEST_CASE("fast_divide.matches_division") {
+  // Every divisor the engine uses (extents and plane sizes), against plain division, on the
+  // edges that break magic-number division (0, d−1, d, multiples, the top of the range).
+  const uint64_t seed = testing::fresh_seed();
+  CAPTURE(seed);
+  std::vector<uint32_t> divisors = {1, 2, 3, 7, 64, 100, 110, 127, 128, 129, 250, 255, 256, 1000, 1024, 32767,
+                                    62500, 1048576, 1000000, 1073676289u};
+  for (uint64_t k = 0; k < 200; ++k) divisors.push_back(uint32_t(1 + (k * 2654435761u + seed) % 1073741823u));
+  for (uint32_t d : divisors) {
+    CAPTURE(d);
+    const detail::FastDivisor f(d);
+    std::vector<uint32_t> ns = {0, 1, d - 1, d, d + 1, 2 * d - 1, 2 * d, 0xFFFFFFFFu, 0xFFFFFFFEu, 0x80000000u};
+    for (uint64_t k = 0; k < 500; ++k) ns.push_back(uint32_t((k * 0x9E3779B97F4A7C15ull + seed) >> 32));
+    int64_t wrong = 0;
+    for (uint32_t n : ns) wrong += f.divide(n) != n / d || f.remainder(n) != n % d;
+    CHECK(wrong == 0);
+  }
+}

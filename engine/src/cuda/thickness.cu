@@ -89,7 +89,7 @@ struct Engine {
   std::size_t paint_shared = 0;
 
   Engine(const ContextConfig& c, const M& m, cudaStream_t stream, bool distance_buffer) : metric(m), edges(c.psd_edges) {
-    g = {c.shape.nx, c.shape.ny, c.shape.nz, c.boundary};
+    g = Geometry::of(c.shape, c.boundary);
     voxels = c.shape.voxels();
     if (voxels >= (int64_t(1) << 32)) throw InputError("the CUDA backend indexes voxels with 32 bits: " + to_string(c.shape) + " is too large");
     capacity = std::max<int64_t>(1, std::min<int64_t>(voxels, static_cast<int64_t>(std::ceil(c.centre_capacity * double(voxels)))));

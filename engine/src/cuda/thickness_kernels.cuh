@@ -40,7 +40,8 @@ __device__ bool is_centre(const typename M::value_type* d2, int64_t i, const Geo
   using V = typename M::value_type;
   const V r2 = d2[i];
   if (r2 == V(0) || r2 == M::infinity) return false;
-  const int64_t x = i % g.nx, y = (i / g.nx) % g.ny, z = i / (g.nx * g.ny);
+  int64_t x, y, z;
+  g.split(uint32_t(i), x, y, z);
   const int64_t t = table.thresholds(r2);
   const bool periodic = g.boundary == Boundary::periodic;
   for (int dz = -1; dz <= 1; ++dz) {
@@ -186,8 +187,9 @@ __global__ void __launch_bounds__(kPaintThreads) paint_balls(
   const int64_t used = *total < capacity ? int64_t(*total) : capacity;
   const int levels = *num_levels;
   const bool periodic = g.boundary == Boundary::periodic;
-  const int64_t plane = g.nx * g.ny;
-  auto slab_of = [&](uint32_t index) -> int64_t { return slab_is_plane ? index / plane : index / g.nx; };
+  auto slab_of = [&](uint32_t index) -> int64_t {
+    return slab_is_plane ? g.by_plane.divide(index) : g.by_nx.divide(index);
+  };
   // Workers: a warp per centre in 3D (lanes over rows), a thread per centre in 2D.
   const int lanes = slab_is_plane ? 32 : 1;
   const int worker = threadIdx.x / lanes, lane = threadIdx.x % lanes, workers = blockDim.x / lanes;
@@ -294,8 +296,9 @@ __global__ void __launch_bounds__(kPaintThreads) paint_balls(
 
       for (uint32_t c = worker; c < n0 + n1; c += workers) {
         const uint32_t index = values[c < n0 ? r.a0 + c : r.a1 + (c - n0)];
-        const int64_t cs = slab_of(index);
-        const int64_t cx = index % g.nx, cy = (index / g.nx) % g.ny;
+        int64_t cx, cy, cz;
+        g.split(index, cx, cy, cz);
+        const int64_t cs = slab_is_plane ? cz : cy;
         if (r.all) {  // a periodic ball taller than the period meets this slab several times
           const int64_t images = r.reach / slabs + 1;
           for (int64_t k = -images; k <= images; ++k) {
