@@ -7,47 +7,50 @@
 #endif
 
 namespace poreforge {
-
 namespace {
-bool on_cuda(Backend requested, Operation op) { return resolve_backend(requested, op) == Backend::cuda; }
+
+// Runs `on_cuda` when `requested` resolves to CUDA for `op`, `on_cpu` otherwise. In a build
+// without the CUDA backend the CUDA branch does not exist (resolve_backend refuses `cuda`).
+template <class OnCuda, class OnCpu>
+auto run_on(Backend requested, Operation op, [[maybe_unused]] OnCuda&& on_cuda, OnCpu&& on_cpu) {
+  const Backend backend = resolve_backend(requested, op);
+#ifdef POREFORGE_HAVE_CUDA
+  if (backend == Backend::cuda) return on_cuda();
+#else
+  (void)backend;
+#endif
+  return on_cpu();
+}
+
 }  // namespace
 
-Volume<uint32_t> squared_distance_voxels(const Mask& phase, Boundary boundary, Backend backend) {
 #ifdef POREFORGE_HAVE_CUDA
-  if (on_cuda(backend, Operation::distance_transform)) return cuda::squared_distance_voxels(phase, boundary);
+#define PF_ON_CUDA(expr) [&] { return expr; }
 #else
-  resolve_backend(backend, Operation::distance_transform);
+#define PF_ON_CUDA(expr) [] {}
 #endif
-  return cpu::squared_distance_voxels(phase, boundary);
+
+Volume<uint32_t> squared_distance_voxels(const Mask& phase, Boundary boundary, Backend backend) {
+  return run_on(backend, Operation::distance_transform, PF_ON_CUDA(cuda::squared_distance_voxels(phase, boundary)),
+                [&] { return cpu::squared_distance_voxels(phase, boundary); });
 }
 
 Volume<float> distance_transform(const Mask& phase, Boundary boundary, Backend backend) {
-#ifdef POREFORGE_HAVE_CUDA
-  if (on_cuda(backend, Operation::distance_transform)) return cuda::distance_transform(phase, boundary);
-#else
-  resolve_backend(backend, Operation::distance_transform);
-#endif
-  return cpu::distance_transform(phase, boundary);
+  return run_on(backend, Operation::distance_transform, PF_ON_CUDA(cuda::distance_transform(phase, boundary)),
+                [&] { return cpu::distance_transform(phase, boundary); });
 }
 
 Volume<float> local_thickness(const Mask& phase, Boundary boundary, Backend backend) {
-#ifdef POREFORGE_HAVE_CUDA
-  if (on_cuda(backend, Operation::local_thickness)) return cuda::local_thickness(phase, boundary);
-#else
-  resolve_backend(backend, Operation::local_thickness);
-#endif
-  return cpu::local_thickness(phase, boundary);
+  return run_on(backend, Operation::local_thickness, PF_ON_CUDA(cuda::local_thickness(phase, boundary)),
+                [&] { return cpu::local_thickness(phase, boundary); });
 }
 
 PoreSizeDistribution pore_size_distribution(const Mask& phase, Boundary boundary, const Bins& bins,
                                             Backend backend) {
-#ifdef POREFORGE_HAVE_CUDA
-  if (on_cuda(backend, Operation::pore_size_distribution))
-    return psd_from_counts(cuda::psd_counts(phase, boundary, bins), bins);
-#else
-  resolve_backend(backend, Operation::pore_size_distribution);
-#endif
-  return psd_from_counts(cpu::psd_counts(phase, boundary, bins), bins);
+  const PsdCounts counts =
+      run_on(backend, Operation::pore_size_distribution, PF_ON_CUDA(cuda::psd_counts(phase, boundary, bins)),
+             [&] { return cpu::psd_counts(phase, boundary, bins); });
+  return psd_from_counts(counts, bins);
 }
 
 }  // namespace poreforge

@@ -1,7 +1,8 @@
 #pragma once
 /// The CUDA backend's device-resident API, for callers in a loop (the annealer), and its
 /// one-shot host helpers. Compiles without nvcc: no CUDA types appear here (a stream is a
-/// void*). Everything throws RuntimeError when the build has no CUDA backend.
+/// void*). Defined only in builds with the CUDA backend (poreforge::cuda_compiled()); the
+/// dispatching functions of edt.hpp and local_thickness.hpp work in every build.
 #include <cstdint>
 #include <memory>
 #include <vector>

@@ -283,8 +283,7 @@ struct ThicknessContext::Impl {
 };
 
 WorkspaceSize ThicknessContext::workspace_size(const ContextConfig& config) {
-  // Measured by building the engine's size-only parts would need a device; the arithmetic
-  // below mirrors Engine's allocations.
+  // Mirrors Engine's allocations without making them (CUB answers its temporaries' sizes).
   validate_shape(config.shape);
   validate_spacing(config.spacing);
   WorkspaceSize w;
