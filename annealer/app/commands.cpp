@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "poreforge/backend.hpp"
+#include "poreforge/correlation.hpp"
 #include "poreforge/error.hpp"
 #include "poreforge/generators.hpp"
 #include "poreforge/io.hpp"
@@ -172,6 +173,80 @@ Runner add_thickness_command(CLI::App& app, const std::string& command_line) {
     out.set_provenance(command_line);
     out.commit();
     std::printf("\nwrote %s\n", o->output.c_str());
+  };
+}
+
+Runner add_describe_command(CLI::App& app, const std::string& command_line) {
+  struct Options {
+    InputOptions input;
+    std::string output, boundary = "open", backend = "auto", edges;
+    double phase = 1;
+    int bins = 20;
+    bool log_bins = false, force = false;
+  };
+  auto o = std::make_shared<Options>();
+  CLI::App* cmd = app.add_subcommand(
+      "describe", "Descriptors of an image for reconstruction targets: PSD of both phases, directional and radial S2");
+  o->input.add_to(cmd);
+  cmd->add_option("-o,--output", o->output, "Output HDF5 descriptor file")->required();
+  cmd->add_option("--phase", o->phase, "Label of the pore phase (default 1); the solid is everything else");
+  cmd->add_option("--boundary", o->boundary, "Boundary for the local thickness: open, wall, periodic (S2 is periodic)")
+      ->check(CLI::IsMember({"open", "wall", "periodic"}));
+  auto* bins_option = cmd->add_option("--bins", o->bins, "PSD bins per phase over [min, max] thickness (default 20)")
+                          ->check(CLI::Range(1, 100000));
+  cmd->add_option("--edges", o->edges, "Explicit PSD edges E1,E2,... for both phases (physical units)")->excludes(bins_option);
+  cmd->add_flag("--log-bins", o->log_bins, "Log-spaced bins");
+  cmd->add_option("--backend", o->backend, "Engine backend: auto, cpu, cuda")->check(CLI::IsMember({"auto", "cpu", "cuda"}));
+  cmd->add_flag("--force", o->force, "Overwrite an existing output file");
+
+  return [o, command_line] {
+    const Boundary boundary = parse_boundary(o->boundary);
+    const Backend backend = resolve_backend(parse_backend(o->backend), Operation::local_thickness);
+    std::vector<double> edges;
+    if (!o->edges.empty()) Bins::from_edges(edges = parse_numbers(o->edges, "--edges"));
+    OutputFile out(o->output, o->force);
+    const LabelImage image = o->input.read();
+    const Mask pore = phase_mask(image, o->phase);
+    const Mask solid = complement(pore);
+    const double porosity = double(count_phase(pore)) / double(pore.voxels());
+    std::printf("input     %s: %s %s, porosity %.4f (label %s)\n", o->input.path.c_str(), to_string(image.shape).c_str(),
+                to_string(image.dtype).c_str(), porosity, format_number(o->phase).c_str());
+    const auto start = std::chrono::steady_clock::now();
+    for (const auto& [name, phase] : {std::pair<const char*, const Mask*>{"pore", &pore}, {"solid", &solid}}) {
+      const Volume<float> map = local_thickness(*phase, boundary, backend);
+      const Bins bins = edges.empty() ? default_bins(map, *phase, o->bins, o->log_bins) : Bins::from_edges(edges);
+      const PoreSizeDistribution psd = psd_from_thickness(map, *phase, bins);
+      const std::string group = std::string("/psd/") + name;
+      out.write_vector(group + "/edges", psd.edges);
+      out.write_vector(group + "/fraction", psd.fraction);
+      out.write_vector(group + "/cumulative", psd.cumulative);
+      double mean = 0;
+      for (std::size_t i = 0; i < psd.fraction.size(); ++i) mean += psd.fraction[i] * 0.5 * (psd.edges[i] + psd.edges[i + 1]);
+      std::printf("psd       %-5s radius %.4g … %.4g, mean %.4g (physical units, %d bins)\n", name, psd.edges.front(),
+                  psd.edges.back(), mean, bins.count());
+    }
+    const TwoPointCorrelation s2 = two_point_correlation(pore);
+    out.write_vector("/s2/directional/x", s2.directional.x);
+    out.write_vector("/s2/directional/y", s2.directional.y);
+    out.write_vector("/s2/directional/z", s2.directional.z);
+    out.write_vector("/s2/radial/r", s2.radial.r);
+    out.write_vector("/s2/radial/s2", s2.radial.s2);
+    out.write_vector("/s2/radial/vectors", std::vector<double>(s2.radial.vectors.begin(), s2.radial.vectors.end()));
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    std::printf("s2        S2(0) %.4f, radial to r = %.4g (%zu bins), directional to %zu/%zu/%zu voxels\n",
+                s2.radial.s2.front(), s2.radial.r.back(), s2.radial.r.size(), s2.directional.x.size() - 1,
+                s2.directional.y.size() - 1, s2.directional.z.size() - 1);
+    out.set_attribute("input", o->input.path);
+    out.set_attribute("phase_label", o->phase);
+    out.set_attribute("porosity", porosity);
+    out.set_attribute("boundary", to_string(boundary));
+    out.set_attribute("shape", to_string(image.shape));
+    out.set_attribute("spacing", format_number(image.spacing.x) + "," + format_number(image.spacing.y) + "," +
+                                     format_number(image.spacing.z));
+    out.set_attribute("backend", to_string(backend));
+    out.set_provenance(command_line);
+    out.commit();
+    std::printf("described in %.2f s\nwrote %s\n", seconds, o->output.c_str());
   };
 }
 

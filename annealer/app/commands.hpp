@@ -13,6 +13,7 @@ namespace poreforge::app {
 using Runner = std::function<void()>;
 
 Runner add_thickness_command(CLI::App& app, const std::string& command_line);
+Runner add_describe_command(CLI::App& app, const std::string& command_line);
 Runner add_generate_command(CLI::App& app, const std::string& command_line);
 Runner add_info_command(CLI::App& app);
 

@@ -17,8 +17,8 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", "poreforge " + poreforge::version_string());
   app.require_subcommand(1);
   using poreforge::app::Runner;
-  std::function<void()> run;
   const Runner thickness = poreforge::app::add_thickness_command(app, command_line);
+  const Runner describe = poreforge::app::add_describe_command(app, command_line);
   const Runner generate = poreforge::app::add_generate_command(app, command_line);
   const Runner info = poreforge::app::add_info_command(app);
   try {
@@ -28,6 +28,7 @@ int main(int argc, char** argv) {
   }
   try {
     if (app.got_subcommand("thickness")) thickness();
+    else if (app.got_subcommand("describe")) describe();
     else if (app.got_subcommand("generate")) generate();
     else if (app.got_subcommand("info")) info();
     return 0;

@@ -1,5 +1,6 @@
 // The poreforge program end to end: outputs, and one clear line plus a non-zero exit for
 // every kind of bad input, with no output file left behind.
+#include <H5Cpp.h>
 #include <doctest/doctest.h>
 #include <sys/wait.h>
 
@@ -10,6 +11,7 @@
 #include <string>
 
 #include "poreforge/backend.hpp"
+#include "poreforge/error.hpp"
 #include "poreforge/generators.hpp"
 #include "poreforge/io.hpp"
 #include "support/random.hpp"
@@ -142,4 +144,35 @@ TEST_CASE("cli.info_and_generate") {
   check_error(("generate blobs --shape 10,10,10 --porosity 1.5 -o " + ws / "b.h5"), "porosity");
   CHECK_FALSE(fs::exists(ws / "b.h5"));
   check_error(("generate blobs --shape 10,0,10 -o " + ws / "b.h5"), "--shape");
+}
+
+TEST_CASE("cli.describe") {
+  Workspace ws;
+  REQUIRE(run("generate blobs --shape 24,20,16 --porosity 0.4 --seed 3 -o " + ws / "in.h5").status == 0);
+  const Result r = run("describe " + ws / "in.h5 -o " + ws / "desc.h5 --bins 5 --backend cpu");
+  CAPTURE(r.output);
+  REQUIRE(r.status == 0);
+  CHECK(r.output.find("porosity 0.4000") != std::string::npos);
+  H5::H5File file(ws / "desc.h5", H5F_ACC_RDONLY);
+  auto vector = [&](const std::string& name) {
+    const H5::DataSet ds = file.openDataSet(name);
+    std::vector<double> v(static_cast<std::size_t>(ds.getSpace().getSimpleExtentNpoints()));
+    ds.read(v.data(), H5::PredType::NATIVE_DOUBLE);
+    return v;
+  };
+  const double porosity = double(count_phase(phase_mask(read_hdf5(ws / "in.h5", ""), 1))) / (24.0 * 20 * 16);
+  CHECK(vector("/s2/radial/s2").front() == doctest::Approx(porosity));
+  CHECK(vector("/s2/directional/z").size() == 9);
+  for (const char* phase : {"/psd/pore/fraction", "/psd/solid/fraction"}) {
+    double sum = 0;
+    for (double f : vector(phase)) sum += f;
+    CHECK(sum == doctest::Approx(1.0));
+  }
+  CHECK(vector("/psd/solid/edges").size() == 6);
+  file.close();
+  // A descriptor dataset is 1D: reading one as an image is refused with its rank.
+  CHECK_THROWS_WITH_AS(read_hdf5(ws / "desc.h5", "/s2/radial/s2"), doctest::Contains("rank 1"), InputError);
+  check_error("describe " + ws / "in.h5 -o " + ws / "desc.h5", "already exists");
+  check_error("describe " + ws / "in.h5 -o " + ws / "d2.h5 --phase 5", "label 5 does not occur");
+  CHECK(ws.holds_only({"in.h5", "desc.h5"}));
 }
