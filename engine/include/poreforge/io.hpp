@@ -63,6 +63,12 @@ LabelImage read_raw(const std::string& path, Shape shape, DType dtype);
 LabelImage read_tiff(const std::string& path);
 bool tiff_supported();
 
+/// A 1D dataset of an HDF5 file as doubles (descriptor files). InputError naming the file and
+/// dataset when either is missing or the dataset is not 1D.
+std::vector<double> read_hdf5_vector(const std::string& path, const std::string& dataset);
+/// A numeric attribute of the file's root group.
+double read_hdf5_attribute(const std::string& path, const std::string& name);
+
 /// Writes a mask or label-free image as raw bytes (for tests and exchange).
 void write_raw(const std::string& path, const Mask& mask);
 

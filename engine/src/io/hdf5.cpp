@@ -116,6 +116,38 @@ LabelImage read_hdf5(const std::string& path, const std::string& dataset) {
   }
 }
 
+std::vector<double> read_hdf5_vector(const std::string& path, const std::string& dataset) {
+  if (!std::filesystem::exists(path)) throw InputError("file '" + path + "' does not exist");
+  try {
+    if (!H5::H5File::isHdf5(path)) throw InputError("'" + path + "' is not an HDF5 file");
+    H5::H5File file(path, H5F_ACC_RDONLY);
+    if (!file.nameExists(dataset)) throw InputError("'" + path + "' has no dataset '" + dataset + "'");
+    const H5::DataSet ds = file.openDataSet(dataset);
+    if (ds.getSpace().getSimpleExtentNdims() != 1)
+      throw InputError("'" + path + ":" + dataset + "' is not a 1D dataset");
+    std::vector<double> v(static_cast<std::size_t>(ds.getSpace().getSimpleExtentNpoints()));
+    ds.read(v.data(), H5::PredType::NATIVE_DOUBLE);
+    return v;
+  } catch (const H5::Exception& e) {
+    throw InputError("cannot read '" + path + ":" + dataset + "': " + e.getDetailMsg());
+  }
+}
+
+double read_hdf5_attribute(const std::string& path, const std::string& name) {
+  if (!std::filesystem::exists(path)) throw InputError("file '" + path + "' does not exist");
+  try {
+    if (!H5::H5File::isHdf5(path)) throw InputError("'" + path + "' is not an HDF5 file");
+    H5::H5File file(path, H5F_ACC_RDONLY);
+    const H5::Group root = file.openGroup("/");
+    if (!root.attrExists(name)) throw InputError("'" + path + "' has no attribute '" + name + "'");
+    double v = 0;
+    root.openAttribute(name).read(H5::PredType::NATIVE_DOUBLE, &v);
+    return v;
+  } catch (const H5::Exception& e) {
+    throw InputError("cannot read attribute '" + name + "' of '" + path + "': " + e.getDetailMsg());
+  }
+}
+
 OutputFile::OutputFile(std::string path, bool overwrite) : m_path(std::move(path)) {
   namespace fs = std::filesystem;
   if (fs::exists(m_path) && !overwrite)

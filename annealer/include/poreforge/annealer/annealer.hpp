@@ -1,0 +1,144 @@
+#pragma once
+/// Yeong–Torquato reconstruction by simulated annealing (DESIGN §1, "Energy"): swap a pore
+/// and a solid voxel (porosity is kept exactly), score the candidate with the engine, accept
+/// by Metropolis. CPU backend; the random stream is Philox4x32-10 keyed by the seed and
+/// counted by the step, so a seed gives the same run every time.
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "poreforge/annealer/philox.hpp"
+#include "poreforge/annealer/two_point.hpp"
+#include "poreforge/backend.hpp"
+#include "poreforge/psd.hpp"
+#include "poreforge/volume.hpp"
+
+namespace poreforge::anneal {
+
+/// What the reconstruction aims at. PSD bins are fixed here, never re-derived per candidate.
+struct Targets {
+  double porosity = 0;
+  std::vector<double> pore_edges, pore_psd;    ///< physical units; fractions per bin
+  std::vector<double> solid_edges, solid_psd;  ///< empty: no solid-PSD target
+  std::array<std::vector<double>, 3> s2;       ///< directional S2 along x, y, z, r = 0, 1, …
+
+  /// From a reference image (pore = 1): PSDs by the engine on `bins` bins of each phase's
+  /// range (log-spaced if `log`), S2 by FFT.
+  static Targets from_image(const Mask& pore, Boundary boundary, int bins, bool log, Backend backend);
+  /// From a descriptor file written by `poreforge describe`.
+  static Targets from_descriptor_file(const std::string& path);
+};
+
+/// Weight of each energy term (≥ 0; zero switches a term off).
+struct Weights {
+  double pore_psd = 1.0, solid_psd = 0.0, s2 = 1.0;
+};
+
+struct Schedule {
+  enum class Kind { exponential, aarts_korst };
+  Kind kind = Kind::exponential;
+  double t0 = 0;                     ///< initial temperature; 0: from initial_acceptance
+  double initial_acceptance = 0.5;   ///< χ0: T0 = −mean(uphill ΔE) / ln χ0, over trial moves
+  int trial_moves = 200;
+  double alpha = 0.9;                ///< exponential: T_k = T0·α^k, α in (0, 1)
+  int64_t stage_length = 1000;       ///< evaluations per temperature stage
+  double delta = 0.1;                ///< Aarts–Korst distance parameter (> 0)
+};
+
+struct Stopping {
+  int64_t max_evaluations = 200000;
+  double energy_tolerance = 1e-4;    ///< stop when E ≤ this (E starts at Σ weights)
+  int stall_stages = 25;             ///< stop after this many stages without a new best
+};
+
+/// Proposal choice: a voxel of each phase, weighted by 1 + interface_bias × (number of face
+/// neighbours of the other phase), after Tang et al. / Pant et al.; 0 is uniform.
+struct Moves {
+  double interface_bias = 0.0;
+};
+
+struct Config {
+  Shape shape;
+  Spacing spacing;
+  Boundary boundary = Boundary::periodic;
+  Targets targets;
+  Weights weights;
+  Schedule schedule;
+  Stopping stopping;
+  Moves moves;
+  uint64_t seed = 1;
+  Backend backend = Backend::automatic;
+  /// Start from this structure (pore = 1) instead of a seeded random one; its porosity must
+  /// be the target's (round(porosity·N) pore voxels).
+  std::optional<Mask> initial;
+};
+
+/// Throws InputError naming the parameter when a config is unusable.
+void validate(const Config& config);
+
+enum class StopReason { none, max_evaluations, energy_tolerance, no_improvement };
+std::string to_string(StopReason r);
+
+/// Energy and its terms, each normalised by its error at the start.
+struct Energy {
+  double total = 0, pore_psd = 0, solid_psd = 0, s2 = 0;
+};
+
+struct Progress {
+  int64_t evaluations = 0;  ///< candidates scored so far (the step counter)
+  int64_t accepted = 0, rejected = 0;
+  int64_t stage = 0;
+  double temperature = 0;
+  Energy energy, best;
+  double last_delta = 0;  ///< ΔE of the last proposal
+  StopReason stopped = StopReason::none;
+};
+
+class Annealer {
+ public:
+  /// Validates, draws the initial structure (exact porosity, from the seed), scores it and
+  /// sets T0.
+  explicit Annealer(Config config);
+
+  /// Runs until a stopping rule fires; `report` (optional) is called every `every` evaluations
+  /// and at the end.
+  Progress run(const std::function<void(const Progress&)>& report = {}, int64_t every = 1000);
+  /// One proposal: swap, score, accept or roll back. Returns whether it was accepted.
+  bool step();
+
+  const Mask& structure() const { return m_pore; }
+  const Progress& progress() const { return m_progress; }
+  const Config& config() const { return m_config; }
+  /// The energy of the current structure computed from scratch (descriptors recomputed).
+  Energy evaluate_from_scratch() const;
+  /// The incremental two-point counts (for checks against a recount).
+  const DirectionalCounts& counts() const { return m_counts; }
+
+ private:
+  struct Descriptors {
+    std::vector<double> pore_psd, solid_psd, s2;
+  };
+  Descriptors describe(const Mask& pore, const DirectionalCounts& counts) const;
+  Energy energy_of(const Descriptors& d) const;
+  int64_t propose(int which, uint64_t step, uint32_t lane_base) const;  // a voxel index of phase `which`
+  void swap(int64_t pore_voxel, int64_t solid_voxel);
+  void end_stage();
+
+  Config m_config;
+  Philox m_random;
+  Mask m_pore;
+  DirectionalCounts m_counts;
+  std::array<std::vector<int64_t>, 2> m_voxels;  // [0] solid voxels, [1] pore voxels
+  std::vector<int64_t> m_slot;                   // position of each voxel in its list
+  Bins m_pore_bins;
+  std::optional<Bins> m_solid_bins;
+  std::array<double, 3> m_norm{1, 1, 1};         // initial squared errors
+  Progress m_progress;
+  int64_t m_stall = 0;
+  std::vector<double> m_stage_energies;
+};
+
+}  // namespace poreforge::anneal

@@ -1,0 +1,49 @@
+#include "poreforge/annealer/two_point.hpp"
+
+namespace poreforge::anneal {
+
+DirectionalCounts::DirectionalCounts(const Mask& phase) : m_shape(phase.shape()) {
+  const Shape s = m_shape;
+  for (int a = 0; a < 3; ++a) {
+    const int64_t n = s.extent(a), stride = a == 0 ? 1 : a == 1 ? s.nx : s.nx * s.ny;
+    m_counts[a].assign(static_cast<std::size_t>(n / 2 + 1), 0);
+    for (int64_t z = 0; z < s.nz; ++z)
+      for (int64_t y = 0; y < s.ny; ++y)
+        for (int64_t x = 0; x < s.nx; ++x) {
+          if (!phase(x, y, z)) continue;
+          const int64_t c[3] = {x, y, z}, i = phase.index(x, y, z);
+          for (int64_t r = 0; r <= n / 2; ++r) {
+            const int64_t shifted = c[a] + r < n ? i + r * stride : i + (r - n) * stride;
+            m_counts[a][r] += phase[shifted];
+          }
+        }
+  }
+}
+
+void DirectionalCounts::flip(Mask& phase, int64_t index, uint8_t value) {
+  const Shape s = m_shape;
+  const int64_t delta = int64_t(value) - int64_t(phase[index]);
+  if (delta == 0) return;
+  const int64_t c[3] = {index % s.nx, (index / s.nx) % s.ny, index / (s.nx * s.ny)};
+  for (int a = 0; a < 3; ++a) {
+    const int64_t n = s.extent(a), stride = a == 0 ? 1 : a == 1 ? s.nx : s.nx * s.ny;
+    auto& counts = m_counts[a];
+    counts[0] += delta;  // the pair (p, p)
+    for (int64_t r = 1; r <= n / 2; ++r) {
+      // Pairs (p, p + r) and (p − r, p); p itself is never among them for 0 < r < n.
+      const int64_t up = c[a] + r < n ? index + r * stride : index + (r - n) * stride;
+      const int64_t down = c[a] - r >= 0 ? index - r * stride : index + (n - r) * stride;
+      counts[r] += delta * (int64_t(phase[up]) + int64_t(phase[down]));
+    }
+  }
+  phase[index] = value;
+}
+
+std::vector<double> DirectionalCounts::s2(int axis) const {
+  std::vector<double> out(m_counts[axis].size());
+  const double n = double(m_shape.voxels());
+  for (std::size_t r = 0; r < out.size(); ++r) out[r] = double(m_counts[axis][r]) / n;
+  return out;
+}
+
+}  // namespace poreforge::anneal

@@ -1,0 +1,180 @@
+// The annealer: its random stream, incremental S2, swaps, energy bookkeeping, determinism,
+// Metropolis statistics and parameter checks.
+#include <doctest/doctest.h>
+
+#include <cmath>
+
+#include "poreforge/annealer/annealer.hpp"
+#include "poreforge/annealer/philox.hpp"
+#include "poreforge/annealer/two_point.hpp"
+#include "poreforge/correlation.hpp"
+#include "poreforge/error.hpp"
+#include "poreforge/generators.hpp"
+#include "support/random.hpp"
+
+using namespace poreforge;
+using namespace poreforge::anneal;
+
+namespace {
+
+// A small reconstruction problem: targets from a blobs reference of another seed.
+Config small_config(Shape shape, uint64_t seed) {
+  Config c;
+  c.shape = shape;
+  c.boundary = Boundary::periodic;
+  c.targets = Targets::from_image(generate_blobs(shape, 0.4, 0.7, seed ^ 0x5eed), Boundary::periodic, 8, false,
+                                  Backend::cpu);
+  c.seed = seed;
+  c.backend = Backend::cpu;
+  c.schedule.trial_moves = 50;
+  c.schedule.stage_length = 100;
+  return c;
+}
+
+}  // namespace
+
+TEST_CASE("anneal.philox.known_answers") {
+  // Random123's known-answer vectors for Philox4x32-10.
+  CHECK(philox4x32_10({0, 0, 0, 0}, {0, 0}) == PhiloxBlock{0x6627e8d5, 0xe169c58d, 0xbc57ac4c, 0x9b00dbd8});
+  CHECK(philox4x32_10({~0u, ~0u, ~0u, ~0u}, {~0u, ~0u}) == PhiloxBlock{0x408f276d, 0x41c83b0e, 0xa20bc7c6, 0x6d5451fd});
+  CHECK(philox4x32_10({0x243f6a88, 0x85a308d3, 0x13198a2e, 0x03707344}, {0xa4093822, 0x299f31d0}) ==
+        PhiloxBlock{0xd16cfe09, 0x94fdcceb, 0x5001e420, 0x24126ea1});
+  // below(n) stays in range and reaches both ends.
+  const Philox p(7);
+  uint64_t lo = ~0ull, hi = 0;
+  for (uint64_t k = 0; k < 20000; ++k) {
+    const auto w = p.draw(k, 0);
+    const uint64_t v = Philox::below(w[0], w[1], 10);
+    lo = std::min(lo, v);
+    hi = std::max(hi, v);
+  }
+  CHECK(lo == 0);
+  CHECK(hi == 9);
+}
+
+TEST_CASE("anneal.s2.incremental_equals_recount") {
+  const uint64_t seed = testing::fresh_seed();
+  CAPTURE(seed);
+  for (const Shape shape : {Shape{14, 11, 9}, Shape{20, 6, 1}, Shape{2, 3, 17}}) {
+    CAPTURE(to_string(shape));
+    Mask m = testing::random_volume(shape, 0, 0.4, seed);
+    DirectionalCounts counts(m);
+    const Philox random(seed);
+    for (uint64_t k = 0; k < 10000; ++k) {  // random swaps of a pore and a solid voxel
+      const auto w = random.draw(k, 0);
+      const int64_t a = int64_t(Philox::below(w[0], w[1], uint64_t(m.voxels())));
+      const int64_t b = int64_t(Philox::below(w[2], w[3], uint64_t(m.voxels())));
+      if (m[a] == m[b]) continue;
+      const uint8_t va = m[a];
+      counts.flip(m, a, m[b]);
+      counts.flip(m, b, va);
+    }
+    CHECK(counts == DirectionalCounts(m));
+    const auto fft = two_point_correlation(m).directional;
+    for (int axis = 0; axis < 3; ++axis) {
+      const auto s2 = counts.s2(axis);
+      for (std::size_t r = 0; r < s2.size(); ++r) CHECK(s2[r] == doctest::Approx(fft.along(axis)[r]).epsilon(1e-12));
+    }
+  }
+}
+
+TEST_CASE("anneal.swaps_keep_porosity_and_energy_exact") {
+  const uint64_t seed = testing::fresh_seed();
+  CAPTURE(seed);
+  Config c = small_config({16, 16, 16}, seed);
+  c.weights.solid_psd = 0.5;
+  c.stopping.max_evaluations = 10000;
+  c.stopping.energy_tolerance = 0;
+  c.stopping.stall_stages = 1000000;
+  Annealer a(c);
+  const int64_t pore = count_phase(a.structure());
+  CHECK(pore == std::llround(c.targets.porosity * 4096.0));
+  int64_t checks = 0;
+  a.run([&](const Progress& p) {
+    CHECK(count_phase(a.structure()) == pore);
+    const Energy scratch = a.evaluate_from_scratch();
+    CHECK(scratch.total == p.energy.total);  // the accepted state's energy, recomputed
+    ++checks;
+  }, 2000);
+  CHECK(checks >= 5);
+  CHECK(a.progress().evaluations == 10000);
+  CHECK(a.progress().stopped == StopReason::max_evaluations);
+  CHECK(a.counts() == DirectionalCounts(a.structure()));
+  CHECK(a.progress().accepted + a.progress().rejected == 10000);
+  CHECK(a.progress().best.total <= 1.5);  // started at 1 per term, weights 1 + 0.5 + 1
+}
+
+TEST_CASE("anneal.same_seed_same_run") {
+  const uint64_t seed = testing::fresh_seed();
+  CAPTURE(seed);
+  Config c = small_config({12, 12, 12}, seed);
+  c.moves.interface_bias = 2.0;
+  c.stopping.max_evaluations = 600;
+  Annealer a(c), b(c);
+  const Progress pa = a.run(), pb = b.run();
+  CHECK(a.structure().values() == b.structure().values());
+  CHECK(pa.energy.total == pb.energy.total);
+  CHECK(pa.accepted == pb.accepted);
+  c.seed = seed + 1;
+  Annealer other(c);
+  other.run();
+  CHECK(other.structure().values() != a.structure().values());
+}
+
+TEST_CASE("anneal.metropolis_statistics") {
+  // At a fixed temperature, uphill moves are accepted with probability exp(−ΔE/T): the number
+  // accepted must agree with Σ exp(−ΔE/T) within a few standard deviations.
+  const uint64_t seed = testing::fresh_seed();
+  CAPTURE(seed);
+  Config c = small_config({12, 12, 12}, seed);
+  c.schedule.t0 = 0.002;
+  c.schedule.stage_length = 1000000;  // no cooling inside the test
+  c.stopping.max_evaluations = 3000;
+  c.stopping.energy_tolerance = 0;
+  Annealer a(c);
+  double expected = 0, variance = 0;
+  int64_t accepted = 0, uphill = 0;
+  while (a.progress().stopped == StopReason::none) {
+    const bool ok = a.step();
+    const double de = a.progress().last_delta;
+    if (de > 0) {
+      const double p = std::exp(-de / c.schedule.t0);
+      expected += p;
+      variance += p * (1 - p);
+      accepted += ok;
+      ++uphill;
+    }
+  }
+  CAPTURE(uphill);
+  CAPTURE(expected);
+  CHECK(uphill > 300);
+  CHECK(std::abs(double(accepted) - expected) <= 4 * std::sqrt(variance) + 1);
+}
+
+TEST_CASE("anneal.bad_parameters") {
+  Config c = small_config({10, 10, 10}, 3);
+  auto refused = [](Config bad, const char* fragment) {
+    CHECK_THROWS_WITH_AS(Annealer{bad}, doctest::Contains(fragment), InputError);
+  };
+  Config bad = c;
+  bad.schedule.alpha = 1.0;
+  refused(bad, "alpha");
+  bad = c;
+  bad.schedule.alpha = 0.0;
+  refused(bad, "alpha");
+  bad = c;
+  bad.weights.s2 = -1;
+  refused(bad, "weights");
+  bad = c;
+  bad.targets.pore_edges = {0.0, 2.0, 1.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0};
+  refused(bad, "strictly increasing");
+  bad = c;
+  bad.targets.porosity = 1.0;
+  refused(bad, "porosity");
+  bad = c;
+  bad.schedule.initial_acceptance = 1.5;
+  refused(bad, "initial acceptance");
+  bad = c;
+  bad.initial = generate_noise(c.shape, 0.7, 1);  // porosity differs from the target's
+  refused(bad, "initial structure has porosity");
+}
