@@ -1,0 +1,99 @@
+// Annealer benchmark on the CPU: evaluations per second, and a reconstruction from the Berea
+// sample's descriptors with its quality figures next to those of the random start.
+//
+//   bench_anneal_cpu [--size N] [--evaluations E] [--seed S] [--json PATH] [--berea PATH]
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <string>
+
+#include "poreforge/annealer/annealer.hpp"
+#include "poreforge/correlation.hpp"
+#include "poreforge/io.hpp"
+#include "poreforge/local_thickness.hpp"
+
+using namespace poreforge;
+using namespace poreforge::anneal;
+
+namespace {
+
+struct Quality {
+  double psd_l1 = 0, s2_rms = 0;
+};
+
+// Pore-PSD L1 distance and directional-S2 RMS error of a structure against the targets.
+Quality quality(const Mask& m, const Targets& t, Boundary boundary) {
+  Quality q;
+  const auto psd = pore_size_distribution(m, boundary, Bins::from_edges(t.pore_edges), Backend::cpu);
+  for (std::size_t i = 0; i < psd.fraction.size(); ++i) q.psd_l1 += std::abs(psd.fraction[i] - t.pore_psd[i]);
+  const auto s2 = two_point_correlation(m).directional;
+  double sum = 0;
+  int64_t n = 0;
+  for (int a = 0; a < 3; ++a)
+    for (std::size_t r = 0; r < std::min(s2.along(a).size(), t.s2[a].size()); ++r, ++n)
+      sum += (s2.along(a)[r] - t.s2[a][r]) * (s2.along(a)[r] - t.s2[a][r]);
+  q.s2_rms = std::sqrt(sum / double(n));
+  return q;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int64_t size = 64, evaluations = 20000;
+  uint64_t seed = 1;
+  std::string json = "results/bench/anneal_cpu.json", berea = POREFORGE_SHARED_DATA "/berea_110.raw";
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string a = argv[i];
+    if (a == "--size") size = std::stoll(argv[i + 1]);
+    else if (a == "--evaluations") evaluations = std::stoll(argv[i + 1]);
+    else if (a == "--seed") seed = std::stoull(argv[i + 1]);
+    else if (a == "--json") json = argv[i + 1];
+    else if (a == "--berea") berea = argv[i + 1];
+    else {
+      std::fprintf(stderr, "usage: bench_anneal_cpu [--size N] [--evaluations E] [--seed S] [--json PATH] [--berea PATH]\n");
+      return 2;
+    }
+  }
+  const Mask pore = phase_mask(read_raw(berea, {110, 110, 110}, DType::u8), 0);
+  Config c;
+  c.shape = {size, size, size};
+  c.targets = Targets::from_image(pore, Boundary::open, 20, false, Backend::cpu);
+  c.boundary = Boundary::periodic;
+  c.backend = Backend::cpu;
+  c.seed = seed;
+  c.schedule.stage_length = std::max<int64_t>(100, evaluations / 60);
+  c.schedule.alpha = 0.9;
+  c.stopping.max_evaluations = evaluations;
+  c.stopping.stall_stages = 1000;
+
+  const auto t0 = std::chrono::steady_clock::now();
+  Annealer a(c);
+  const Quality start = quality(a.structure(), c.targets, c.boundary);
+  const double setup = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const auto t1 = std::chrono::steady_clock::now();
+  const Progress p = a.run([](const Progress& pr) {
+    std::fprintf(stderr, "  %8lld evaluations  T %.3g  E %.4f  accepted %lld\n", static_cast<long long>(pr.evaluations),
+                 pr.temperature, pr.energy.total, static_cast<long long>(pr.accepted));
+  }, std::max<int64_t>(1, evaluations / 10));
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count();
+  const Quality end = quality(a.structure(), c.targets, c.boundary);
+
+  std::printf("\nannealer, CPU (%d threads), %lldx%lldx%lld, targets from the Berea pore phase\n", cpu_threads(),
+              static_cast<long long>(size), static_cast<long long>(size), static_cast<long long>(size));
+  std::printf("%-14s %12s %10s %10s %10s\n", "", "energy", "PSD L1", "S2 RMS", "");
+  std::printf("%-14s %12.4f %10.4f %10.5f\n", "random start", 1.0 * (c.weights.pore_psd + c.weights.s2), start.psd_l1,
+              start.s2_rms);
+  std::printf("%-14s %12.4f %10.4f %10.5f   (%s after %lld evaluations)\n", "reconstruction", p.energy.total, end.psd_l1,
+              end.s2_rms, to_string(p.stopped).c_str(), static_cast<long long>(p.evaluations));
+  std::printf("evaluations per second: %.1f (setup %.2f s, run %.2f s)\n", double(p.evaluations) / seconds, setup, seconds);
+  std::ofstream out(json);
+  out << "{\n  \"benchmark\": \"anneal_cpu\",\n  \"version\": \"" << version_string() << "\",\n  \"threads\": "
+      << cpu_threads() << ",\n  \"shape\": [" << size << ", " << size << ", " << size << "],\n  \"seed\": " << seed
+      << ",\n  \"evaluations\": " << p.evaluations << ",\n  \"evaluations_per_second\": "
+      << double(p.evaluations) / seconds << ",\n  \"stop_reason\": \"" << to_string(p.stopped)
+      << "\",\n  \"initial_energy\": " << c.weights.pore_psd + c.weights.s2 << ",\n  \"final_energy\": "
+      << p.energy.total << ",\n  \"start\": {\"psd_l1\": " << start.psd_l1 << ", \"s2_rms\": " << start.s2_rms
+      << "},\n  \"final\": {\"psd_l1\": " << end.psd_l1 << ", \"s2_rms\": " << end.s2_rms << "}\n}\n";
+  return out ? 0 : 1;
+}
