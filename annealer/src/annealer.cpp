@@ -290,11 +290,15 @@ void Annealer::end_stage() {
 }
 
 Progress Annealer::run(const std::function<void(const Progress&)>& report, int64_t every) {
+  int64_t reported = -1;
   while (m_progress.stopped == StopReason::none) {
     step();
-    if (report && every > 0 && m_progress.evaluations % every == 0) report(m_progress);
+    if (report && every > 0 && m_progress.evaluations % every == 0) {
+      report(m_progress);
+      reported = m_progress.evaluations;
+    }
   }
-  if (report) report(m_progress);
+  if (report && reported != m_progress.evaluations) report(m_progress);  // the end, once
   return m_progress;
 }
 

@@ -1,0 +1,290 @@
+#include "run_config.hpp"
+
+#include <yaml-cpp/yaml.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "poreforge/error.hpp"
+
+namespace poreforge::app {
+namespace {
+
+// Reads one mapping level: every key must be known; each value is handed to its reader.
+class Section {
+ public:
+  // `node` absent (not in the document): every key takes its default.
+  Section(const YAML::Node& node, bool present, std::string path, const std::string& source)
+      : m_node(node), m_present(present && node.IsDefined() && !node.IsNull()), m_path(std::move(path)), m_source(source) {
+    if (m_present && !node.IsMap()) fail(m_path.empty() ? "the document" : m_path, node, "must be a mapping");
+  }
+
+  [[noreturn]] void fail(const std::string& key, const YAML::Node& at, const std::string& what) const {
+    const int line = at ? at.Mark().line + 1 : 0;
+    throw InputError(m_source + (line > 0 ? ":" + std::to_string(line) : "") + ": " + key + " " + what);
+  }
+  std::string dotted(const std::string& key) const { return m_path.empty() ? key : m_path + "." + key; }
+
+  // Calls `read` for `key` when present; records the key as known either way.
+  void optional(const std::string& key, const std::function<void(const YAML::Node&, const std::string&)>& read) {
+    m_known.insert(key);
+    if (!m_present) return;
+    const YAML::Node v = lookup(key);
+    if (v.IsDefined()) read(v, dotted(key));
+  }
+  Section child(const std::string& key) {
+    m_known.insert(key);
+    return m_present ? Section(lookup(key), true, dotted(key), m_source) : Section(m_node, false, dotted(key), m_source);
+  }
+  // Refuses keys no reader asked for.
+  void finish() const {
+    if (!m_present) return;
+    for (const auto& kv : m_node) {
+      const std::string key = kv.first.as<std::string>();
+      if (!m_known.count(key)) fail(dotted(key), kv.first, "is not a known key");
+    }
+  }
+
+  template <class T>
+  T scalar(const YAML::Node& v, const std::string& key, const char* type) const {
+    if (!v.IsScalar()) fail(key, v, std::string("must be ") + type);
+    try {
+      return v.as<T>();
+    } catch (const YAML::Exception&) {
+      fail(key, v, std::string("must be ") + type + " (got '" + v.Scalar() + "')");
+    }
+  }
+
+  const std::string& source() const { return m_source; }
+
+ private:
+  // Const access: a missing key reads as undefined instead of being created.
+  YAML::Node lookup(const std::string& key) const {
+    const YAML::Node& node = m_node;
+    return node[key];
+  }
+  YAML::Node m_node;
+  bool m_present;
+  std::string m_path;
+  const std::string& m_source;
+  std::set<std::string> m_known;
+};
+
+// `a.b.c=value`: sets that key in the document, creating mappings on the way.
+void apply_override(YAML::Node& root, const std::string& assignment) {
+  const auto eq = assignment.find('=');
+  if (eq == std::string::npos || eq == 0)
+    throw InputError("--set " + assignment + ": expected KEY.PATH=VALUE");
+  const std::string path = assignment.substr(0, eq), value = assignment.substr(eq + 1);
+  std::vector<std::string> keys;
+  std::stringstream ss(path);
+  for (std::string k; std::getline(ss, k, '.');) keys.push_back(k);
+  std::function<void(YAML::Node, std::size_t)> set = [&](YAML::Node node, std::size_t i) {
+    if (i + 1 == keys.size()) {
+      node[keys[i]] = YAML::Load(value);
+      return;
+    }
+    if (!node[keys[i]] || !node[keys[i]].IsMap()) node[keys[i]] = YAML::Node(YAML::NodeType::Map);
+    set(node[keys[i]], i + 1);
+  };
+  set(root, 0);
+}
+
+Shape shape_of(const Section& s, const YAML::Node& v, const std::string& key) {
+  if (!v.IsSequence() || (v.size() != 3 && v.size() != 2)) s.fail(key, v, "must be a list [NX, NY, NZ]");
+  Shape out{s.scalar<int64_t>(v[0], key, "an integer"), s.scalar<int64_t>(v[1], key, "an integer"),
+            v.size() == 3 ? s.scalar<int64_t>(v[2], key, "an integer") : 1};
+  if (out.nx < 1 || out.ny < 1 || out.nz < 1 || out.nx > 32767 || out.ny > 32767 || out.nz > 32767)
+    s.fail(key, v, "extents must lie in 1 … 32767");
+  return out;
+}
+
+template <class T>
+void in_range(const Section& s, const YAML::Node& v, const std::string& key, T value, T lo, T hi, bool open_lo = false,
+              bool open_hi = false) {
+  const bool ok = (open_lo ? value > lo : value >= lo) && (open_hi ? value < hi : value <= hi);
+  if (!ok) {
+    std::ostringstream msg;
+    msg << "must lie in " << (open_lo ? "(" : "[") << lo << ", " << hi << (open_hi ? ")" : "]") << " (got " << value << ")";
+    s.fail(key, v, msg.str());
+  }
+}
+
+std::string one_of(const Section& s, const YAML::Node& v, const std::string& key, std::initializer_list<const char*> allowed) {
+  const std::string value = s.scalar<std::string>(v, key, "a string");
+  std::string list;
+  for (const char* a : allowed) {
+    if (value == a) return value;
+    list += std::string(list.empty() ? "" : ", ") + a;
+  }
+  s.fail(key, v, "must be one of " + list + " (got '" + value + "')");
+}
+
+}  // namespace
+
+RunConfig parse_run_config(const std::string& text, const std::string& source, const std::vector<std::string>& overrides) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(text);
+  } catch (const YAML::Exception& e) {
+    throw InputError(source + ":" + std::to_string(e.mark.line + 1) + ": not valid YAML: " + e.msg);
+  }
+  if (!root || root.IsNull()) root = YAML::Node(YAML::NodeType::Map);
+  for (const auto& o : overrides) apply_override(root, o);
+
+  RunConfig c;
+  Section doc(root, true, "", source);
+  doc.optional("name", [&](auto& v, auto& k) {
+    c.name = doc.scalar<std::string>(v, k, "a string");
+    if (c.name.empty() || c.name.find('/') != std::string::npos) doc.fail(k, v, "must be a plain, non-empty name");
+  });
+  doc.optional("seed", [&](auto& v, auto& k) { c.seed = doc.scalar<uint64_t>(v, k, "a non-negative integer"); });
+  doc.optional("backend", [&](auto& v, auto& k) { c.backend = one_of(doc, v, k, {"auto", "cpu", "cuda"}); });
+
+  Section target = doc.child("target");
+  target.optional("image", [&](auto& v, auto& k) { c.target_image = target.scalar<std::string>(v, k, "a path"); });
+  target.optional("descriptors", [&](auto& v, auto& k) { c.target_descriptors = target.scalar<std::string>(v, k, "a path"); });
+  target.optional("format", [&](auto& v, auto& k) { c.target_format = one_of(target, v, k, {"auto", "hdf5", "raw", "tiff"}); });
+  target.optional("dataset", [&](auto& v, auto& k) { c.target_dataset = target.scalar<std::string>(v, k, "a string"); });
+  target.optional("shape", [&](auto& v, auto& k) { c.target_shape = shape_of(target, v, k); });
+  target.optional("dtype", [&](auto& v, auto& k) { c.target_dtype = one_of(target, v, k, {"u8", "u16", "i32", "f32"}); });
+  target.optional("phase", [&](auto& v, auto& k) { c.target_phase = target.scalar<double>(v, k, "a number"); });
+  target.optional("boundary", [&](auto& v, auto& k) { c.target_boundary = one_of(target, v, k, {"open", "wall", "periodic"}); });
+  target.finish();
+  if (c.target_image.empty() == c.target_descriptors.empty())
+    doc.fail("target", static_cast<const YAML::Node&>(root)["target"], "needs exactly one of target.image and target.descriptors");
+
+  Section desc = doc.child("descriptors");
+  desc.optional("bins", [&](auto& v, auto& k) {
+    c.bins = desc.scalar<int>(v, k, "an integer");
+    in_range(desc, v, k, c.bins, 1, 100000);
+  });
+  desc.optional("log_bins", [&](auto& v, auto& k) { c.log_bins = desc.scalar<bool>(v, k, "true or false"); });
+  Section weights = desc.child("weights");
+  for (auto [key, field] : {std::pair{"pore_psd", &c.weights.pore_psd}, {"solid_psd", &c.weights.solid_psd}, {"s2", &c.weights.s2}})
+    weights.optional(key, [&, field = field](auto& v, auto& k) {
+      *field = weights.scalar<double>(v, k, "a number");
+      in_range(weights, v, k, *field, 0.0, 1e9);
+    });
+  weights.finish();
+  desc.finish();
+
+  Section domain = doc.child("domain");
+  domain.optional("shape", [&](auto& v, auto& k) { c.shape = shape_of(domain, v, k); });
+  domain.optional("spacing", [&](auto& v, auto& k) {
+    if (!v.IsSequence() || v.size() != 3) domain.fail(k, v, "must be a list [SX, SY, SZ]");
+    c.spacing = {domain.scalar<double>(v[0], k, "a number"), domain.scalar<double>(v[1], k, "a number"),
+                 domain.scalar<double>(v[2], k, "a number")};
+    for (double s : {c.spacing.x, c.spacing.y, c.spacing.z}) in_range(domain, v, k, s, 0.0, 1e12, true);
+  });
+  domain.optional("boundary", [&](auto& v, auto& k) { c.boundary = one_of(domain, v, k, {"open", "wall", "periodic"}); });
+  domain.finish();
+
+  Section an = doc.child("annealing");
+  auto& s = c.schedule;
+  auto& stop = c.stopping;
+  an.optional("schedule", [&](auto& v, auto& k) {
+    s.kind = one_of(an, v, k, {"exponential", "aarts_korst"}) == "exponential" ? anneal::Schedule::Kind::exponential
+                                                                               : anneal::Schedule::Kind::aarts_korst;
+  });
+  an.optional("t0", [&](auto& v, auto& k) { s.t0 = an.scalar<double>(v, k, "a number"); in_range(an, v, k, s.t0, 0.0, 1e12); });
+  an.optional("initial_acceptance", [&](auto& v, auto& k) {
+    s.initial_acceptance = an.scalar<double>(v, k, "a number");
+    in_range(an, v, k, s.initial_acceptance, 0.0, 1.0, true, true);
+  });
+  an.optional("trial_moves", [&](auto& v, auto& k) { s.trial_moves = an.scalar<int>(v, k, "an integer"); in_range(an, v, k, s.trial_moves, 1, 1000000); });
+  an.optional("alpha", [&](auto& v, auto& k) { s.alpha = an.scalar<double>(v, k, "a number"); in_range(an, v, k, s.alpha, 0.0, 1.0, true, true); });
+  an.optional("stage_length", [&](auto& v, auto& k) {
+    s.stage_length = an.scalar<int64_t>(v, k, "an integer");
+    in_range<int64_t>(an, v, k, s.stage_length, 1, int64_t(1) << 40);
+  });
+  an.optional("delta", [&](auto& v, auto& k) { s.delta = an.scalar<double>(v, k, "a number"); in_range(an, v, k, s.delta, 0.0, 1e6, true); });
+  an.optional("max_evaluations", [&](auto& v, auto& k) {
+    stop.max_evaluations = an.scalar<int64_t>(v, k, "an integer");
+    in_range<int64_t>(an, v, k, stop.max_evaluations, 1, int64_t(1) << 50);
+  });
+  an.optional("energy_tolerance", [&](auto& v, auto& k) {
+    stop.energy_tolerance = an.scalar<double>(v, k, "a number");
+    in_range(an, v, k, stop.energy_tolerance, 0.0, 1e12);
+  });
+  an.optional("stall_stages", [&](auto& v, auto& k) { stop.stall_stages = an.scalar<int>(v, k, "an integer"); in_range(an, v, k, stop.stall_stages, 1, 1 << 30); });
+  an.finish();
+
+  Section moves = doc.child("moves");
+  moves.optional("interface_bias", [&](auto& v, auto& k) {
+    c.moves.interface_bias = moves.scalar<double>(v, k, "a number");
+    in_range(moves, v, k, c.moves.interface_bias, 0.0, 1e6);
+  });
+  moves.finish();
+
+  Section output = doc.child("output");
+  output.optional("directory", [&](auto& v, auto& k) { c.output_directory = output.scalar<std::string>(v, k, "a path"); });
+  output.optional("report_every", [&](auto& v, auto& k) {
+    c.report_every = output.scalar<int64_t>(v, k, "an integer");
+    in_range<int64_t>(output, v, k, c.report_every, 1, int64_t(1) << 50);
+  });
+  output.finish();
+  doc.finish();
+  return c;
+}
+
+RunConfig load_run_config(const std::string& path, const std::vector<std::string>& overrides) {
+  std::ifstream in(path);
+  if (!in) throw InputError("config '" + path + "' cannot be read (missing?)");
+  std::stringstream text;
+  text << in.rdbuf();
+  RunConfig c = parse_run_config(text.str(), path, overrides);
+  // Input paths are relative to the config file (so a config travels with its data); the
+  // output directory is relative to where the program runs.
+  const std::filesystem::path base = std::filesystem::path(path).parent_path();
+  for (std::string* p : {&c.target_image, &c.target_descriptors})
+    if (!p->empty() && std::filesystem::path(*p).is_relative()) *p = (base / *p).lexically_normal().string();
+  return c;
+}
+
+std::string RunConfig::to_yaml() const {
+  YAML::Emitter y;
+  y << YAML::BeginMap << YAML::Key << "name" << YAML::Value << name;
+  y << YAML::Key << "seed" << YAML::Value << seed << YAML::Key << "backend" << YAML::Value << backend;
+  y << YAML::Key << "target" << YAML::Value << YAML::BeginMap;
+  if (!target_image.empty()) {
+    y << YAML::Key << "image" << YAML::Value << target_image << YAML::Key << "format" << YAML::Value << target_format;
+    if (!target_dataset.empty()) y << YAML::Key << "dataset" << YAML::Value << target_dataset;
+    if (target_shape)
+      y << YAML::Key << "shape" << YAML::Value << YAML::Flow << std::vector<int64_t>{target_shape->nx, target_shape->ny, target_shape->nz};
+    y << YAML::Key << "dtype" << YAML::Value << target_dtype << YAML::Key << "phase" << YAML::Value << target_phase
+      << YAML::Key << "boundary" << YAML::Value << target_boundary;
+  } else {
+    y << YAML::Key << "descriptors" << YAML::Value << target_descriptors;
+  }
+  y << YAML::EndMap;
+  y << YAML::Key << "descriptors" << YAML::Value << YAML::BeginMap << YAML::Key << "bins" << YAML::Value << bins
+    << YAML::Key << "log_bins" << YAML::Value << log_bins << YAML::Key << "weights" << YAML::Value << YAML::BeginMap
+    << YAML::Key << "pore_psd" << YAML::Value << weights.pore_psd << YAML::Key << "solid_psd" << YAML::Value
+    << weights.solid_psd << YAML::Key << "s2" << YAML::Value << weights.s2 << YAML::EndMap << YAML::EndMap;
+  y << YAML::Key << "domain" << YAML::Value << YAML::BeginMap << YAML::Key << "shape" << YAML::Value << YAML::Flow
+    << std::vector<int64_t>{shape.nx, shape.ny, shape.nz} << YAML::Key << "spacing" << YAML::Value << YAML::Flow
+    << std::vector<double>{spacing.x, spacing.y, spacing.z} << YAML::Key << "boundary" << YAML::Value << boundary
+    << YAML::EndMap;
+  y << YAML::Key << "annealing" << YAML::Value << YAML::BeginMap << YAML::Key << "schedule" << YAML::Value
+    << (schedule.kind == anneal::Schedule::Kind::exponential ? "exponential" : "aarts_korst") << YAML::Key << "t0"
+    << YAML::Value << schedule.t0 << YAML::Key << "initial_acceptance" << YAML::Value << schedule.initial_acceptance
+    << YAML::Key << "trial_moves" << YAML::Value << schedule.trial_moves << YAML::Key << "alpha" << YAML::Value
+    << schedule.alpha << YAML::Key << "stage_length" << YAML::Value << schedule.stage_length << YAML::Key << "delta"
+    << YAML::Value << schedule.delta << YAML::Key << "max_evaluations" << YAML::Value << stopping.max_evaluations
+    << YAML::Key << "energy_tolerance" << YAML::Value << stopping.energy_tolerance << YAML::Key << "stall_stages"
+    << YAML::Value << stopping.stall_stages << YAML::EndMap;
+  y << YAML::Key << "moves" << YAML::Value << YAML::BeginMap << YAML::Key << "interface_bias" << YAML::Value
+    << moves.interface_bias << YAML::EndMap;
+  y << YAML::Key << "output" << YAML::Value << YAML::BeginMap << YAML::Key << "directory" << YAML::Value
+    << output_directory << YAML::Key << "report_every" << YAML::Value << report_every << YAML::EndMap;
+  y << YAML::EndMap;
+  return std::string(y.c_str()) + "\n";
+}
+
+}  // namespace poreforge::app

@@ -1,0 +1,50 @@
+#pragma once
+// The YAML run configuration: schema, defaults, validation with the dotted path and line of
+// every offending key, and the conversion into an annealer configuration.
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "poreforge/annealer/annealer.hpp"
+#include "poreforge/io.hpp"
+
+namespace poreforge::app {
+
+struct RunConfig {
+  std::string name = "run";
+  // target: a reference image or a descriptor file
+  std::string target_image, target_descriptors, target_format = "auto", target_dataset;
+  std::optional<Shape> target_shape;
+  std::string target_dtype = "u8";
+  double target_phase = 1;
+  std::string target_boundary = "open";
+  // descriptors
+  int bins = 20;
+  bool log_bins = false;
+  anneal::Weights weights;
+  // domain
+  Shape shape{64, 64, 64};
+  Spacing spacing;
+  std::string boundary = "periodic";
+  // annealing, moves, seed, backend
+  anneal::Schedule schedule;
+  anneal::Stopping stopping;
+  anneal::Moves moves;
+  uint64_t seed = 1;
+  std::string backend = "auto";
+  // output
+  std::string output_directory = "results";
+  int64_t report_every = 1000;
+
+  /// The resolved configuration as YAML (every key, defaults filled in).
+  std::string to_yaml() const;
+};
+
+/// Parses a YAML document (its text) with `--set a.b=value` overrides applied. Throws
+/// InputError naming `source`, the dotted key and the line for an unknown key, a wrong type,
+/// an out-of-range value or a missing required key.
+RunConfig parse_run_config(const std::string& text, const std::string& source,
+                           const std::vector<std::string>& overrides = {});
+RunConfig load_run_config(const std::string& path, const std::vector<std::string>& overrides = {});
+
+}  // namespace poreforge::app

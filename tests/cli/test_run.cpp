@@ -1,0 +1,108 @@
+// YAML run configurations (every error class names the key and its line) and `poreforge run`
+// end to end: the run directory's files, ParaView's sidecar, refusal to overwrite.
+#include <doctest/doctest.h>
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "poreforge/error.hpp"
+#include "poreforge/generators.hpp"
+#include "poreforge/io.hpp"
+#include "run_config.hpp"
+#include "support/random.hpp"
+
+using namespace poreforge;
+using poreforge::app::parse_run_config;
+namespace fs = std::filesystem;
+
+namespace {
+
+const char* minimal = "target:\n  descriptors: d.h5\n";
+
+void refused(const std::string& yaml, const std::string& fragment, std::vector<std::string> sets = {}) {
+  CAPTURE(yaml);
+  CHECK_THROWS_WITH_AS(parse_run_config(yaml, "run.yaml", sets), doctest::Contains(fragment.c_str()), InputError);
+}
+
+int shell(const std::string& cmd) {
+  const int status = std::system(cmd.c_str());
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+}  // namespace
+
+TEST_CASE("config.defaults_and_overrides") {
+  const auto c = parse_run_config(minimal, "run.yaml", {"annealing.alpha=0.97", "domain.shape=[32, 16, 8]"});
+  CHECK(c.schedule.alpha == 0.97);
+  CHECK(c.shape == Shape{32, 16, 8});
+  CHECK(c.boundary == "periodic");
+  CHECK(c.stopping.max_evaluations == 200000);
+  // The resolved config parses back to the same values.
+  const auto again = parse_run_config(c.to_yaml(), "resolved.yaml");
+  CHECK(again.schedule.alpha == 0.97);
+  CHECK(again.shape == c.shape);
+  CHECK(again.target_descriptors == "d.h5");
+}
+
+TEST_CASE("config.errors_name_key_and_line") {
+  refused(std::string(minimal) + "annealing:\n  alpah: 0.9\n", "run.yaml:4: annealing.alpah is not a known key");
+  refused(std::string(minimal) + "annealing:\n  alpha: 1.5\n", "run.yaml:4: annealing.alpha must lie in (0, 1)");
+  refused(std::string(minimal) + "annealing:\n  stage_length: fast\n", "annealing.stage_length must be an integer");
+  refused(std::string(minimal) + "domain:\n  shape: [0, 4, 4]\n", "domain.shape extents must lie in 1");
+  refused(std::string(minimal) + "domain:\n  boundary: mirror\n", "must be one of open, wall, periodic");
+  refused(std::string(minimal) + "descriptors:\n  weights:\n    s2: -1\n", "run.yaml:5: descriptors.weights.s2 must lie in");
+  refused("domain:\n  shape: [8, 8, 8]\n", "needs exactly one of target.image and target.descriptors");
+  refused("target:\n  image: a.raw\n  descriptors: d.h5\n", "needs exactly one");
+  refused(std::string(minimal) + "seed: -3\n", "seed must be a non-negative integer");
+  refused(minimal, "moves.bias is not a known key", {"moves.bias=2"});
+  refused("target: [1, 2]\n", "target must be a mapping");
+  refused("target:\n  descriptors: [d.h5\n", "not valid YAML");
+}
+
+TEST_CASE("cli.run.end_to_end") {
+  const fs::path dir = fs::temp_directory_path() / ("poreforge-run-" + std::to_string(testing::fresh_seed()));
+  fs::create_directories(dir);
+  const std::string cli = POREFORGE_CLI;
+  REQUIRE(shell(cli + " generate blobs --shape 24,24,24 --porosity 0.35 --seed 4 -o " + (dir / "ref.h5").string() +
+                " > /dev/null") == 0);
+  REQUIRE(shell(cli + " describe " + (dir / "ref.h5").string() + " -o " + (dir / "desc.h5").string() +
+                " --bins 6 --backend cpu > /dev/null") == 0);
+  std::ofstream(dir / "tiny.yaml") << "name: tiny\nbackend: cpu\ntarget:\n  descriptors: desc.h5\n"
+                                      "domain:\n  shape: [16, 16, 16]\nannealing:\n  trial_moves: 20\n"
+                                      "  max_evaluations: 300\n  stage_length: 50\noutput:\n  report_every: 100\n";
+  const std::string run = cli + " run " + (dir / "tiny.yaml").string() + " --output " + (dir / "results").string();
+  REQUIRE(shell(run + " --quiet > " + (dir / "out.txt").string()) == 0);
+  const fs::path rd = dir / "results" / "tiny";
+  for (const char* f : {"config.yaml", "final.h5", "final.xdmf", "descriptors.h5", "energy.csv", "summary.json", "run.log"})
+    CHECK_MESSAGE(fs::exists(rd / f), f);
+  // The structure keeps the target porosity exactly; ParaView's sidecar points at it.
+  const LabelImage final_volume = read_hdf5((rd / "final.h5").string(), "/volume");
+  CHECK(final_volume.shape == Shape{16, 16, 16});
+  const double porosity = read_hdf5_attribute((dir / "desc.h5").string(), "porosity");
+  CHECK(count_phase(phase_mask(final_volume, 1)) == std::llround(porosity * 4096));
+  const std::string xdmf = slurp(rd / "final.xdmf");
+  CHECK(xdmf.find("final.h5:/volume") != std::string::npos);
+  CHECK(xdmf.find("Dimensions=\"16 16 16\"") != std::string::npos);
+  CHECK(slurp(rd / "summary.json").find("\"stop_reason\": \"max_evaluations\"") != std::string::npos);
+  CHECK(slurp(rd / "energy.csv").find("evaluations,stage,temperature,energy") == 0);
+  // An existing run is refused and left alone; --force replaces it; no temporaries remain.
+  const auto before = fs::last_write_time(rd / "final.h5");
+  CHECK(shell(run + " --quiet > /dev/null 2>&1") != 0);
+  CHECK(fs::last_write_time(rd / "final.h5") == before);
+  CHECK(shell(run + " --quiet --force > /dev/null") == 0);
+  int entries = 0;
+  for (auto& e : fs::directory_iterator(dir / "results")) entries += e.is_directory();
+  CHECK(entries == 1);
+  std::error_code ec;
+  fs::remove_all(dir, ec);
+}
