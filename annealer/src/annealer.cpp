@@ -169,6 +169,47 @@ Annealer::Annealer(Config config)
   m_progress.temperature = t0;
 }
 
+Annealer::Annealer(Config config, Snapshot snap)
+    : m_config((validate(config), std::move(config))),
+      m_random(m_config.seed),
+      m_pore(std::move(snap.pore)),
+      m_pore_bins(Bins::from_edges(m_config.targets.pore_edges)) {
+  if (!m_config.targets.solid_edges.empty()) m_solid_bins = Bins::from_edges(m_config.targets.solid_edges);
+  const int64_t n = m_config.shape.voxels();
+  const int64_t pore = std::llround(m_config.targets.porosity * double(n));
+  if (m_pore.shape() != m_config.shape || int64_t(snap.pore_voxels.size()) != pore ||
+      int64_t(snap.solid_voxels.size()) != n - pore || count_phase(m_pore) != pore)
+    throw InputError("the snapshot does not match the configuration (shape or porosity differ)");
+  m_pore.set_spacing(m_config.spacing);
+  m_voxels = {std::move(snap.solid_voxels), std::move(snap.pore_voxels)};
+  m_slot.assign(static_cast<std::size_t>(n), -1);
+  for (int which = 0; which < 2; ++which)
+    for (std::size_t k = 0; k < m_voxels[which].size(); ++k) {
+      const int64_t v = m_voxels[which][k];
+      if (v < 0 || v >= n || m_pore[v] != which || m_slot[v] >= 0)
+        throw InputError("the snapshot's voxel lists do not match its structure");
+      m_slot[v] = int64_t(k);
+    }
+  m_counts = DirectionalCounts(m_pore);
+  m_progress = snap.progress;
+  m_progress.stopped = StopReason::none;  // a new evaluation budget may let it go on
+  m_stall = snap.stall;
+  m_stage_energies = std::move(snap.stage_energies);
+  m_norm = snap.norm;
+}
+
+Snapshot Annealer::snapshot() const {
+  Snapshot s;
+  s.pore = m_pore;
+  s.solid_voxels = m_voxels[0];
+  s.pore_voxels = m_voxels[1];
+  s.progress = m_progress;
+  s.stall = m_stall;
+  s.stage_energies = m_stage_energies;
+  s.norm = m_norm;
+  return s;
+}
+
 Annealer::Descriptors Annealer::describe(const Mask& pore, const DirectionalCounts& counts) const {
   Descriptors d;
   const auto& w = m_config.weights;

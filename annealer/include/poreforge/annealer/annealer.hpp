@@ -97,11 +97,27 @@ struct Progress {
   StopReason stopped = StopReason::none;
 };
 
+/// Everything a run needs to continue bit for bit (with the config and the seed): the
+/// structure, the order of the voxel lists proposals index into, the progress and the
+/// schedule's state. What can be recomputed exactly (the S2 counts) is not kept.
+struct Snapshot {
+  Mask pore;
+  std::vector<int64_t> solid_voxels, pore_voxels;
+  Progress progress;
+  int64_t stall = 0;
+  std::vector<double> stage_energies;
+  std::array<double, 3> norm{1, 1, 1};
+};
+
 class Annealer {
  public:
   /// Validates, draws the initial structure (exact porosity, from the seed), scores it and
   /// sets T0.
   explicit Annealer(Config config);
+  /// Continues a run from a snapshot taken with the same config (max_evaluations aside).
+  /// Throws InputError when the snapshot does not fit the config.
+  Annealer(Config config, Snapshot snapshot);
+  Snapshot snapshot() const;
 
   /// Runs until a stopping rule fires; `report` (optional) is called every `every` evaluations
   /// and at the end.
