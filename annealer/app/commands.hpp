@@ -17,5 +17,6 @@ Runner add_describe_command(CLI::App& app, const std::string& command_line);
 Runner add_generate_command(CLI::App& app, const std::string& command_line);
 Runner add_info_command(CLI::App& app);
 Runner add_run_command(CLI::App& app, const std::string& command_line);
+Runner add_resume_command(CLI::App& app, const std::string& command_line);
 
 }  // namespace poreforge::app

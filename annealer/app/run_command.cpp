@@ -2,7 +2,9 @@
 #include <CLI/CLI.hpp>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <csignal>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -17,6 +19,7 @@
 #include "poreforge/error.hpp"
 #include "poreforge/io.hpp"
 #include "poreforge/local_thickness.hpp"
+#include "checkpoint.hpp"
 #include "run_config.hpp"
 
 namespace poreforge::app {
@@ -46,35 +49,181 @@ std::string hms(double seconds) {
   return buf;
 }
 
-// The run's folder, built under a temporary name and moved into place only when complete.
-class RunDirectory {
- public:
-  RunDirectory(const fs::path& final_path, bool force) : m_final(final_path) {
-    if (fs::exists(m_final) && !force)
-      throw InputError("run directory '" + m_final.string() + "' already exists (use --force to replace it)");
-    m_temp = m_final.string() + ".tmp-" + std::to_string(::getpid());
-    fs::create_directories(m_temp);
+// Writes a text file atomically: a temporary beside it, then a rename.
+void write_text(const fs::path& path, const std::string& text) {
+  const fs::path temp = path.string() + ".tmp-" + std::to_string(::getpid());
+  {
+    std::ofstream out(temp);
+    out << text;
+    out.flush();
+    if (!out) throw RuntimeError("cannot write '" + temp.string() + "'");
   }
-  ~RunDirectory() {
-    if (!m_committed) {
-      std::error_code ec;
-      fs::remove_all(m_temp, ec);
+  fs::rename(temp, path);
+}
+
+// SIGINT / SIGTERM: finish the step, write a checkpoint, exit 128 + signal.
+volatile std::sig_atomic_t g_signal = 0;
+extern "C" void on_signal(int sig) { g_signal = sig; }
+
+// A run in progress: its folder, its history and its checkpoints.
+struct Session {
+  RunConfig rc;
+  anneal::Config config;
+  Backend backend = Backend::cpu;
+  fs::path dir;
+  std::vector<HistoryRow> history;
+  std::string command_line;
+  bool quiet = false;
+  std::ofstream log;
+
+  void say(const std::string& line) {
+    if (!quiet) {
+      std::printf("%s\n", line.c_str());
+      std::fflush(stdout);
     }
-  }
-  fs::path file(const std::string& name) const { return m_temp / name; }
-  void commit() {
-    std::error_code ec;
-    const fs::path old = m_final.string() + ".old-" + std::to_string(::getpid());
-    if (fs::exists(m_final)) fs::rename(m_final, old);
-    fs::rename(m_temp, m_final);
-    fs::remove_all(old, ec);
-    m_committed = true;
+    log << line << "\n";
+    log.flush();
   }
 
- private:
-  fs::path m_final, m_temp;
-  bool m_committed = false;
+  void checkpoint(const anneal::Annealer& a) {
+    const fs::path folder = dir / "checkpoints";
+    fs::create_directories(folder);
+    char name[64];
+    std::snprintf(name, sizeof name, "step-%012lld.h5", static_cast<long long>(a.progress().evaluations));
+    write_checkpoint((folder / name).string(), {rc.to_yaml(), config.targets, a.snapshot(), history}, command_line);
+    // Keep the newest `keep`.
+    std::vector<fs::path> all;
+    for (auto& e : fs::directory_iterator(folder))
+      if (e.path().extension() == ".h5" && e.path().filename().string().rfind("step-", 0) == 0) all.push_back(e.path());
+    std::sort(all.begin(), all.end());
+    for (std::size_t k = 0; k + std::size_t(rc.checkpoint_keep) < all.size(); ++k) fs::remove(all[k]);
+  }
+
+  // The loop: reports, checkpoints, signals; then the final outputs. Returns the exit code.
+  int drive(anneal::Annealer& a) {
+    g_signal = 0;
+    std::signal(SIGINT, on_signal);
+    std::signal(SIGTERM, on_signal);
+    const auto loop_start = std::chrono::steady_clock::now();
+    auto last_checkpoint = loop_start;
+    const int64_t first = a.progress().evaluations;
+    auto record = [&](const anneal::Progress& p) {
+      history.push_back({double(p.evaluations), double(p.stage), p.temperature, p.energy.total, p.energy.pore_psd,
+                         p.energy.solid_psd, p.energy.s2, double(p.accepted), double(p.rejected)});
+      const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - loop_start).count();
+      const double rate = elapsed > 0 ? double(p.evaluations - first) / elapsed : 0;
+      const double share = p.evaluations ? double(p.accepted) / double(p.evaluations) : 0;
+      char line[256];
+      std::snprintf(line, sizeof line, "%10lld evaluations  T %.3e  E %.5f  accepted %.3f  %.0f eval/s  ETA %s",
+                    static_cast<long long>(p.evaluations), p.temperature, p.energy.total, share, rate,
+                    hms(rate > 0 ? double(config.stopping.max_evaluations - p.evaluations) / rate : 0).c_str());
+      say(line);
+    };
+    if (history.empty()) record(a.progress());
+    int64_t reported = a.progress().evaluations;
+    while (a.progress().stopped == anneal::StopReason::none) {
+      a.step();
+      const auto& p = a.progress();
+      if (p.evaluations % rc.report_every == 0) {
+        record(p);
+        reported = p.evaluations;
+      }
+      const auto now = std::chrono::steady_clock::now();
+      const bool by_count = rc.checkpoint_every_evaluations > 0 && p.evaluations % rc.checkpoint_every_evaluations == 0;
+      const bool by_time = rc.checkpoint_every_seconds > 0 &&
+                           std::chrono::duration<double>(now - last_checkpoint).count() >= rc.checkpoint_every_seconds;
+      if ((by_count || by_time) && p.stopped == anneal::StopReason::none) {
+        checkpoint(a);
+        last_checkpoint = now;
+      }
+      if (g_signal) {
+        checkpoint(a);
+        const int code = 128 + int(g_signal);
+        say("interrupted by signal " + std::to_string(int(g_signal)) + " after " + std::to_string(p.evaluations) +
+            " evaluations; checkpoint written: resume with `poreforge resume " +
+            (dir / "checkpoints").string() + "/step-….h5`");
+        return code;
+      }
+    }
+    const auto& p = a.progress();
+    if (reported != p.evaluations) record(p);
+    checkpoint(a);
+    write_outputs(a);
+    return 0;
+  }
+
+  void write_outputs(const anneal::Annealer& a) {
+    const anneal::Progress& p = a.progress();
+    std::ostringstream csv;
+    csv << "evaluations,stage,temperature,energy,pore_psd,solid_psd,s2,accepted,rejected\n";
+    for (const auto& r : history)
+      csv << int64_t(r[0]) << "," << int64_t(r[1]) << "," << r[2] << "," << r[3] << "," << r[4] << "," << r[5] << ","
+          << r[6] << "," << int64_t(r[7]) << "," << int64_t(r[8]) << "\n";
+    write_text(dir / "energy.csv", csv.str());
+    {
+      OutputFile final_h5((dir / "final.h5").string(), true);
+      final_h5.write_volume("/volume", a.structure());
+      final_h5.set_attribute("energy", p.energy.total);
+      final_h5.set_attribute("stop_reason", to_string(p.stopped));
+      final_h5.set_attribute("evaluations", double(p.evaluations));
+      final_h5.set_attribute("seed", double(rc.seed));
+      final_h5.set_attribute("labels", std::string("1 = pore, 0 = solid"));
+      final_h5.set_provenance(command_line);
+      final_h5.commit();
+    }
+    write_text(dir / "final.xdmf", xdmf_for(config.shape, config.spacing, "final.h5", "/volume"));
+    {
+      OutputFile d((dir / "descriptors.h5").string(), true);
+      const Mask& m = a.structure();
+      const auto& t = config.targets;
+      d.write_vector("/target/psd/pore/edges", t.pore_edges);
+      d.write_vector("/target/psd/pore/fraction", t.pore_psd);
+      d.write_vector("/achieved/psd/pore/edges", t.pore_edges);
+      d.write_vector("/achieved/psd/pore/fraction",
+                     pore_size_distribution(m, config.boundary, Bins::from_edges(t.pore_edges), backend).fraction);
+      if (!t.solid_edges.empty()) {
+        d.write_vector("/target/psd/solid/edges", t.solid_edges);
+        d.write_vector("/target/psd/solid/fraction", t.solid_psd);
+        d.write_vector("/achieved/psd/solid/fraction",
+                       pore_size_distribution(complement(m), config.boundary, Bins::from_edges(t.solid_edges), backend)
+                           .fraction);
+      }
+      const auto s2 = two_point_correlation(m).directional;
+      const char* axes[3] = {"x", "y", "z"};
+      for (int k = 0; k < 3; ++k) {
+        d.write_vector(std::string("/target/s2/") + axes[k], t.s2[k]);
+        d.write_vector(std::string("/achieved/s2/") + axes[k], s2.along(k));
+      }
+      d.set_provenance(command_line);
+      d.commit();
+    }
+    std::ostringstream j;
+    j << "{\n  \"name\": \"" << rc.name << "\",\n  \"version\": \"" << version_string() << "\",\n  \"backend\": \""
+      << to_string(backend) << "\",\n  \"device\": \""
+      << (backend == Backend::cuda ? cuda_device_description() : "cpu, " + std::to_string(cpu_threads()) + " threads")
+      << "\",\n  \"seed\": " << rc.seed << ",\n  \"evaluations\": " << p.evaluations << ",\n  \"accepted\": "
+      << p.accepted << ",\n  \"stop_reason\": \"" << to_string(p.stopped) << "\",\n  \"energy\": " << p.energy.total
+      << ",\n  \"best_energy\": " << p.best.total << "\n}\n";
+    write_text(dir / "summary.json", j.str());
+    std::printf("stopped   %s after %lld evaluations, energy %.5f (best %.5f)\nwrote     %s\n",
+                to_string(p.stopped).c_str(), static_cast<long long>(p.evaluations), p.energy.total, p.best.total,
+                dir.string().c_str());
+  }
 };
+
+anneal::Config annealer_config(const RunConfig& rc, Backend backend) {
+  anneal::Config c;
+  c.shape = rc.shape;
+  c.spacing = rc.spacing;
+  c.boundary = parse_boundary(rc.boundary);
+  c.weights = rc.weights;
+  c.schedule = rc.schedule;
+  c.stopping = rc.stopping;
+  c.moves = rc.moves;
+  c.seed = rc.seed;
+  c.backend = backend;
+  return c;
+}
 
 }  // namespace
 
@@ -97,121 +246,85 @@ Runner add_run_command(CLI::App& app, const std::string& command_line) {
     std::vector<std::string> sets = o->sets;
     if (!o->backend.empty()) sets.push_back("backend=" + o->backend);
     if (!o->output.empty()) sets.push_back("output.directory=" + o->output);
-    const RunConfig rc = load_run_config(o->config, sets);
-    const Backend backend = resolve_backend(parse_backend(rc.backend), Operation::pore_size_distribution);
-    const std::string resolved = rc.to_yaml();
+    Session run;
+    run.rc = load_run_config(o->config, sets);
+    run.quiet = o->quiet;
+    run.command_line = command_line;
+    run.backend = resolve_backend(parse_backend(run.rc.backend), Operation::pore_size_distribution);
+    run.config = annealer_config(run.rc, run.backend);
+    const std::string resolved = run.rc.to_yaml();
     if (!o->quiet) std::printf("resolved configuration:\n%s\n", resolved.c_str());
-    RunDirectory dir(fs::path(rc.output_directory) / rc.name, o->force);
-    std::ofstream(dir.file("config.yaml")) << resolved;
-    std::ofstream log(dir.file("run.log"));
-    auto say = [&](const std::string& line) {
-      if (!o->quiet) std::printf("%s\n", line.c_str());
-      std::fflush(stdout);
-      log << line << "\n";
-    };
-
-    anneal::Config c;
-    c.shape = rc.shape;
-    c.spacing = rc.spacing;
-    c.boundary = parse_boundary(rc.boundary);
-    c.weights = rc.weights;
-    c.schedule = rc.schedule;
-    c.stopping = rc.stopping;
-    c.moves = rc.moves;
-    c.seed = rc.seed;
-    c.backend = backend;
-    const auto start = std::chrono::steady_clock::now();
-    if (!rc.target_image.empty()) {
+    // Targets first: a bad reference fails before anything is written.
+    if (!run.rc.target_image.empty()) {
       ReadOptions ro;
-      ro.format = rc.target_format;
-      ro.dataset = rc.target_dataset;
-      ro.shape = rc.target_shape;
-      ro.dtype = parse_dtype(rc.target_dtype);
-      const Mask pore = phase_mask(read_image(rc.target_image, ro), rc.target_phase);
-      c.targets = anneal::Targets::from_image(pore, parse_boundary(rc.target_boundary), rc.bins, rc.log_bins, backend);
-      say("target    " + rc.target_image);
+      ro.format = run.rc.target_format;
+      ro.dataset = run.rc.target_dataset;
+      ro.shape = run.rc.target_shape;
+      ro.dtype = parse_dtype(run.rc.target_dtype);
+      const Mask pore = phase_mask(read_image(run.rc.target_image, ro), run.rc.target_phase);
+      run.config.targets = anneal::Targets::from_image(pore, parse_boundary(run.rc.target_boundary), run.rc.bins,
+                                                       run.rc.log_bins, run.backend);
     } else {
-      c.targets = anneal::Targets::from_descriptor_file(rc.target_descriptors);
-      say("target    " + rc.target_descriptors);
+      run.config.targets = anneal::Targets::from_descriptor_file(run.rc.target_descriptors);
     }
-    say("backend   " + (backend == Backend::cuda ? "cuda: " + cuda_device_description()
-                                                 : "cpu: " + std::to_string(cpu_threads()) + " threads"));
-    anneal::Annealer annealer(c);
+    anneal::Annealer annealer(run.config);  // validates before the run directory exists
+
+    run.dir = fs::path(run.rc.output_directory) / run.rc.name;
+    if (fs::exists(run.dir)) {
+      if (!o->force) throw InputError("run directory '" + run.dir.string() + "' already exists (use --force to replace it)");
+      fs::remove_all(run.dir);
+    }
+    fs::create_directories(run.dir);
+    write_text(run.dir / "config.yaml", resolved);
+    run.log.open(run.dir / "run.log");
+    run.say("target    " + (run.rc.target_image.empty() ? run.rc.target_descriptors : run.rc.target_image));
+    run.say("backend   " + (run.backend == Backend::cuda ? "cuda: " + cuda_device_description()
+                                                         : "cpu: " + std::to_string(cpu_threads()) + " threads"));
     char start_line[128];
     std::snprintf(start_line, sizeof start_line, "start     T0 %.4g, energy %.5f, porosity %.4f",
-                  annealer.progress().temperature, annealer.progress().energy.total, c.targets.porosity);
-    say(start_line);
+                  annealer.progress().temperature, annealer.progress().energy.total, run.config.targets.porosity);
+    run.say(start_line);
+    const int code = run.drive(annealer);
+    if (code) std::exit(code);
+  };
+}
 
-    std::ofstream csv(dir.file("energy.csv"));
-    csv << "evaluations,stage,temperature,energy,pore_psd,solid_psd,s2,accepted,rejected\n";
-    const auto loop_start = std::chrono::steady_clock::now();
-    auto record = [&](const anneal::Progress& p) {
-      csv << p.evaluations << "," << p.stage << "," << p.temperature << "," << p.energy.total << "," << p.energy.pore_psd
-          << "," << p.energy.solid_psd << "," << p.energy.s2 << "," << p.accepted << "," << p.rejected << "\n";
-      const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - loop_start).count();
-      const double rate = elapsed > 0 ? double(p.evaluations) / elapsed : 0;
-      const double share = p.evaluations ? double(p.accepted) / double(p.evaluations) : 0;
-      char line[256];
-      std::snprintf(line, sizeof line, "%10lld evaluations  T %.3e  E %.5f  accepted %.3f  %.0f eval/s  ETA %s",
-                    static_cast<long long>(p.evaluations), p.temperature, p.energy.total, share, rate,
-                    hms(rate > 0 ? double(c.stopping.max_evaluations - p.evaluations) / rate : 0).c_str());
-      say(line);
-    };
-    record(annealer.progress());
-    const anneal::Progress p = annealer.run(record, rc.report_every);
-    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    csv.close();
+Runner add_resume_command(CLI::App& app, const std::string& command_line) {
+  struct Options {
+    std::string checkpoint;
+    int64_t max_evaluations = 0;
+    bool quiet = false;
+  };
+  auto o = std::make_shared<Options>();
+  CLI::App* cmd = app.add_subcommand("resume", "Continue a run from a checkpoint, exactly where it stopped");
+  cmd->add_option("checkpoint", o->checkpoint, "Checkpoint file (results/<name>/checkpoints/step-*.h5)")->required();
+  cmd->add_option("--max-evals", o->max_evaluations,
+                  "New evaluation budget (the one setting a resume may change)")->check(CLI::PositiveNumber);
+  cmd->add_flag("--quiet", o->quiet, "Print only the summary");
 
-    // final.h5 + its ParaView sidecar; descriptors.h5 with target and achieved.
-    {
-      OutputFile final_h5(dir.file("final.h5").string(), false);
-      final_h5.write_volume("/volume", annealer.structure());
-      final_h5.set_attribute("energy", p.energy.total);
-      final_h5.set_attribute("stop_reason", to_string(p.stopped));
-      final_h5.set_attribute("evaluations", double(p.evaluations));
-      final_h5.set_attribute("seed", double(rc.seed));
-      final_h5.set_attribute("labels", std::string("1 = pore, 0 = solid"));
-      final_h5.set_provenance(command_line);
-      final_h5.commit();
-    }
-    std::ofstream(dir.file("final.xdmf")) << xdmf_for(c.shape, c.spacing, "final.h5", "/volume");
-    {
-      OutputFile d(dir.file("descriptors.h5").string(), false);
-      const Mask& m = annealer.structure();
-      d.write_vector("/target/psd/pore/edges", c.targets.pore_edges);
-      d.write_vector("/target/psd/pore/fraction", c.targets.pore_psd);
-      d.write_vector("/achieved/psd/pore/edges", c.targets.pore_edges);
-      d.write_vector("/achieved/psd/pore/fraction",
-                     pore_size_distribution(m, c.boundary, Bins::from_edges(c.targets.pore_edges), backend).fraction);
-      if (!c.targets.solid_edges.empty()) {
-        d.write_vector("/target/psd/solid/edges", c.targets.solid_edges);
-        d.write_vector("/target/psd/solid/fraction", c.targets.solid_psd);
-        d.write_vector("/achieved/psd/solid/fraction",
-                       pore_size_distribution(complement(m), c.boundary, Bins::from_edges(c.targets.solid_edges), backend).fraction);
-      }
-      const auto s2 = two_point_correlation(m).directional;
-      const char* axes[3] = {"x", "y", "z"};
-      for (int a = 0; a < 3; ++a) {
-        d.write_vector(std::string("/target/s2/") + axes[a], c.targets.s2[a]);
-        d.write_vector(std::string("/achieved/s2/") + axes[a], s2.along(a));
-      }
-      d.set_provenance(command_line);
-      d.commit();
-    }
-    {
-      std::ofstream j(dir.file("summary.json"));
-      j << "{\n  \"name\": \"" << rc.name << "\",\n  \"version\": \"" << version_string() << "\",\n  \"backend\": \""
-        << to_string(backend) << "\",\n  \"device\": \""
-        << (backend == Backend::cuda ? cuda_device_description() : "cpu, " + std::to_string(cpu_threads()) + " threads")
-        << "\",\n  \"seed\": " << rc.seed << ",\n  \"evaluations\": " << p.evaluations << ",\n  \"accepted\": "
-        << p.accepted << ",\n  \"stop_reason\": \"" << to_string(p.stopped) << "\",\n  \"energy\": " << p.energy.total
-        << ",\n  \"best_energy\": " << p.best.total << ",\n  \"seconds\": " << seconds << "\n}\n";
-    }
-    log.close();
-    dir.commit();
-    std::printf("stopped   %s after %lld evaluations, energy %.5f (best %.5f), %.1f s\nwrote     %s\n",
-                to_string(p.stopped).c_str(), static_cast<long long>(p.evaluations), p.energy.total, p.best.total, seconds,
-                (fs::path(rc.output_directory) / rc.name).string().c_str());
+  return [o, command_line] {
+    Checkpoint ck = read_checkpoint(o->checkpoint);
+    Session run;
+    std::vector<std::string> sets;
+    if (o->max_evaluations) sets.push_back("annealing.max_evaluations=" + std::to_string(o->max_evaluations));
+    run.rc = parse_run_config(ck.config_yaml, o->checkpoint + " (stored config)", sets);
+    if (run.rc.stopping.max_evaluations <= ck.snapshot.progress.evaluations)
+      throw InputError("the checkpoint is at " + std::to_string(ck.snapshot.progress.evaluations) +
+                       " evaluations already; give a larger --max-evals");
+    run.quiet = o->quiet;
+    run.command_line = command_line;
+    run.backend = resolve_backend(parse_backend(run.rc.backend), Operation::pore_size_distribution);
+    run.config = annealer_config(run.rc, run.backend);
+    run.config.targets = ck.targets;
+    run.history = ck.history;
+    anneal::Annealer annealer(run.config, std::move(ck.snapshot));
+    const fs::path parent = fs::absolute(o->checkpoint).parent_path();
+    run.dir = parent.filename() == "checkpoints" ? parent.parent_path() : parent;
+    write_text(run.dir / "config.yaml", run.rc.to_yaml());
+    run.log.open(run.dir / "run.log", std::ios::app);
+    run.say("resumed   " + o->checkpoint + " at " + std::to_string(annealer.progress().evaluations) + " evaluations");
+    const int code = run.drive(annealer);
+    if (code) std::exit(code);
   };
 }
 

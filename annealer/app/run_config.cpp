@@ -229,6 +229,21 @@ RunConfig parse_run_config(const std::string& text, const std::string& source, c
     in_range<int64_t>(output, v, k, c.report_every, 1, int64_t(1) << 50);
   });
   output.finish();
+
+  Section ck = doc.child("checkpoint");
+  ck.optional("every_evaluations", [&](auto& v, auto& k) {
+    c.checkpoint_every_evaluations = ck.scalar<int64_t>(v, k, "an integer");
+    in_range<int64_t>(ck, v, k, c.checkpoint_every_evaluations, 0, int64_t(1) << 50);
+  });
+  ck.optional("every_seconds", [&](auto& v, auto& k) {
+    c.checkpoint_every_seconds = ck.scalar<double>(v, k, "a number");
+    in_range(ck, v, k, c.checkpoint_every_seconds, 0.0, 1e9);
+  });
+  ck.optional("keep", [&](auto& v, auto& k) {
+    c.checkpoint_keep = ck.scalar<int>(v, k, "an integer");
+    in_range(ck, v, k, c.checkpoint_keep, 1, 1000);
+  });
+  ck.finish();
   doc.finish();
   return c;
 }
@@ -283,6 +298,9 @@ std::string RunConfig::to_yaml() const {
     << moves.interface_bias << YAML::EndMap;
   y << YAML::Key << "output" << YAML::Value << YAML::BeginMap << YAML::Key << "directory" << YAML::Value
     << output_directory << YAML::Key << "report_every" << YAML::Value << report_every << YAML::EndMap;
+  y << YAML::Key << "checkpoint" << YAML::Value << YAML::BeginMap << YAML::Key << "every_evaluations" << YAML::Value
+    << checkpoint_every_evaluations << YAML::Key << "every_seconds" << YAML::Value << checkpoint_every_seconds
+    << YAML::Key << "keep" << YAML::Value << checkpoint_keep << YAML::EndMap;
   y << YAML::EndMap;
   return std::string(y.c_str()) + "\n";
 }

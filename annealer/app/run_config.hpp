@@ -35,6 +35,10 @@ struct RunConfig {
   // output
   std::string output_directory = "results";
   int64_t report_every = 1000;
+  // checkpoint
+  int64_t checkpoint_every_evaluations = 10000;  ///< 0: only at the end and on a signal
+  double checkpoint_every_seconds = 600;         ///< 0: off
+  int checkpoint_keep = 3;
 
   /// The resolved configuration as YAML (every key, defaults filled in).
   std::string to_yaml() const;

@@ -5,6 +5,7 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 
@@ -103,6 +104,62 @@ TEST_CASE("cli.run.end_to_end") {
   int entries = 0;
   for (auto& e : fs::directory_iterator(dir / "results")) entries += e.is_directory();
   CHECK(entries == 1);
+  std::error_code ec;
+  fs::remove_all(dir, ec);
+}
+
+TEST_CASE("cli.run.resume_and_signals") {
+  const fs::path dir = fs::temp_directory_path() / ("poreforge-resume-" + std::to_string(testing::fresh_seed()));
+  fs::create_directories(dir);
+  const std::string cli = POREFORGE_CLI;
+  REQUIRE(shell(cli + " generate blobs --shape 20,20,20 --porosity 0.4 --seed 9 -o " + (dir / "ref.h5").string() +
+                " > /dev/null") == 0);
+  REQUIRE(shell(cli + " describe " + (dir / "ref.h5").string() + " -o " + (dir / "desc.h5").string() +
+                " --bins 6 --backend cpu > /dev/null") == 0);
+  auto config = [&](const std::string& name, int64_t evals) {
+    const fs::path p = dir / (name + ".yaml");
+    std::ofstream(p) << "name: " << name << "\nbackend: cpu\nseed: 5\ntarget:\n  descriptors: desc.h5\n"
+                     << "domain:\n  shape: [14, 14, 14]\nannealing:\n  trial_moves: 20\n  stage_length: 70\n"
+                     << "  max_evaluations: " << evals << "\nmoves:\n  interface_bias: 1.5\n"
+                     << "output:\n  directory: " << (dir / "results").string() << "\n  report_every: 50\n"
+                     << "checkpoint:\n  every_evaluations: 100\n  keep: 2\n";
+    return p.string();
+  };
+  // Straight to 600, and 250 then resumed to 600: the same structure and the same history.
+  REQUIRE(shell(cli + " run " + config("straight", 600) + " --quiet > /dev/null") == 0);
+  REQUIRE(shell(cli + " run " + config("halves", 250) + " --quiet > /dev/null") == 0);
+  const fs::path ckpt = dir / "results/halves/checkpoints/step-000000000250.h5";
+  REQUIRE(fs::exists(ckpt));
+  int kept = 0;
+  for (auto& e : fs::directory_iterator(dir / "results/halves/checkpoints")) kept += e.path().extension() == ".h5";
+  CHECK(kept == 2);  // keep: 2
+  REQUIRE(shell(cli + " resume " + ckpt.string() + " --max-evals 600 --quiet > /dev/null") == 0);
+  CHECK(read_hdf5((dir / "results/halves/final.h5").string(), "/volume").bytes ==
+        read_hdf5((dir / "results/straight/final.h5").string(), "/volume").bytes);
+  CHECK(slurp(dir / "results/halves/energy.csv") == slurp(dir / "results/straight/energy.csv"));
+  // A budget already spent, a truncated file and a foreign file are refused.
+  CHECK(shell(cli + " resume " + ckpt.string() + " --max-evals 200 > /dev/null 2>&1") != 0);
+  {
+    const std::string bytes = slurp(ckpt);
+    std::ofstream(dir / "cut.h5", std::ios::binary).write(bytes.data(), std::streamsize(bytes.size() / 2));
+  }
+  CHECK(shell(cli + " resume " + (dir / "cut.h5").string() + " > /dev/null 2>&1") != 0);
+  CHECK(shell(cli + " resume " + (dir / "ref.h5").string() + " > /dev/null 2>&1") != 0);
+
+  // SIGINT to a running child: it finishes the step, writes a checkpoint and exits 130; the
+  // checkpoint resumes.
+  const std::string long_run = cli + " run " + config("interrupted", 100000000) + " --quiet > /dev/null 2>&1";
+  const int status = std::system(("( " + long_run + " ) & pid=$!; "
+                                  "for i in $(seq 1 200); do [ -d " + (dir / "results/interrupted/checkpoints").string() +
+                                  " ] && break; sleep 0.05; done; sleep 0.3; kill -INT $pid; wait $pid")
+                                     .c_str());
+  CHECK(WEXITSTATUS(status) == 130);
+  std::vector<fs::path> ckpts;
+  for (auto& e : fs::directory_iterator(dir / "results/interrupted/checkpoints")) ckpts.push_back(e.path());
+  REQUIRE(!ckpts.empty());
+  std::sort(ckpts.begin(), ckpts.end());
+  CHECK(shell(cli + " resume " + ckpts.back().string() + " --max-evals 100000000 --quiet > /dev/null 2>&1 & "
+              "sleep 0.5; kill -TERM $! ; wait $!; test $? -eq 143") == 0);
   std::error_code ec;
   fs::remove_all(dir, ec);
 }

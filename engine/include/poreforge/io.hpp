@@ -66,8 +66,12 @@ bool tiff_supported();
 /// A 1D dataset of an HDF5 file as doubles (descriptor files). InputError naming the file and
 /// dataset when either is missing or the dataset is not 1D.
 std::vector<double> read_hdf5_vector(const std::string& path, const std::string& dataset);
+/// The same for 64-bit integers.
+std::vector<int64_t> read_hdf5_vector_int64(const std::string& path, const std::string& dataset);
 /// A numeric attribute of the file's root group.
 double read_hdf5_attribute(const std::string& path, const std::string& name);
+/// A string attribute of the file's root group.
+std::string read_hdf5_string_attribute(const std::string& path, const std::string& name);
 
 /// Writes a mask or label-free image as raw bytes (for tests and exchange).
 void write_raw(const std::string& path, const Mask& mask);
@@ -86,6 +90,7 @@ class OutputFile {
   void write_volume(const std::string& name, const Volume<float>& v);
   void write_volume(const std::string& name, const Mask& v);
   void write_vector(const std::string& name, const std::vector<double>& v);
+  void write_vector(const std::string& name, const std::vector<int64_t>& v);
   /// String attribute on the file root (or on dataset `object` when given).
   void set_attribute(const std::string& name, const std::string& value, const std::string& object = "/");
   void set_attribute(const std::string& name, double value, const std::string& object = "/");

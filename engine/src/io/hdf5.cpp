@@ -116,7 +116,10 @@ LabelImage read_hdf5(const std::string& path, const std::string& dataset) {
   }
 }
 
-std::vector<double> read_hdf5_vector(const std::string& path, const std::string& dataset) {
+namespace {
+
+template <class T>
+std::vector<T> read_1d(const std::string& path, const std::string& dataset, const H5::PredType& type) {
   if (!std::filesystem::exists(path)) throw InputError("file '" + path + "' does not exist");
   try {
     if (!H5::H5File::isHdf5(path)) throw InputError("'" + path + "' is not an HDF5 file");
@@ -125,11 +128,41 @@ std::vector<double> read_hdf5_vector(const std::string& path, const std::string&
     const H5::DataSet ds = file.openDataSet(dataset);
     if (ds.getSpace().getSimpleExtentNdims() != 1)
       throw InputError("'" + path + ":" + dataset + "' is not a 1D dataset");
-    std::vector<double> v(static_cast<std::size_t>(ds.getSpace().getSimpleExtentNpoints()));
-    ds.read(v.data(), H5::PredType::NATIVE_DOUBLE);
+    std::vector<T> v(static_cast<std::size_t>(ds.getSpace().getSimpleExtentNpoints()));
+    ds.read(v.data(), type);
     return v;
   } catch (const H5::Exception& e) {
     throw InputError("cannot read '" + path + ":" + dataset + "': " + e.getDetailMsg());
+  }
+}
+
+H5::Attribute root_attribute(H5::H5File& file, const std::string& path, const std::string& name) {
+  const H5::Group root = file.openGroup("/");
+  if (!root.attrExists(name)) throw InputError("'" + path + "' has no attribute '" + name + "'");
+  return root.openAttribute(name);
+}
+
+}  // namespace
+
+std::vector<double> read_hdf5_vector(const std::string& path, const std::string& dataset) {
+  return read_1d<double>(path, dataset, H5::PredType::NATIVE_DOUBLE);
+}
+
+std::vector<int64_t> read_hdf5_vector_int64(const std::string& path, const std::string& dataset) {
+  return read_1d<int64_t>(path, dataset, H5::PredType::NATIVE_INT64);
+}
+
+std::string read_hdf5_string_attribute(const std::string& path, const std::string& name) {
+  if (!std::filesystem::exists(path)) throw InputError("file '" + path + "' does not exist");
+  try {
+    if (!H5::H5File::isHdf5(path)) throw InputError("'" + path + "' is not an HDF5 file");
+    H5::H5File file(path, H5F_ACC_RDONLY);
+    const H5::Attribute a = root_attribute(file, path, name);
+    std::string value;
+    a.read(a.getStrType(), value);
+    return value;
+  } catch (const H5::Exception& e) {
+    throw InputError("cannot read attribute '" + name + "' of '" + path + "': " + e.getDetailMsg());
   }
 }
 
@@ -138,10 +171,8 @@ double read_hdf5_attribute(const std::string& path, const std::string& name) {
   try {
     if (!H5::H5File::isHdf5(path)) throw InputError("'" + path + "' is not an HDF5 file");
     H5::H5File file(path, H5F_ACC_RDONLY);
-    const H5::Group root = file.openGroup("/");
-    if (!root.attrExists(name)) throw InputError("'" + path + "' has no attribute '" + name + "'");
     double v = 0;
-    root.openAttribute(name).read(H5::PredType::NATIVE_DOUBLE, &v);
+    root_attribute(file, path, name).read(H5::PredType::NATIVE_DOUBLE, &v);
     return v;
   } catch (const H5::Exception& e) {
     throw InputError("cannot read attribute '" + name + "' of '" + path + "': " + e.getDetailMsg());
@@ -228,7 +259,18 @@ void OutputFile::write_vector(const std::string& name, const std::vector<double>
     ensure_parent_groups(*m_file, name);
     const hsize_t n = v.size();
     H5::DataSet ds = m_file->createDataSet(name, H5::PredType::IEEE_F64LE, H5::DataSpace(1, &n));
-    ds.write(v.data(), H5::PredType::NATIVE_DOUBLE);
+    if (n) ds.write(v.data(), H5::PredType::NATIVE_DOUBLE);
+  } catch (const H5::Exception& e) {
+    throw RuntimeError("writing " + name + " to '" + m_path + "': " + e.getDetailMsg());
+  }
+}
+
+void OutputFile::write_vector(const std::string& name, const std::vector<int64_t>& v) {
+  try {
+    ensure_parent_groups(*m_file, name);
+    const hsize_t n = v.size();
+    H5::DataSet ds = m_file->createDataSet(name, H5::PredType::STD_I64LE, H5::DataSpace(1, &n));
+    if (n) ds.write(v.data(), H5::PredType::NATIVE_INT64);
   } catch (const H5::Exception& e) {
     throw RuntimeError("writing " + name + " to '" + m_path + "': " + e.getDetailMsg());
   }

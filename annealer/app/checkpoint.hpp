@@ -1,0 +1,29 @@
+#pragma once
+// Run checkpoints: everything `poreforge resume` needs to continue a run bit for bit, in one
+// HDF5 file written atomically (temporary file, flush, rename).
+#include <array>
+#include <string>
+#include <vector>
+
+#include "poreforge/annealer/annealer.hpp"
+
+namespace poreforge::app {
+
+constexpr int kCheckpointSchema = 1;
+
+/// One row of energy.csv: evaluations, stage, temperature, energy, pore_psd, solid_psd, s2,
+/// accepted, rejected.
+using HistoryRow = std::array<double, 9>;
+
+struct Checkpoint {
+  std::string config_yaml;  ///< the resolved run configuration
+  anneal::Targets targets;
+  anneal::Snapshot snapshot;
+  std::vector<HistoryRow> history;
+};
+
+void write_checkpoint(const std::string& path, const Checkpoint& checkpoint, const std::string& command_line);
+/// Throws InputError for a missing, truncated or foreign file, or a newer schema.
+Checkpoint read_checkpoint(const std::string& path);
+
+}  // namespace poreforge::app
