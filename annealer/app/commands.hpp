@@ -18,5 +18,6 @@ Runner add_generate_command(CLI::App& app, const std::string& command_line);
 Runner add_info_command(CLI::App& app);
 Runner add_run_command(CLI::App& app, const std::string& command_line);
 Runner add_resume_command(CLI::App& app, const std::string& command_line);
+Runner add_sweep_command(CLI::App& app);
 
 }  // namespace poreforge::app

@@ -23,6 +23,7 @@ int main(int argc, char** argv) {
   const Runner info = poreforge::app::add_info_command(app);
   const Runner run = poreforge::app::add_run_command(app, command_line);
   const Runner resume = poreforge::app::add_resume_command(app, command_line);
+  const Runner sweep = poreforge::app::add_sweep_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -35,6 +36,7 @@ int main(int argc, char** argv) {
     else if (app.got_subcommand("info")) info();
     else if (app.got_subcommand("run")) run();
     else if (app.got_subcommand("resume")) resume();
+    else if (app.got_subcommand("sweep")) sweep();
     return 0;
   } catch (const poreforge::InputError& e) {
     std::fprintf(stderr, "poreforge: error: %s\n", e.what());

@@ -41,6 +41,14 @@ bool has_cuda_device() {
 #endif
 }
 
+int cuda_device_count() {
+#ifdef POREFORGE_HAVE_CUDA
+  return cuda::device_count();
+#else
+  return 0;
+#endif
+}
+
 std::string cuda_device_description() {
 #ifdef POREFORGE_HAVE_CUDA
   return cuda::device_description();

@@ -15,6 +15,8 @@ Backend parse_backend(std::string_view text);
 bool cuda_compiled();
 /// True when the CUDA backend is compiled and at least one device answers. Never throws.
 bool has_cuda_device();
+/// Number of CUDA devices this process sees (0 without the CUDA backend or a device).
+int cuda_device_count();
 /// "NVIDIA H200 (sm_90, 139 GiB)" or a sentence saying why there is none.
 std::string cuda_device_description();
 

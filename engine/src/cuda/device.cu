@@ -22,6 +22,15 @@ bool device_present(std::string* why) {
   return true;
 }
 
+int device_count() {
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess) {
+    cudaGetLastError();
+    return 0;
+  }
+  return count;
+}
+
 std::string device_description() {
   std::string why;
   if (!device_present(&why)) return why;

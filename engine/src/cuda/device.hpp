@@ -6,6 +6,8 @@ namespace poreforge::cuda {
 
 /// True when a CUDA device answers; otherwise writes the reason to `why`. Never throws.
 bool device_present(std::string* why);
+/// Devices visible to this process; 0 when none answers. Never throws.
+int device_count();
 /// "NVIDIA H200 (sm_90, 140 GiB)" or the reason there is no device.
 std::string device_description();
 
