@@ -74,12 +74,15 @@ struct Session {
   std::vector<HistoryRow> history;
   std::string command_line;
   bool quiet = false;
+  std::string progress = "auto";  // live | plain | json | none (auto: live on a terminal, else plain)
   std::ofstream log;
 
+  // Informational lines; with --progress json they go to stderr so stdout stays JSON lines.
+  std::FILE* text_stream() const { return progress == "json" ? stderr : stdout; }
   void say(const std::string& line) {
     if (!quiet) {
-      std::printf("%s\n", line.c_str());
-      std::fflush(stdout);
+      std::fprintf(text_stream(), "%s\n", line.c_str());
+      std::fflush(text_stream());
     }
     log << line << "\n";
     log.flush();
@@ -107,27 +110,61 @@ struct Session {
     const auto loop_start = std::chrono::steady_clock::now();
     auto last_checkpoint = loop_start;
     const int64_t first = a.progress().evaluations;
-    auto record = [&](const anneal::Progress& p) {
-      history.push_back({double(p.evaluations), double(p.stage), p.temperature, p.energy.total, p.energy.pore_psd,
-                         p.energy.solid_psd, p.energy.s2, double(p.accepted), double(p.rejected)});
+    const std::string mode = quiet ? "none" : progress == "auto" ? (::isatty(1) ? "live" : "plain") : progress;
+    auto last_shown = loop_start - std::chrono::hours(1);
+    // The progress line: evaluations, temperature, energy, acceptance rate, rate, ETA.
+    auto line_of = [&](const anneal::Progress& p, bool json) {
       const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - loop_start).count();
       const double rate = elapsed > 0 ? double(p.evaluations - first) / elapsed : 0;
       const double share = p.evaluations ? double(p.accepted) / double(p.evaluations) : 0;
-      char line[256];
-      std::snprintf(line, sizeof line, "%10lld evaluations  T %.3e  E %.5f  accepted %.3f  %.0f eval/s  ETA %s",
-                    static_cast<long long>(p.evaluations), p.temperature, p.energy.total, share, rate,
-                    hms(rate > 0 ? double(config.stopping.max_evaluations - p.evaluations) / rate : 0).c_str());
-      say(line);
+      const double eta = rate > 0 ? double(config.stopping.max_evaluations - p.evaluations) / rate : 0;
+      char line[320];
+      if (json)
+        std::snprintf(line, sizeof line,
+                      "{\"evaluations\": %lld, \"stage\": %lld, \"temperature\": %.6e, \"energy\": %.8f, "
+                      "\"acceptance\": %.5f, \"evaluations_per_second\": %.2f, \"eta_seconds\": %.1f}",
+                      static_cast<long long>(p.evaluations), static_cast<long long>(p.stage), p.temperature,
+                      p.energy.total, share, rate, eta);
+      else
+        std::snprintf(line, sizeof line, "%10lld evaluations  T %.3e  E %.5f  accepted %.3f  %.0f eval/s  ETA %s",
+                      static_cast<long long>(p.evaluations), p.temperature, p.energy.total, share, rate, hms(eta).c_str());
+      return std::string(line);
+    };
+    // On screen: a live line (at most 5 per second), a plain line every 5 s, or JSON per record.
+    auto show = [&](const anneal::Progress& p, bool at_record, bool final) {
+      const auto now = std::chrono::steady_clock::now();
+      const double since = std::chrono::duration<double>(now - last_shown).count();
+      if (mode == "live" && (final || since >= 0.2)) {
+        std::printf("\r%s   %s", line_of(p, false).c_str(), final ? "\n" : "");
+      } else if (mode == "plain" && (final || since >= 5.0)) {
+        std::printf("%s\n", line_of(p, false).c_str());
+      } else if (mode == "json" && at_record) {
+        std::printf("%s\n", line_of(p, true).c_str());
+      } else {
+        return;
+      }
+      std::fflush(stdout);
+      last_shown = now;
+    };
+    // History (energy.csv) and run.log take a row every report_every evaluations.
+    auto record = [&](const anneal::Progress& p) {
+      history.push_back({double(p.evaluations), double(p.stage), p.temperature, p.energy.total, p.energy.pore_psd,
+                         p.energy.solid_psd, p.energy.s2, double(p.accepted), double(p.rejected)});
+      log << line_of(p, false) << "\n";
+      log.flush();
     };
     if (history.empty()) record(a.progress());
+    show(a.progress(), true, false);
     int64_t reported = a.progress().evaluations;
     while (a.progress().stopped == anneal::StopReason::none) {
       a.step();
       const auto& p = a.progress();
-      if (p.evaluations % rc.report_every == 0) {
+      const bool at_record = p.evaluations % rc.report_every == 0;
+      if (at_record) {
         record(p);
         reported = p.evaluations;
       }
+      if (p.stopped == anneal::StopReason::none) show(p, at_record, false);
       const auto now = std::chrono::steady_clock::now();
       const bool by_count = rc.checkpoint_every_evaluations > 0 && p.evaluations % rc.checkpoint_every_evaluations == 0;
       const bool by_time = rc.checkpoint_every_seconds > 0 &&
@@ -137,6 +174,7 @@ struct Session {
         last_checkpoint = now;
       }
       if (g_signal) {
+        if (mode == "live") std::printf("\n");
         checkpoint(a);
         const int code = 128 + int(g_signal);
         say("interrupted by signal " + std::to_string(int(g_signal)) + " after " + std::to_string(p.evaluations) +
@@ -147,6 +185,7 @@ struct Session {
     }
     const auto& p = a.progress();
     if (reported != p.evaluations) record(p);
+    show(p, true, true);
     checkpoint(a);
     write_outputs(a);
     return 0;
@@ -205,7 +244,7 @@ struct Session {
       << p.accepted << ",\n  \"stop_reason\": \"" << to_string(p.stopped) << "\",\n  \"energy\": " << p.energy.total
       << ",\n  \"best_energy\": " << p.best.total << "\n}\n";
     write_text(dir / "summary.json", j.str());
-    std::printf("stopped   %s after %lld evaluations, energy %.5f (best %.5f)\nwrote     %s\n",
+    std::fprintf(text_stream(), "stopped   %s after %lld evaluations, energy %.5f (best %.5f)\nwrote     %s\n",
                 to_string(p.stopped).c_str(), static_cast<long long>(p.evaluations), p.energy.total, p.best.total,
                 dir.string().c_str());
   }
@@ -232,6 +271,7 @@ Runner add_run_command(CLI::App& app, const std::string& command_line) {
     std::string config, output, backend;
     std::vector<std::string> sets;
     bool force = false, quiet = false;
+    std::string progress = "auto";
   };
   auto o = std::make_shared<Options>();
   CLI::App* cmd = app.add_subcommand("run", "Reconstruct a structure from a YAML configuration (results/<name>/)");
@@ -241,6 +281,8 @@ Runner add_run_command(CLI::App& app, const std::string& command_line) {
   cmd->add_option("--backend", o->backend, "Engine backend: auto, cpu, cuda")->check(CLI::IsMember({"auto", "cpu", "cuda"}));
   cmd->add_flag("--force", o->force, "Replace an existing run directory");
   cmd->add_flag("--quiet", o->quiet, "Print only the summary");
+  cmd->add_option("--progress", o->progress, "auto (a live line on a terminal, else a line every 5 s), live, plain, json")
+      ->check(CLI::IsMember({"auto", "live", "plain", "json"}));
 
   return [o, command_line] {
     std::vector<std::string> sets = o->sets;
@@ -249,11 +291,12 @@ Runner add_run_command(CLI::App& app, const std::string& command_line) {
     Session run;
     run.rc = load_run_config(o->config, sets);
     run.quiet = o->quiet;
+    run.progress = o->progress;
     run.command_line = command_line;
     run.backend = resolve_backend(parse_backend(run.rc.backend), Operation::pore_size_distribution);
     run.config = annealer_config(run.rc, run.backend);
     const std::string resolved = run.rc.to_yaml();
-    if (!o->quiet) std::printf("resolved configuration:\n%s\n", resolved.c_str());
+    if (!o->quiet) std::fprintf(run.text_stream(), "resolved configuration:\n%s\n", resolved.c_str());
     // Targets first: a bad reference fails before anything is written.
     if (!run.rc.target_image.empty()) {
       ReadOptions ro;
@@ -294,6 +337,7 @@ Runner add_resume_command(CLI::App& app, const std::string& command_line) {
     std::string checkpoint;
     int64_t max_evaluations = 0;
     bool quiet = false;
+    std::string progress = "auto";
   };
   auto o = std::make_shared<Options>();
   CLI::App* cmd = app.add_subcommand("resume", "Continue a run from a checkpoint, exactly where it stopped");
@@ -301,6 +345,8 @@ Runner add_resume_command(CLI::App& app, const std::string& command_line) {
   cmd->add_option("--max-evals", o->max_evaluations,
                   "New evaluation budget (the one setting a resume may change)")->check(CLI::PositiveNumber);
   cmd->add_flag("--quiet", o->quiet, "Print only the summary");
+  cmd->add_option("--progress", o->progress, "auto, live, plain, json (as for run)")
+      ->check(CLI::IsMember({"auto", "live", "plain", "json"}));
 
   return [o, command_line] {
     Checkpoint ck = read_checkpoint(o->checkpoint);
@@ -312,6 +358,7 @@ Runner add_resume_command(CLI::App& app, const std::string& command_line) {
       throw InputError("the checkpoint is at " + std::to_string(ck.snapshot.progress.evaluations) +
                        " evaluations already; give a larger --max-evals");
     run.quiet = o->quiet;
+    run.progress = o->progress;
     run.command_line = command_line;
     run.backend = resolve_backend(parse_backend(run.rc.backend), Operation::pore_size_distribution);
     run.config = annealer_config(run.rc, run.backend);
