@@ -101,6 +101,17 @@ TEST_CASE("cli.run.end_to_end") {
   CHECK(shell(run + " --quiet > /dev/null 2>&1") != 0);
   CHECK(fs::last_write_time(rd / "final.h5") == before);
   CHECK(shell(run + " --quiet --force > /dev/null") == 0);
+  // --progress json: stdout holds only JSON objects, one per line.
+  REQUIRE(shell(run + " --force --progress json > " + (dir / "json.txt").string() + " 2> /dev/null") == 0);
+  std::istringstream lines(slurp(dir / "json.txt"));
+  int objects = 0;
+  for (std::string line; std::getline(lines, line); ++objects) {
+    CAPTURE(line);
+    CHECK(line.front() == '{');
+    CHECK(line.back() == '}');
+    CHECK(line.find("\"evaluations\": ") != std::string::npos);
+  }
+  CHECK(objects == 4);  // at 0, 100, 200 and 300 evaluations
   int entries = 0;
   for (auto& e : fs::directory_iterator(dir / "results")) entries += e.is_directory();
   CHECK(entries == 1);
