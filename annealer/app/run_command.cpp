@@ -75,6 +75,8 @@ struct Session {
   std::string command_line;
   bool quiet = false;
   std::string progress = "auto";  // live | plain | json | none (auto: live on a terminal, else plain)
+  std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
+  int64_t first_evaluation = 0;  // where this session's loop began (0, or a resume's step)
   std::ofstream log;
 
   // Informational lines; with --progress json they go to stderr so stdout stays JSON lines.
@@ -109,7 +111,8 @@ struct Session {
     std::signal(SIGTERM, on_signal);
     const auto loop_start = std::chrono::steady_clock::now();
     auto last_checkpoint = loop_start;
-    const int64_t first = a.progress().evaluations;
+    const int64_t first = first_evaluation = a.progress().evaluations;
+    started = loop_start;
     const std::string mode = quiet ? "none" : progress == "auto" ? (::isatty(1) ? "live" : "plain") : progress;
     auto last_shown = loop_start - std::chrono::hours(1);
     // The progress line: evaluations, temperature, energy, acceptance rate, rate, ETA.
@@ -193,6 +196,7 @@ struct Session {
 
   void write_outputs(const anneal::Annealer& a) {
     const anneal::Progress& p = a.progress();
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     std::ostringstream csv;
     csv << "evaluations,stage,temperature,energy,pore_psd,solid_psd,s2,accepted,rejected\n";
     for (const auto& r : history)
@@ -211,6 +215,7 @@ struct Session {
       final_h5.commit();
     }
     write_text(dir / "final.xdmf", xdmf_for(config.shape, config.spacing, "final.h5", "/volume"));
+    if (rc.tiff) write_tiff((dir / "final.tif").string(), a.structure());
     {
       OutputFile d((dir / "descriptors.h5").string(), true);
       const Mask& m = a.structure();
@@ -242,7 +247,9 @@ struct Session {
       << (backend == Backend::cuda ? cuda_device_description() : "cpu, " + std::to_string(cpu_threads()) + " threads")
       << "\",\n  \"seed\": " << rc.seed << ",\n  \"evaluations\": " << p.evaluations << ",\n  \"accepted\": "
       << p.accepted << ",\n  \"stop_reason\": \"" << to_string(p.stopped) << "\",\n  \"energy\": " << p.energy.total
-      << ",\n  \"best_energy\": " << p.best.total << "\n}\n";
+      << ",\n  \"best_energy\": " << p.best.total << ",\n  \"loop_seconds_this_session\": " << seconds
+      << ",\n  \"evaluations_per_second\": " << (seconds > 0 ? double(p.evaluations - first_evaluation) / seconds : 0)
+      << "\n}\n";
     write_text(dir / "summary.json", j.str());
     std::fprintf(text_stream(), "stopped   %s after %lld evaluations, energy %.5f (best %.5f)\nwrote     %s\n",
                 to_string(p.stopped).c_str(), static_cast<long long>(p.evaluations), p.energy.total, p.best.total,

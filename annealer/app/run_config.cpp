@@ -228,6 +228,10 @@ RunConfig parse_run_config(const std::string& text, const std::string& source, c
     c.report_every = output.scalar<int64_t>(v, k, "an integer");
     in_range<int64_t>(output, v, k, c.report_every, 1, int64_t(1) << 50);
   });
+  output.optional("tiff", [&](auto& v, auto& k) {
+    c.tiff = output.scalar<bool>(v, k, "true or false");
+    if (c.tiff && !tiff_supported()) output.fail(k, v, "needs a build with TIFF support (libtiff was not found)");
+  });
   output.finish();
 
   Section ck = doc.child("checkpoint");
@@ -297,7 +301,8 @@ std::string RunConfig::to_yaml() const {
   y << YAML::Key << "moves" << YAML::Value << YAML::BeginMap << YAML::Key << "interface_bias" << YAML::Value
     << moves.interface_bias << YAML::EndMap;
   y << YAML::Key << "output" << YAML::Value << YAML::BeginMap << YAML::Key << "directory" << YAML::Value
-    << output_directory << YAML::Key << "report_every" << YAML::Value << report_every << YAML::EndMap;
+    << output_directory << YAML::Key << "report_every" << YAML::Value << report_every << YAML::Key << "tiff"
+    << YAML::Value << tiff << YAML::EndMap;
   y << YAML::Key << "checkpoint" << YAML::Value << YAML::BeginMap << YAML::Key << "every_evaluations" << YAML::Value
     << checkpoint_every_evaluations << YAML::Key << "every_seconds" << YAML::Value << checkpoint_every_seconds
     << YAML::Key << "keep" << YAML::Value << checkpoint_keep << YAML::EndMap;

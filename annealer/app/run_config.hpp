@@ -35,6 +35,7 @@ struct RunConfig {
   // output
   std::string output_directory = "results";
   int64_t report_every = 1000;
+  bool tiff = false;  ///< also write final.tif (needs a build with libtiff)
   // checkpoint
   int64_t checkpoint_every_evaluations = 10000;  ///< 0: only at the end and on a signal
   double checkpoint_every_seconds = 600;         ///< 0: off

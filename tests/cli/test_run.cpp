@@ -101,6 +101,13 @@ TEST_CASE("cli.run.end_to_end") {
   CHECK(shell(run + " --quiet > /dev/null 2>&1") != 0);
   CHECK(fs::last_write_time(rd / "final.h5") == before);
   CHECK(shell(run + " --quiet --force > /dev/null") == 0);
+  // The optional TIFF stack holds the same structure (where the build has libtiff).
+  if (tiff_supported()) {
+    REQUIRE(shell(run + " --quiet --force --set output.tiff=true > /dev/null") == 0);
+    CHECK(read_tiff((rd / "final.tif").string()).bytes == read_hdf5((rd / "final.h5").string(), "/volume").bytes);
+  } else {
+    CHECK(shell(run + " --quiet --force --set output.tiff=true > /dev/null 2>&1") == 2);
+  }
   // --progress json: stdout holds only JSON objects, one per line.
   REQUIRE(shell(run + " --force --progress json > " + (dir / "json.txt").string() + " 2> /dev/null") == 0);
   std::istringstream lines(slurp(dir / "json.txt"));

@@ -62,6 +62,9 @@ LabelImage read_raw(const std::string& path, Shape shape, DType dtype);
 /// sample per pixel, strips or tiles). Throws InputError when built without libtiff.
 LabelImage read_tiff(const std::string& path);
 bool tiff_supported();
+/// Writes a mask as a multi-page 8-bit TIFF stack (one page per z-slice, values 0/1), through
+/// a temporary file renamed into place. Throws InputError when built without libtiff.
+void write_tiff(const std::string& path, const Mask& mask);
 
 /// A 1D dataset of an HDF5 file as doubles (descriptor files). InputError naming the file and
 /// dataset when either is missing or the dataset is not 1D.

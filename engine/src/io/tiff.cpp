@@ -5,6 +5,8 @@
 #include <tiffio.h>
 
 #include <cstdarg>
+#include <cstdio>
+#include <vector>
 #include <cstring>
 #include <memory>
 #endif
@@ -18,6 +20,11 @@ bool tiff_supported() { return false; }
 LabelImage read_tiff(const std::string& path) {
   throw InputError("cannot read '" + path + "': this build has no TIFF support (libtiff was not found "
                    "when it was configured); convert the stack to HDF5 or raw");
+}
+
+void write_tiff(const std::string& path, const Mask&) {
+  throw InputError("cannot write '" + path + "': this build has no TIFF support (libtiff was not found "
+                   "when it was configured)");
 }
 
 #else
@@ -114,6 +121,37 @@ LabelImage read_tiff(const std::string& path) {
   image.shape = {width, height, pages};
   validate_shape(image.shape);
   return image;
+}
+
+void write_tiff(const std::string& path, const Mask& mask) {
+  TIFFSetErrorHandler(on_tiff_error);
+  TIFFSetWarningHandler(on_tiff_warning);
+  const std::string temp = path + ".tmp";
+  {
+    std::unique_ptr<TIFF, TiffCloser> tif(TIFFOpen(temp.c_str(), "w"));
+    if (!tif) throw RuntimeError("cannot create '" + temp + "': " + tiff_message);
+    const Shape s = mask.shape();
+    for (int64_t z = 0; z < s.nz; ++z) {
+      TIFFSetField(tif.get(), TIFFTAG_IMAGEWIDTH, uint32_t(s.nx));
+      TIFFSetField(tif.get(), TIFFTAG_IMAGELENGTH, uint32_t(s.ny));
+      TIFFSetField(tif.get(), TIFFTAG_BITSPERSAMPLE, 8);
+      TIFFSetField(tif.get(), TIFFTAG_SAMPLESPERPIXEL, 1);
+      TIFFSetField(tif.get(), TIFFTAG_PHOTOMETRIC, PHOTOMETRIC_MINISBLACK);
+      TIFFSetField(tif.get(), TIFFTAG_PLANARCONFIG, PLANARCONFIG_CONTIG);
+      TIFFSetField(tif.get(), TIFFTAG_COMPRESSION, COMPRESSION_DEFLATE);
+      TIFFSetField(tif.get(), TIFFTAG_ROWSPERSTRIP, uint32_t(s.ny));
+      TIFFSetField(tif.get(), TIFFTAG_SUBFILETYPE, FILETYPE_PAGE);
+      TIFFSetField(tif.get(), TIFFTAG_PAGENUMBER, uint16_t(z), uint16_t(s.nz));
+      std::vector<unsigned char> row(static_cast<std::size_t>(s.nx));
+      for (int64_t y = 0; y < s.ny; ++y) {
+        for (int64_t x = 0; x < s.nx; ++x) row[x] = mask(x, y, z);
+        if (TIFFWriteScanline(tif.get(), row.data(), uint32_t(y), 0) != 1)
+          throw RuntimeError("writing '" + temp + "': " + tiff_message);
+      }
+      if (!TIFFWriteDirectory(tif.get())) throw RuntimeError("writing '" + temp + "': " + tiff_message);
+    }
+  }
+  if (std::rename(temp.c_str(), path.c_str()) != 0) throw RuntimeError("cannot move '" + temp + "' to '" + path + "'");
 }
 
 #endif
