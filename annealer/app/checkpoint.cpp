@@ -50,13 +50,14 @@ void write_checkpoint(const std::string& path, const Checkpoint& c, const std::s
   write_energy(f, "best_", p.best);
   const auto& t = c.targets;
   f.set_attribute("target_porosity", t.porosity);
-  f.write_vector("/targets/pore_edges", t.pore_edges);
-  f.write_vector("/targets/pore_psd", t.pore_psd);
-  f.write_vector("/targets/solid_edges", t.solid_edges);
-  f.write_vector("/targets/solid_psd", t.solid_psd);
-  f.write_vector("/targets/s2_x", t.s2[0]);
-  f.write_vector("/targets/s2_y", t.s2[1]);
-  f.write_vector("/targets/s2_z", t.s2[2]);
+  // The describe-file layout under /targets, read back by Targets::from_descriptor_file.
+  f.write_vector("/targets/psd/pore/edges", t.pore_edges);
+  f.write_vector("/targets/psd/pore/fraction", t.pore_psd);
+  f.write_vector("/targets/psd/solid/edges", t.solid_edges);
+  f.write_vector("/targets/psd/solid/fraction", t.solid_psd);
+  f.write_vector("/targets/s2/directional/x", t.s2[0]);
+  f.write_vector("/targets/s2/directional/y", t.s2[1]);
+  f.write_vector("/targets/s2/directional/z", t.s2[2]);
   for (int k = 0; k < 9; ++k) {
     std::vector<double> column;
     for (const auto& row : c.history) column.push_back(row[k]);
@@ -98,14 +99,7 @@ Checkpoint read_checkpoint(const std::string& path) {
   s.stall = int64_t(read_hdf5_attribute(path, "stall"));
   p.energy = read_energy(path, "energy_");
   p.best = read_energy(path, "best_");
-  auto& t = c.targets;
-  t.porosity = read_hdf5_attribute(path, "target_porosity");
-  t.pore_edges = read_hdf5_vector(path, "/targets/pore_edges");
-  t.pore_psd = read_hdf5_vector(path, "/targets/pore_psd");
-  t.solid_edges = read_hdf5_vector(path, "/targets/solid_edges");
-  t.solid_psd = read_hdf5_vector(path, "/targets/solid_psd");
-  t.s2 = {read_hdf5_vector(path, "/targets/s2_x"), read_hdf5_vector(path, "/targets/s2_y"),
-          read_hdf5_vector(path, "/targets/s2_z")};
+  c.targets = anneal::Targets::from_descriptor_file(path, "/targets", "target_porosity");
   std::array<std::vector<double>, 9> columns;
   for (int k = 0; k < 9; ++k) columns[k] = read_hdf5_vector(path, std::string("/history/") + kHistoryColumns[k]);
   for (std::size_t r = 0; r < columns[0].size(); ++r) {

@@ -82,6 +82,32 @@ struct InputOptions {
   }
 };
 
+// The options `thickness` and `describe` share: phase, boundary, bins, backend, --force.
+struct EngineOptions {
+  std::string boundary = "open", backend = "auto", edges;
+  double phase = 1;
+  int bins = 20;
+  bool log_bins = false, force = false;
+
+  void add_to(CLI::App* cmd, const std::string& phase_help, const std::string& bins_help) {
+    cmd->add_option("--phase", phase, phase_help);
+    cmd->add_option("--boundary", boundary, "Beyond the faces: open (nothing), wall (other phase), periodic")
+        ->check(CLI::IsMember({"open", "wall", "periodic"}));
+    auto* bins_option = cmd->add_option("--bins", bins, bins_help)->check(CLI::Range(1, 100000));
+    cmd->add_option("--edges", edges, "Explicit PSD bin edges E1,E2,... (physical units)")->excludes(bins_option);
+    cmd->add_flag("--log-bins", log_bins, "Log-spaced bins");
+    cmd->add_option("--backend", backend, "Engine backend: auto, cpu, cuda")->check(CLI::IsMember({"auto", "cpu", "cuda"}));
+    cmd->add_flag("--force", force, "Overwrite an existing output file");
+  }
+};
+
+// Explicit edges, checked before any work (empty: default bins from the map).
+std::vector<double> checked_edges(const EngineOptions& e) {
+  std::vector<double> edges;
+  if (!e.edges.empty()) Bins::from_edges(edges = parse_numbers(e.edges, "--edges"));
+  return edges;
+}
+
 std::string format_number(double v) {
   std::ostringstream s;
   s << v;
@@ -102,34 +128,22 @@ void print_psd(const PoreSizeDistribution& psd, const std::string& quantity) {
 }  // namespace
 
 Runner add_thickness_command(CLI::App& app, const std::string& command_line) {
-  struct Options {
+  struct Options : EngineOptions {
     InputOptions input;
-    std::string output, boundary = "open", backend = "auto", edges;
-    double phase = 1;
-    int bins = 20;
-    bool log_bins = false, diameter = false, force = false;
+    std::string output;
+    bool diameter = false;
   };
   auto o = std::make_shared<Options>();
   CLI::App* cmd = app.add_subcommand("thickness", "Exact local thickness map and pore-size distribution of a phase");
   o->input.add_to(cmd);
   cmd->add_option("-o,--output", o->output, "Output HDF5 file")->required();
-  cmd->add_option("--phase", o->phase, "Label of the phase to measure (default 1)");
-  cmd->add_option("--boundary", o->boundary, "Beyond the faces: open (nothing), wall (other phase), periodic")
-      ->check(CLI::IsMember({"open", "wall", "periodic"}));
-  auto* bins_option = cmd->add_option("--bins", o->bins, "Number of PSD bins over [min, max] thickness (default 20)")
-                   ->check(CLI::Range(1, 100000));
-  cmd->add_option("--edges", o->edges, "Explicit PSD bin edges E1,E2,... (physical units)")->excludes(bins_option);
-  cmd->add_flag("--log-bins", o->log_bins, "Log-spaced bins");
+  o->add_to(cmd, "Label of the phase to measure (default 1)", "Number of PSD bins over [min, max] thickness (default 20)");
   cmd->add_flag("--diameter", o->diameter, "Report diameter (2 x radius), as Fiji/BoneJ do");
-  cmd->add_option("--backend", o->backend, "Engine backend: auto, cpu, cuda")
-      ->check(CLI::IsMember({"auto", "cpu", "cuda"}));
-  cmd->add_flag("--force", o->force, "Overwrite an existing output file");
 
   return [o, command_line] {
     const Boundary boundary = parse_boundary(o->boundary);
     const Backend backend = resolve_backend(parse_backend(o->backend), Operation::local_thickness);
-    std::vector<double> edges;  // checked before any work, used once the map exists
-    if (!o->edges.empty()) Bins::from_edges(edges = parse_numbers(o->edges, "--edges"));
+    const std::vector<double> edges = checked_edges(*o);  // before any work; used once the map exists
     OutputFile out(o->output, o->force);  // refuses an existing file before any work
     const LabelImage image = o->input.read();
     const Mask phase = phase_mask(image, o->phase);
@@ -177,33 +191,22 @@ Runner add_thickness_command(CLI::App& app, const std::string& command_line) {
 }
 
 Runner add_describe_command(CLI::App& app, const std::string& command_line) {
-  struct Options {
+  struct Options : EngineOptions {
     InputOptions input;
-    std::string output, boundary = "open", backend = "auto", edges;
-    double phase = 1;
-    int bins = 20;
-    bool log_bins = false, force = false;
+    std::string output;
   };
   auto o = std::make_shared<Options>();
   CLI::App* cmd = app.add_subcommand(
       "describe", "Descriptors of an image for reconstruction targets: PSD of both phases, directional and radial S2");
   o->input.add_to(cmd);
   cmd->add_option("-o,--output", o->output, "Output HDF5 descriptor file")->required();
-  cmd->add_option("--phase", o->phase, "Label of the pore phase (default 1); the solid is everything else");
-  cmd->add_option("--boundary", o->boundary, "Boundary for the local thickness: open, wall, periodic (S2 is periodic)")
-      ->check(CLI::IsMember({"open", "wall", "periodic"}));
-  auto* bins_option = cmd->add_option("--bins", o->bins, "PSD bins per phase over [min, max] thickness (default 20)")
-                          ->check(CLI::Range(1, 100000));
-  cmd->add_option("--edges", o->edges, "Explicit PSD edges E1,E2,... for both phases (physical units)")->excludes(bins_option);
-  cmd->add_flag("--log-bins", o->log_bins, "Log-spaced bins");
-  cmd->add_option("--backend", o->backend, "Engine backend: auto, cpu, cuda")->check(CLI::IsMember({"auto", "cpu", "cuda"}));
-  cmd->add_flag("--force", o->force, "Overwrite an existing output file");
+  o->add_to(cmd, "Label of the pore phase (default 1); the solid is everything else",
+            "PSD bins per phase over [min, max] thickness (default 20); --edges apply to both phases");
 
   return [o, command_line] {
     const Boundary boundary = parse_boundary(o->boundary);
     const Backend backend = resolve_backend(parse_backend(o->backend), Operation::local_thickness);
-    std::vector<double> edges;
-    if (!o->edges.empty()) Bins::from_edges(edges = parse_numbers(o->edges, "--edges"));
+    const std::vector<double> edges = checked_edges(*o);
     OutputFile out(o->output, o->force);
     const LabelImage image = o->input.read();
     const Mask pore = phase_mask(image, o->phase);

@@ -48,15 +48,16 @@ Targets Targets::from_image(const Mask& pore, Boundary boundary, int bins, bool 
   return t;
 }
 
-Targets Targets::from_descriptor_file(const std::string& path) {
+Targets Targets::from_descriptor_file(const std::string& path, const std::string& group,
+                                      const std::string& porosity_attribute) {
   Targets t;
-  t.porosity = read_hdf5_attribute(path, "porosity");
-  t.pore_edges = read_hdf5_vector(path, "/psd/pore/edges");
-  t.pore_psd = read_hdf5_vector(path, "/psd/pore/fraction");
-  t.solid_edges = read_hdf5_vector(path, "/psd/solid/edges");
-  t.solid_psd = read_hdf5_vector(path, "/psd/solid/fraction");
-  t.s2 = {read_hdf5_vector(path, "/s2/directional/x"), read_hdf5_vector(path, "/s2/directional/y"),
-          read_hdf5_vector(path, "/s2/directional/z")};
+  auto v = [&](const std::string& name) { return read_hdf5_vector(path, group + name); };
+  t.porosity = read_hdf5_attribute(path, porosity_attribute);
+  t.pore_edges = v("/psd/pore/edges");
+  t.pore_psd = v("/psd/pore/fraction");
+  t.solid_edges = v("/psd/solid/edges");
+  t.solid_psd = v("/psd/solid/fraction");
+  t.s2 = {v("/s2/directional/x"), v("/s2/directional/y"), v("/s2/directional/z")};
   if (t.pore_edges.size() != t.pore_psd.size() + 1 || t.solid_edges.size() != t.solid_psd.size() + 1)
     throw InputError("descriptor file '" + path + "': PSD edges and fractions do not match in length");
   return t;

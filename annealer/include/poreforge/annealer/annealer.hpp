@@ -28,8 +28,12 @@ struct Targets {
   /// From a reference image (pore = 1): PSDs by the engine on `bins` bins of each phase's
   /// range (log-spaced if `log`), S2 by FFT.
   static Targets from_image(const Mask& pore, Boundary boundary, int bins, bool log, Backend backend);
-  /// From a descriptor file written by `poreforge describe`.
-  static Targets from_descriptor_file(const std::string& path);
+  /// From a descriptor file written by `poreforge describe`, or from the same layout under
+  /// `group` of another file (a checkpoint keeps its targets under "/targets"): datasets
+  /// psd/{pore,solid}/{edges,fraction}, s2/directional/{x,y,z}; porosity in the root
+  /// attribute `porosity_attribute`.
+  static Targets from_descriptor_file(const std::string& path, const std::string& group = "",
+                                      const std::string& porosity_attribute = "porosity");
 };
 
 /// Weight of each energy term (≥ 0; zero switches a term off).
