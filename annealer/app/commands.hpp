@@ -16,6 +16,7 @@ Runner add_thickness_command(CLI::App& app, const std::string& command_line);
 Runner add_describe_command(CLI::App& app, const std::string& command_line);
 Runner add_generate_command(CLI::App& app, const std::string& command_line);
 Runner add_info_command(CLI::App& app);
+Runner add_morph_command(CLI::App& app, const std::string& command_line);
 Runner add_run_command(CLI::App& app, const std::string& command_line);
 Runner add_resume_command(CLI::App& app, const std::string& command_line);
 Runner add_sweep_command(CLI::App& app);

@@ -21,6 +21,7 @@ int main(int argc, char** argv) {
   const Runner describe = poreforge::app::add_describe_command(app, command_line);
   const Runner generate = poreforge::app::add_generate_command(app, command_line);
   const Runner info = poreforge::app::add_info_command(app);
+  const Runner morph = poreforge::app::add_morph_command(app, command_line);
   const Runner run = poreforge::app::add_run_command(app, command_line);
   const Runner resume = poreforge::app::add_resume_command(app, command_line);
   const Runner sweep = poreforge::app::add_sweep_command(app);
@@ -34,6 +35,7 @@ int main(int argc, char** argv) {
     else if (app.got_subcommand("describe")) describe();
     else if (app.got_subcommand("generate")) generate();
     else if (app.got_subcommand("info")) info();
+    else if (app.got_subcommand("morph")) morph();
     else if (app.got_subcommand("run")) run();
     else if (app.got_subcommand("resume")) resume();
     else if (app.got_subcommand("sweep")) sweep();

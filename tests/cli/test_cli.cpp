@@ -176,3 +176,19 @@ TEST_CASE("cli.describe") {
   check_error("describe " + ws / "in.h5 -o " + ws / "d2.h5 --phase 5", "label 5 does not occur");
   CHECK(ws.holds_only({"in.h5", "desc.h5"}));
 }
+
+TEST_CASE("cli.morph") {
+  Workspace ws;
+  write_raw(ws / "m.raw", generate_noise({20, 16, 1}, 0.5, 4));
+  const Result r = run("morph " + ws / "m.raw --shape 20,16,1 --op dilate --element box:3x3 --iterations 2 -o " +
+                       ws / "d.h5");
+  CAPTURE(r.output);
+  REQUIRE(r.status == 0);
+  CHECK(read_hdf5(ws / "d.h5", "").shape == Shape{20, 16, 1});
+  REQUIRE(run("morph " + ws / "m.raw --shape 20,16,1 --op close --element ball:1.5 -o " + ws / "c.raw").status == 0);
+  CHECK(read_raw(ws / "c.raw", {20, 16, 1}, DType::u8).bytes.size() == 320);
+  check_error("morph " + ws / "m.raw --shape 20,16,1 --op erode --element box:0x3 -o " + ws / "e.h5", "box sizes");
+  check_error("morph " + ws / "m.raw --shape 20,16,1 --op erode --element disk:3 -o " + ws / "e.h5", "expected box");
+  check_error("morph " + ws / "m.raw --shape 20,16,1 --op erode --element box:3x3 -o " + ws / "d.h5", "already exists");
+  CHECK(ws.holds_only({"m.raw", "d.h5", "c.raw"}));
+}
