@@ -17,6 +17,7 @@
 #include "poreforge/backend.hpp"
 #include "poreforge/correlation.hpp"
 #include "poreforge/error.hpp"
+#include "poreforge/generators.hpp"
 #include "poreforge/io.hpp"
 #include "poreforge/local_thickness.hpp"
 #include "checkpoint.hpp"
@@ -317,6 +318,9 @@ Runner add_run_command(CLI::App& app, const std::string& command_line) {
     } else {
       run.config.targets = anneal::Targets::from_descriptor_file(run.rc.target_descriptors);
     }
+    if (run.rc.initial == "blobs")  // seeded from the run's seed, exactly the target's pore count
+      run.config.initial = generate_blobs(run.config.shape, run.config.targets.porosity, run.rc.initial_blobiness,
+                                          run.rc.seed);
     anneal::Annealer annealer(run.config);  // validates before the run directory exists
 
     run.dir = fs::path(run.rc.output_directory) / run.rc.name;

@@ -222,6 +222,14 @@ RunConfig parse_run_config(const std::string& text, const std::string& source, c
   });
   moves.finish();
 
+  Section init = doc.child("initial");
+  init.optional("structure", [&](auto& v, auto& k) { c.initial = one_of(init, v, k, {"noise", "blobs"}); });
+  init.optional("blobiness", [&](auto& v, auto& k) {
+    c.initial_blobiness = init.scalar<double>(v, k, "a number");
+    in_range(init, v, k, c.initial_blobiness, 0.0, 1e6, true);
+  });
+  init.finish();
+
   Section output = doc.child("output");
   output.optional("directory", [&](auto& v, auto& k) { c.output_directory = output.scalar<std::string>(v, k, "a path"); });
   output.optional("report_every", [&](auto& v, auto& k) {
@@ -300,6 +308,8 @@ std::string RunConfig::to_yaml() const {
     << YAML::Value << stopping.stall_stages << YAML::EndMap;
   y << YAML::Key << "moves" << YAML::Value << YAML::BeginMap << YAML::Key << "interface_bias" << YAML::Value
     << moves.interface_bias << YAML::EndMap;
+  y << YAML::Key << "initial" << YAML::Value << YAML::BeginMap << YAML::Key << "structure" << YAML::Value << initial
+    << YAML::Key << "blobiness" << YAML::Value << initial_blobiness << YAML::EndMap;
   y << YAML::Key << "output" << YAML::Value << YAML::BeginMap << YAML::Key << "directory" << YAML::Value
     << output_directory << YAML::Key << "report_every" << YAML::Value << report_every << YAML::Key << "tiff"
     << YAML::Value << tiff << YAML::EndMap;

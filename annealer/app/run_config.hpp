@@ -30,6 +30,8 @@ struct RunConfig {
   anneal::Schedule schedule;
   anneal::Stopping stopping;
   anneal::Moves moves;
+  std::string initial = "noise";  ///< noise | blobs: the starting structure, porosity-matched
+  double initial_blobiness = 1.0; ///< blobs: PoreSpy's blobiness (larger, smaller features)
   uint64_t seed = 1;
   std::string backend = "auto";
   // output

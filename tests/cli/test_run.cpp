@@ -48,6 +48,7 @@ TEST_CASE("config.defaults_and_overrides") {
   CHECK(c.shape == Shape{32, 16, 8});
   CHECK(c.boundary == "periodic");
   CHECK(c.stopping.max_evaluations == 200000);
+  CHECK(c.initial == "noise");
   // The resolved config parses back to the same values.
   const auto again = parse_run_config(c.to_yaml(), "resolved.yaml");
   CHECK(again.schedule.alpha == 0.97);
@@ -68,6 +69,8 @@ TEST_CASE("config.errors_name_key_and_line") {
   refused(minimal, "moves.bias is not a known key", {"moves.bias=2"});
   refused("target: [1, 2]\n", "target must be a mapping");
   refused("target:\n  descriptors: [d.h5\n", "not valid YAML");
+  refused(std::string(minimal) + "initial:\n  structure: spheres\n", "initial.structure must be one of noise, blobs");
+  refused(std::string(minimal) + "initial:\n  blobiness: 0\n", "initial.blobiness must lie in (0");
 }
 
 TEST_CASE("cli.run.end_to_end") {
