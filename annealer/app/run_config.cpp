@@ -9,6 +9,7 @@
 #include <map>
 #include <set>
 #include <sstream>
+#include <type_traits>
 
 #include "poreforge/error.hpp"
 
@@ -115,6 +116,15 @@ void in_range(const Section& s, const YAML::Node& v, const std::string& key, T v
   }
 }
 
+// An optional number `key` of section `s` into `field`, checked to lie in its range.
+template <class T>
+void ranged(Section& s, const std::string& key, T& field, T lo, T hi, bool open_lo = false, bool open_hi = false) {
+  s.optional(key, [&](const YAML::Node& v, const std::string& k) {
+    field = s.scalar<T>(v, k, std::is_integral_v<T> ? "an integer" : "a number");
+    in_range(s, v, k, field, lo, hi, open_lo, open_hi);
+  });
+}
+
 std::string one_of(const Section& s, const YAML::Node& v, const std::string& key, std::initializer_list<const char*> allowed) {
   const std::string value = s.scalar<std::string>(v, key, "a string");
   std::string list;
@@ -160,17 +170,12 @@ RunConfig parse_run_config(const std::string& text, const std::string& source, c
     doc.fail("target", static_cast<const YAML::Node&>(root)["target"], "needs exactly one of target.image and target.descriptors");
 
   Section desc = doc.child("descriptors");
-  desc.optional("bins", [&](auto& v, auto& k) {
-    c.bins = desc.scalar<int>(v, k, "an integer");
-    in_range(desc, v, k, c.bins, 1, 100000);
-  });
+  ranged(desc, "bins", c.bins, 1, 100000);
   desc.optional("log_bins", [&](auto& v, auto& k) { c.log_bins = desc.scalar<bool>(v, k, "true or false"); });
   Section weights = desc.child("weights");
-  for (auto [key, field] : {std::pair{"pore_psd", &c.weights.pore_psd}, {"solid_psd", &c.weights.solid_psd}, {"s2", &c.weights.s2}})
-    weights.optional(key, [&, field = field](auto& v, auto& k) {
-      *field = weights.scalar<double>(v, k, "a number");
-      in_range(weights, v, k, *field, 0.0, 1e9);
-    });
+  ranged(weights, "pore_psd", c.weights.pore_psd, 0.0, 1e9);
+  ranged(weights, "solid_psd", c.weights.solid_psd, 0.0, 1e9);
+  ranged(weights, "s2", c.weights.s2, 0.0, 1e9);
   weights.finish();
   desc.finish();
 
@@ -192,50 +197,29 @@ RunConfig parse_run_config(const std::string& text, const std::string& source, c
     s.kind = one_of(an, v, k, {"exponential", "aarts_korst"}) == "exponential" ? anneal::Schedule::Kind::exponential
                                                                                : anneal::Schedule::Kind::aarts_korst;
   });
-  an.optional("t0", [&](auto& v, auto& k) { s.t0 = an.scalar<double>(v, k, "a number"); in_range(an, v, k, s.t0, 0.0, 1e12); });
-  an.optional("initial_acceptance", [&](auto& v, auto& k) {
-    s.initial_acceptance = an.scalar<double>(v, k, "a number");
-    in_range(an, v, k, s.initial_acceptance, 0.0, 1.0, true, true);
-  });
-  an.optional("trial_moves", [&](auto& v, auto& k) { s.trial_moves = an.scalar<int>(v, k, "an integer"); in_range(an, v, k, s.trial_moves, 1, 1000000); });
-  an.optional("alpha", [&](auto& v, auto& k) { s.alpha = an.scalar<double>(v, k, "a number"); in_range(an, v, k, s.alpha, 0.0, 1.0, true, true); });
-  an.optional("stage_length", [&](auto& v, auto& k) {
-    s.stage_length = an.scalar<int64_t>(v, k, "an integer");
-    in_range<int64_t>(an, v, k, s.stage_length, 1, int64_t(1) << 40);
-  });
-  an.optional("delta", [&](auto& v, auto& k) { s.delta = an.scalar<double>(v, k, "a number"); in_range(an, v, k, s.delta, 0.0, 1e6, true); });
-  an.optional("max_evaluations", [&](auto& v, auto& k) {
-    stop.max_evaluations = an.scalar<int64_t>(v, k, "an integer");
-    in_range<int64_t>(an, v, k, stop.max_evaluations, 1, int64_t(1) << 50);
-  });
-  an.optional("energy_tolerance", [&](auto& v, auto& k) {
-    stop.energy_tolerance = an.scalar<double>(v, k, "a number");
-    in_range(an, v, k, stop.energy_tolerance, 0.0, 1e12);
-  });
-  an.optional("stall_stages", [&](auto& v, auto& k) { stop.stall_stages = an.scalar<int>(v, k, "an integer"); in_range(an, v, k, stop.stall_stages, 1, 1 << 30); });
+  ranged(an, "t0", s.t0, 0.0, 1e12);
+  ranged(an, "initial_acceptance", s.initial_acceptance, 0.0, 1.0, true, true);
+  ranged(an, "trial_moves", s.trial_moves, 1, 1000000);
+  ranged(an, "alpha", s.alpha, 0.0, 1.0, true, true);
+  ranged<int64_t>(an, "stage_length", s.stage_length, 1, int64_t(1) << 40);
+  ranged(an, "delta", s.delta, 0.0, 1e6, true);
+  ranged<int64_t>(an, "max_evaluations", stop.max_evaluations, 1, int64_t(1) << 50);
+  ranged(an, "energy_tolerance", stop.energy_tolerance, 0.0, 1e12);
+  ranged(an, "stall_stages", stop.stall_stages, 1, 1 << 30);
   an.finish();
 
   Section moves = doc.child("moves");
-  moves.optional("interface_bias", [&](auto& v, auto& k) {
-    c.moves.interface_bias = moves.scalar<double>(v, k, "a number");
-    in_range(moves, v, k, c.moves.interface_bias, 0.0, 1e6);
-  });
+  ranged(moves, "interface_bias", c.moves.interface_bias, 0.0, 1e6);
   moves.finish();
 
   Section init = doc.child("initial");
   init.optional("structure", [&](auto& v, auto& k) { c.initial = one_of(init, v, k, {"noise", "blobs"}); });
-  init.optional("blobiness", [&](auto& v, auto& k) {
-    c.initial_blobiness = init.scalar<double>(v, k, "a number");
-    in_range(init, v, k, c.initial_blobiness, 0.0, 1e6, true);
-  });
+  ranged(init, "blobiness", c.initial_blobiness, 0.0, 1e6, true);
   init.finish();
 
   Section output = doc.child("output");
   output.optional("directory", [&](auto& v, auto& k) { c.output_directory = output.scalar<std::string>(v, k, "a path"); });
-  output.optional("report_every", [&](auto& v, auto& k) {
-    c.report_every = output.scalar<int64_t>(v, k, "an integer");
-    in_range<int64_t>(output, v, k, c.report_every, 1, int64_t(1) << 50);
-  });
+  ranged<int64_t>(output, "report_every", c.report_every, 1, int64_t(1) << 50);
   output.optional("tiff", [&](auto& v, auto& k) {
     c.tiff = output.scalar<bool>(v, k, "true or false");
     if (c.tiff && !tiff_supported()) output.fail(k, v, "needs a build with TIFF support (libtiff was not found)");
@@ -243,18 +227,9 @@ RunConfig parse_run_config(const std::string& text, const std::string& source, c
   output.finish();
 
   Section ck = doc.child("checkpoint");
-  ck.optional("every_evaluations", [&](auto& v, auto& k) {
-    c.checkpoint_every_evaluations = ck.scalar<int64_t>(v, k, "an integer");
-    in_range<int64_t>(ck, v, k, c.checkpoint_every_evaluations, 0, int64_t(1) << 50);
-  });
-  ck.optional("every_seconds", [&](auto& v, auto& k) {
-    c.checkpoint_every_seconds = ck.scalar<double>(v, k, "a number");
-    in_range(ck, v, k, c.checkpoint_every_seconds, 0.0, 1e9);
-  });
-  ck.optional("keep", [&](auto& v, auto& k) {
-    c.checkpoint_keep = ck.scalar<int>(v, k, "an integer");
-    in_range(ck, v, k, c.checkpoint_keep, 1, 1000);
-  });
+  ranged<int64_t>(ck, "every_evaluations", c.checkpoint_every_evaluations, 0, int64_t(1) << 50);
+  ranged(ck, "every_seconds", c.checkpoint_every_seconds, 0.0, 1e9);
+  ranged(ck, "keep", c.checkpoint_keep, 1, 1000);
   ck.finish();
   doc.finish();
   return c;

@@ -11,12 +11,10 @@ namespace poreforge::testing {
 
 struct Cpu {
   static constexpr Backend backend = Backend::cpu;
-  static constexpr const char* name = "cpu";
 };
 
 struct Cuda {
   static constexpr Backend backend = Backend::cuda;
-  static constexpr const char* name = "cuda";
 };
 
 }  // namespace poreforge::testing
