@@ -273,13 +273,13 @@ Runner add_morph_command(CLI::App& app, const std::string& command_line) {
       ->required();
   cmd->add_option("--iterations", o->iterations, "Times to apply (open/close: each half)")->check(CLI::Range(1, 100000));
   cmd->add_option("--phase", o->phase, "Label of the foreground (default 1)");
-  cmd->add_option("--backend", o->backend, "auto or cpu (the CUDA morphology is not built yet)")
-      ->check(CLI::IsMember({"auto", "cpu"}));
+  cmd->add_option("--backend", o->backend, "auto, cpu or cuda")->check(CLI::IsMember({"auto", "cpu", "cuda"}));
   cmd->add_flag("--force", o->force, "Overwrite an existing output file");
 
   return [o, command_line] {
     const StructuringElement element = StructuringElement::parse(o->element);
     const MorphOp op = parse_morph_op(o->op);
+    const Backend backend = resolve_backend(parse_backend(o->backend), Operation::morphology);
     const std::string ext = std::filesystem::path(o->output).extension().string();
     if (std::filesystem::exists(o->output) && !o->force)
       throw InputError("output '" + o->output + "' already exists (use --force to overwrite it)");
@@ -291,7 +291,7 @@ Runner add_morph_command(CLI::App& app, const std::string& command_line) {
     const LabelImage image = o->input.read();
     const Mask in = phase_mask(image, o->phase);
     const auto start = std::chrono::steady_clock::now();
-    const Mask out = morphology(in, op, element, o->iterations);
+    const Mask out = morphology(in, op, element, o->iterations, backend);
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (ext == ".raw") {
       const std::string temp = o->output + ".tmp";
@@ -305,13 +305,14 @@ Runner add_morph_command(CLI::App& app, const std::string& command_line) {
       h5.set_attribute("operation", o->op);
       h5.set_attribute("element", element.to_string());
       h5.set_attribute("iterations", double(o->iterations));
+      h5.set_attribute("backend", to_string(backend));
       h5.set_provenance(command_line);
       h5.commit();
     }
-    std::printf("%s %s x%d on %s (%s): %lld -> %lld foreground voxels in %.3f s (cpu)\nwrote %s\n", o->op.c_str(),
+    std::printf("%s %s x%d on %s (%s): %lld -> %lld foreground voxels in %.3f s (%s)\nwrote %s\n", o->op.c_str(),
                 element.to_string().c_str(), o->iterations, to_string(image.shape).c_str(), o->input.path.c_str(),
                 static_cast<long long>(count_phase(in)), static_cast<long long>(count_phase(out)), seconds,
-                o->output.c_str());
+                to_string(backend).c_str(), o->output.c_str());
   };
 }
 

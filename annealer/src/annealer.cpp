@@ -137,9 +137,10 @@ Annealer::Annealer(Config config)
     list.push_back(i);
   }
   m_counts = DirectionalCounts(m_pore);
+  make_evaluators();
 
   // Normalisers: each term's squared error at the start (1 where the start already matches).
-  const Descriptors d = describe(m_pore, m_counts);
+  const Descriptors d = describe_current();
   const auto& t = m_config.targets;
   std::array<std::size_t, 3> len;
   for (int a = 0; a < 3; ++a) len[a] = std::min(t.s2[a].size(), m_counts.counts(a).size());
@@ -158,7 +159,7 @@ Annealer::Annealer(Config config)
       const uint64_t step = kTrialStepBase + uint64_t(k);
       const int64_t p = propose(1, step, 0), q = propose(0, step, 1);
       swap(p, q);
-      const double de = energy_of(describe(m_pore, m_counts)).total - m_progress.energy.total;
+      const double de = energy_of(describe_current()).total - m_progress.energy.total;
       swap(q, p);
       if (de > 0) {
         uphill += de;
@@ -192,6 +193,7 @@ Annealer::Annealer(Config config, Snapshot snap)
       m_slot[v] = int64_t(k);
     }
   m_counts = DirectionalCounts(m_pore);
+  make_evaluators();
   m_progress = snap.progress;
   m_progress.stopped = StopReason::none;  // a new evaluation budget may let it go on
   m_stall = snap.stall;
@@ -211,18 +213,30 @@ Snapshot Annealer::snapshot() const {
   return s;
 }
 
-Annealer::Descriptors Annealer::describe(const Mask& pore, const DirectionalCounts& counts) const {
-  Descriptors d;
+void Annealer::make_evaluators() {
   const auto& w = m_config.weights;
-  if (w.pore_psd > 0) d.pore_psd = pore_size_distribution(pore, m_config.boundary, m_pore_bins, m_config.backend).fraction;
+  if (w.pore_psd > 0) m_pore_evaluator = make_psd_evaluator(m_pore, m_config.boundary, m_pore_bins, m_config.backend);
   if (w.solid_psd > 0)
-    d.solid_psd = pore_size_distribution(complement(pore), m_config.boundary, *m_solid_bins, m_config.backend).fraction;
-  if (w.s2 > 0) {
-    std::array<std::vector<double>, 3> s2 = {counts.s2(0), counts.s2(1), counts.s2(2)};
-    std::array<std::size_t, 3> len;
-    for (int a = 0; a < 3; ++a) len[a] = std::min(m_config.targets.s2[a].size(), s2[a].size());
-    d.s2 = concat_s2(s2, len);
-  }
+    m_solid_evaluator = make_psd_evaluator(complement(m_pore), m_config.boundary, *m_solid_bins, m_config.backend);
+}
+
+Backend Annealer::backend() const {
+  const PsdEvaluator* e = m_pore_evaluator ? m_pore_evaluator.get() : m_solid_evaluator.get();
+  return e ? e->backend() : Backend::cpu;
+}
+
+std::vector<double> Annealer::s2_of(const DirectionalCounts& counts) const {
+  std::array<std::vector<double>, 3> s2 = {counts.s2(0), counts.s2(1), counts.s2(2)};
+  std::array<std::size_t, 3> len;
+  for (int a = 0; a < 3; ++a) len[a] = std::min(m_config.targets.s2[a].size(), s2[a].size());
+  return concat_s2(s2, len);
+}
+
+Annealer::Descriptors Annealer::describe_current() {
+  Descriptors d;
+  if (m_pore_evaluator) d.pore_psd = psd_from_counts(m_pore_evaluator->counts(), m_pore_bins).fraction;
+  if (m_solid_evaluator) d.solid_psd = psd_from_counts(m_solid_evaluator->counts(), *m_solid_bins).fraction;
+  if (m_config.weights.s2 > 0) d.s2 = s2_of(m_counts);
   return d;
 }
 
@@ -242,8 +256,15 @@ Energy Annealer::energy_of(const Descriptors& d) const {
 }
 
 Energy Annealer::evaluate_from_scratch() const {
+  // Everything recomputed: S2 counted afresh, PSDs by one-shot engine calls (not the evaluators).
   const DirectionalCounts fresh(m_pore);
-  return energy_of(describe(m_pore, fresh));
+  const auto& w = m_config.weights;
+  Descriptors d;
+  if (w.pore_psd > 0) d.pore_psd = pore_size_distribution(m_pore, m_config.boundary, m_pore_bins, backend()).fraction;
+  if (w.solid_psd > 0)
+    d.solid_psd = pore_size_distribution(complement(m_pore), m_config.boundary, *m_solid_bins, backend()).fraction;
+  if (w.s2 > 0) d.s2 = s2_of(fresh);
+  return energy_of(d);
 }
 
 int64_t Annealer::propose(int which, uint64_t step, uint32_t lane_base) const {
@@ -276,6 +297,14 @@ int64_t Annealer::propose(int which, uint64_t step, uint32_t lane_base) const {
 void Annealer::swap(int64_t pore_voxel, int64_t solid_voxel) {
   m_counts.flip(m_pore, pore_voxel, 0);
   m_counts.flip(m_pore, solid_voxel, 1);
+  if (m_pore_evaluator) {
+    m_pore_evaluator->set(pore_voxel, 0);
+    m_pore_evaluator->set(solid_voxel, 1);
+  }
+  if (m_solid_evaluator) {
+    m_solid_evaluator->set(pore_voxel, 1);
+    m_solid_evaluator->set(solid_voxel, 0);
+  }
   const int64_t a = m_slot[pore_voxel], b = m_slot[solid_voxel];
   m_voxels[1][a] = solid_voxel;
   m_voxels[0][b] = pore_voxel;
@@ -287,7 +316,7 @@ bool Annealer::step() {
   const uint64_t step = uint64_t(m_progress.evaluations);
   const int64_t p = propose(1, step, 0), q = propose(0, step, 1);
   swap(p, q);
-  const Energy candidate = energy_of(describe(m_pore, m_counts));
+  const Energy candidate = energy_of(describe_current());
   const double de = candidate.total - m_progress.energy.total;
   m_progress.last_delta = de;
   const double u = Philox::unit(m_random.draw(step, kAcceptLane)[0]);

@@ -33,7 +33,7 @@ int main(int argc, char** argv) {
   std::vector<double> ms;
   for (int f = 0; f < frames + 2; ++f) {
     const auto t0 = std::chrono::steady_clock::now();
-    const Mask out = dilate(erode(frame, box, 1), box, 4);
+    const Mask out = dilate(erode(frame, box, 1, Backend::cpu), box, 4, Backend::cpu);
     const double t = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     if (f >= 2) ms.push_back(t);  // two warm-up frames
   }
@@ -42,7 +42,7 @@ int main(int argc, char** argv) {
 
   const Mask volume = generate_blobs({512, 512, 512}, 0.4, 1.0, 1);
   const auto t0 = std::chrono::steady_clock::now();
-  const Mask dilated = dilate(volume, StructuringElement::ball(10), 1);
+  const Mask dilated = dilate(volume, StructuringElement::ball(10), 1, Backend::cpu);
   const double ball_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 
   std::printf("CPU, %d threads\n", cpu_threads());

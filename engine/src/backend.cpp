@@ -68,6 +68,7 @@ const char* operation_name(Operation op) {
     case Operation::distance_transform: return "the distance transform";
     case Operation::local_thickness: return "local thickness";
     case Operation::pore_size_distribution: return "the pore-size distribution";
+    case Operation::morphology: return "morphology";
   }
   return "this operation";
 }

@@ -1,9 +1,12 @@
 // The public engine functions: pick a backend, run it.
 #include "cpu/cpu_backend.hpp"
 #include "poreforge/edt.hpp"
+#include "poreforge/evaluator.hpp"
 #include "poreforge/local_thickness.hpp"
+#include "poreforge/morphology.hpp"
 #ifdef POREFORGE_HAVE_CUDA
 #include "poreforge/cuda_engine.hpp"
+#include "poreforge/cuda_morphology.hpp"
 #endif
 
 namespace poreforge {
@@ -51,6 +54,26 @@ PoreSizeDistribution pore_size_distribution(const Mask& phase, Boundary boundary
       run_on(backend, Operation::pore_size_distribution, PF_ON_CUDA(cuda::psd_counts(phase, boundary, bins)),
              [&] { return cpu::psd_counts(phase, boundary, bins); });
   return psd_from_counts(counts, bins);
+}
+
+std::unique_ptr<PsdEvaluator> make_psd_evaluator(const Mask& phase, Boundary boundary, const Bins& bins,
+                                                 Backend backend) {
+  return run_on(backend, Operation::pore_size_distribution, PF_ON_CUDA(cuda::make_psd_evaluator(phase, boundary, bins)),
+                [&] { return cpu::make_psd_evaluator(phase, boundary, bins); });
+}
+
+Mask morphology(const Mask& image, MorphOp op, const StructuringElement& element, int iterations, Backend backend) {
+  validate_morphology(image, element, iterations);
+  return run_on(backend, Operation::morphology, PF_ON_CUDA(cuda::morphology(image, op, element, iterations)),
+                [&] { return cpu::morphology(image, op, element, iterations); });
+}
+
+Mask erode(const Mask& image, const StructuringElement& element, int iterations, Backend backend) {
+  return morphology(image, MorphOp::erode, element, iterations, backend);
+}
+
+Mask dilate(const Mask& image, const StructuringElement& element, int iterations, Backend backend) {
+  return morphology(image, MorphOp::dilate, element, iterations, backend);
 }
 
 }  // namespace poreforge

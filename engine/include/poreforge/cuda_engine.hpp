@@ -7,6 +7,7 @@
 #include <memory>
 #include <vector>
 
+#include "poreforge/evaluator.hpp"
 #include "poreforge/psd.hpp"
 #include "poreforge/volume.hpp"
 
@@ -83,5 +84,8 @@ Volume<uint32_t> squared_distance_voxels(const Mask& phase, Boundary boundary);
 Volume<float> distance_transform(const Mask& phase, Boundary boundary);
 Volume<float> local_thickness(const Mask& phase, Boundary boundary);
 PsdCounts psd_counts(const Mask& phase, Boundary boundary, const Bins& bins);
+
+/// The device-resident PSD evaluator (see evaluator.hpp).
+std::unique_ptr<PsdEvaluator> make_psd_evaluator(const Mask& phase, Boundary boundary, const Bins& bins);
 
 }  // namespace poreforge::cuda

@@ -1,6 +1,7 @@
 #pragma once
 /// Binary morphology of 2D images and 3D volumes: erosion, dilation, opening, closing by a
-/// box or a Euclidean ball. CPU (OpenMP); the CUDA twins come with the frame-stream API.
+/// box or a Euclidean ball, on the CPU (OpenMP) or CUDA backend with identical results. For
+/// streams of frames on the GPU, see cuda_morphology.hpp (FramePipeline).
 ///
 /// Conventions (OpenCV's defaults, so results compare one to one):
 ///  - A box of kx × ky × kz voxels has its anchor at (⌊kx/2⌋, ⌊ky/2⌋, ⌊kz/2⌋): output voxel x
@@ -13,6 +14,7 @@
 ///  - Opening with n iterations erodes n times then dilates n times; closing the reverse.
 #include <string>
 
+#include "poreforge/backend.hpp"
 #include "poreforge/volume.hpp"
 
 namespace poreforge {
@@ -33,12 +35,19 @@ struct StructuringElement {
 enum class MorphOp { erode, dilate, open, close };
 MorphOp parse_morph_op(const std::string& text);  ///< "erode", "dilate", "open", "close"
 
-/// Applies `op` with `element`, `iterations` times (≥ 1), to a binary mask (1 = set).
-/// Box: O(N) per iteration whatever its size (running counts along each axis). Ball: one exact
-/// distance transform per iteration. Throws InputError for a bad element or iteration count.
-Mask morphology(const Mask& image, MorphOp op, const StructuringElement& element, int iterations = 1);
+/// Applies `op` with `element`, `iterations` times (≥ 1), to a binary mask (nonzero = set);
+/// the result is 0/1. Box: O(N) per iteration whatever its size (CPU: running counts along
+/// each axis; CUDA: bit-packed van Herk / Gil–Werman). Ball: one exact distance transform per
+/// iteration. Throws InputError for a bad element or iteration count.
+Mask morphology(const Mask& image, MorphOp op, const StructuringElement& element, int iterations = 1,
+                Backend backend = Backend::automatic);
 
-Mask erode(const Mask& image, const StructuringElement& element, int iterations = 1);
-Mask dilate(const Mask& image, const StructuringElement& element, int iterations = 1);
+Mask erode(const Mask& image, const StructuringElement& element, int iterations = 1,
+           Backend backend = Backend::automatic);
+Mask dilate(const Mask& image, const StructuringElement& element, int iterations = 1,
+            Backend backend = Backend::automatic);
+
+/// Throws InputError for a bad shape, spacing, element or iteration count.
+void validate_morphology(const Mask& image, const StructuringElement& element, int iterations);
 
 }  // namespace poreforge

@@ -1,5 +1,9 @@
 #pragma once
 // The CPU (OpenMP) backend's entry points; the public functions dispatch here.
+#include <memory>
+
+#include "poreforge/evaluator.hpp"
+#include "poreforge/morphology.hpp"
 #include "poreforge/psd.hpp"
 #include "poreforge/volume.hpp"
 
@@ -9,5 +13,7 @@ Volume<uint32_t> squared_distance_voxels(const Mask& phase, Boundary boundary);
 Volume<float> distance_transform(const Mask& phase, Boundary boundary);
 Volume<float> local_thickness(const Mask& phase, Boundary boundary);
 PsdCounts psd_counts(const Mask& phase, Boundary boundary, const Bins& bins);
+Mask morphology(const Mask& image, MorphOp op, const StructuringElement& element, int iterations);
+std::unique_ptr<PsdEvaluator> make_psd_evaluator(const Mask& phase, Boundary boundary, const Bins& bins);
 
 }  // namespace poreforge::cpu

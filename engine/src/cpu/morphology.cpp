@@ -6,6 +6,7 @@
 #include <sstream>
 #include <vector>
 
+#include "cpu_backend.hpp"
 #include "distance.hpp"
 #include "poreforge/error.hpp"
 
@@ -171,35 +172,30 @@ Mask apply(const Mask& image, const StructuringElement& e, int iterations, bool 
   return m;
 }
 
-void check(const Mask& image, const StructuringElement& e, int iterations) {
+}  // namespace
+
+namespace cpu {
+
+Mask morphology(const Mask& image, MorphOp op, const StructuringElement& e, int iterations) {
+  switch (op) {
+    case MorphOp::erode: return apply(image, e, iterations, true);
+    case MorphOp::dilate: return apply(image, e, iterations, false);
+    case MorphOp::open: return apply(apply(image, e, iterations, true), e, iterations, false);
+    case MorphOp::close: return apply(apply(image, e, iterations, false), e, iterations, true);
+  }
+  return image;
+}
+
+}  // namespace cpu
+
+void validate_morphology(const Mask& image, const StructuringElement& e, int iterations) {
   validate_shape(image.shape());
   validate_spacing(image.spacing());
   if (iterations < 1) throw InputError("iterations must be at least 1 (got " + std::to_string(iterations) + ")");
   if (e.kind == StructuringElement::Kind::box && (e.kx < 1 || e.ky < 1 || e.kz < 1))
     throw InputError("box sizes must be at least 1");
-  if (e.kind == StructuringElement::Kind::ball && !(e.radius > 0)) throw InputError("ball radius must be positive");
-}
-
-}  // namespace
-
-Mask erode(const Mask& image, const StructuringElement& e, int iterations) {
-  check(image, e, iterations);
-  return apply(image, e, iterations, true);
-}
-
-Mask dilate(const Mask& image, const StructuringElement& e, int iterations) {
-  check(image, e, iterations);
-  return apply(image, e, iterations, false);
-}
-
-Mask morphology(const Mask& image, MorphOp op, const StructuringElement& e, int iterations) {
-  switch (op) {
-    case MorphOp::erode: return erode(image, e, iterations);
-    case MorphOp::dilate: return dilate(image, e, iterations);
-    case MorphOp::open: return dilate(erode(image, e, iterations), e, iterations);
-    case MorphOp::close: return erode(dilate(image, e, iterations), e, iterations);
-  }
-  return image;
+  if (e.kind == StructuringElement::Kind::ball && !(e.radius > 0 && std::isfinite(e.radius)))
+    throw InputError("ball radius must be positive");
 }
 
 }  // namespace poreforge

@@ -69,4 +69,19 @@ class Stream {
   cudaStream_t m_stream = nullptr;
 };
 
+// A CUDA event, destroyed with its owner.
+class Event {
+ public:
+  explicit Event(unsigned flags = cudaEventDefault) { PF_CUDA_CHECK(cudaEventCreateWithFlags(&m_event, flags)); }
+  ~Event() {
+    if (m_event) PF_CUDA_CHECK_NOTHROW(cudaEventDestroy(m_event));
+  }
+  Event(const Event&) = delete;
+  Event& operator=(const Event&) = delete;
+  cudaEvent_t get() const { return m_event; }
+
+ private:
+  cudaEvent_t m_event = nullptr;
+};
+
 }  // namespace poreforge::cuda

@@ -41,8 +41,11 @@ struct Geometry {
 // the last background voxel at or before each voxel, a suffix-min scan the next one, each
 // carried from chunk to chunk. The forward sweep parks p − last in the output, the backward
 // sweep (same lane, same voxel) finishes it.
+// `invert` swaps the roles: voxels with mask ≠ 0 are the background (the morphology measures
+// from the set to dilate it).
 template <class M>
-__global__ void edt_rows(const uint8_t* __restrict__ mask, typename M::value_type* __restrict__ d, Geometry g, M m) {
+__global__ void edt_rows(const uint8_t* __restrict__ mask, typename M::value_type* __restrict__ d, Geometry g, M m,
+                         bool invert = false) {
   using V = typename M::value_type;
   constexpr unsigned full = 0xFFFFFFFFu;
   constexpr long long low = -(1ll << 60), high = 1ll << 60;  // "no background on this side"
@@ -58,7 +61,7 @@ __global__ void edt_rows(const uint8_t* __restrict__ mask, typename M::value_typ
     if (b == Boundary::periodic) {  // the row's last and first background voxels, as images
       long long last_bg = -1, first_bg = n;
       for (int64_t p = lane; p < n; p += 32)
-        if (!in[p]) {
+        if ((in[p] != 0) == invert) {
           last_bg = p > last_bg ? p : last_bg;
           first_bg = p < first_bg ? p : first_bg;
         }
@@ -74,7 +77,7 @@ __global__ void edt_rows(const uint8_t* __restrict__ mask, typename M::value_typ
     }
     for (int64_t c0 = 0; c0 < n; c0 += 32) {
       const int64_t p = c0 + lane;
-      long long v = p < n && !in[p] ? p : low;
+      long long v = p < n && (in[p] != 0) == invert ? p : low;
       for (int o = 1; o < 32; o <<= 1) {
         const long long t = __shfl_up_sync(full, v, o);
         if (lane >= o && t > v) v = t;
@@ -85,7 +88,7 @@ __global__ void edt_rows(const uint8_t* __restrict__ mask, typename M::value_typ
     }
     for (int64_t c0 = ((n - 1) / 32) * 32; c0 >= 0; c0 -= 32) {
       const int64_t p = c0 + lane;
-      long long v = p < n && !in[p] ? p : high;
+      long long v = p < n && (in[p] != 0) == invert ? p : high;
       for (int o = 1; o < 32; o <<= 1) {
         const long long t = __shfl_down_sync(full, v, o);
         if (lane + o < 32 && t < v) v = t;
@@ -107,8 +110,11 @@ __global__ void edt_rows(const uint8_t* __restrict__ mask, typename M::value_typ
 
 // Lines along `axis` (1 or 2). Block: blockDim.x adjacent x, blockDim.y threads along the line;
 // blockIdx.x picks the x tile, blockIdx.y the remaining coordinate (z for axis 1, y for axis 2).
+// With a `cap`, values at or above it come out as the cap and the searches stop there: the
+// exact minimum wherever it is below the cap (the morphology only asks "≤ r²?").
 template <class M>
-__global__ void edt_lines(typename M::value_type* __restrict__ d, Geometry g, int axis, M m) {
+__global__ void edt_lines(typename M::value_type* __restrict__ d, Geometry g, int axis, M m,
+                          typename M::value_type cap = M::infinity) {
   using V = typename M::value_type;
   extern __shared__ unsigned char shared_raw[];
   V* tile = reinterpret_cast<V*>(shared_raw);
@@ -126,6 +132,7 @@ __global__ void edt_lines(typename M::value_type* __restrict__ d, Geometry g, in
   const Boundary b = g.along(axis);
   for (int64_t p = threadIdx.y; p < n; p += blockDim.y) {
     V best = tile[p * width + tx];
+    if (cap < best) best = cap;
     // Offsets beyond `reach` see no more voxels: the far face (open), the wall voxel just
     // past it (wall), or half the period (periodic, where offsets ±d and ∓(n−d) coincide).
     const int64_t reach = b == Boundary::periodic ? n / 2 : b == Boundary::wall ? (p + 1 > n - p ? p + 1 : n - p)

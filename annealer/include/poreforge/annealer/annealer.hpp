@@ -1,11 +1,14 @@
 #pragma once
 /// Yeong–Torquato reconstruction by simulated annealing (DESIGN §1, "Energy"): swap a pore
 /// and a solid voxel (porosity is kept exactly), score the candidate with the engine, accept
-/// by Metropolis. CPU backend; the random stream is Philox4x32-10 keyed by the seed and
-/// counted by the step, so a seed gives the same run every time.
+/// by Metropolis. The loop runs on the host; the PSD terms are evaluated by a PsdEvaluator of
+/// the configured backend (CUDA: mask and workspace resident on the device, only the swapped
+/// voxels sent, one round trip per evaluation). The random stream is Philox4x32-10 keyed by
+/// the seed and counted by the step, so a seed gives the same run every time.
 #include <array>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -13,6 +16,7 @@
 #include "poreforge/annealer/philox.hpp"
 #include "poreforge/annealer/two_point.hpp"
 #include "poreforge/backend.hpp"
+#include "poreforge/evaluator.hpp"
 #include "poreforge/psd.hpp"
 #include "poreforge/volume.hpp"
 
@@ -132,6 +136,8 @@ class Annealer {
   const Mask& structure() const { return m_pore; }
   const Progress& progress() const { return m_progress; }
   const Config& config() const { return m_config; }
+  /// The backend that evaluates the PSD terms (CPU when no PSD term is weighted).
+  Backend backend() const;
   /// The energy of the current structure computed from scratch (descriptors recomputed).
   Energy evaluate_from_scratch() const;
   /// The incremental two-point counts (for checks against a recount).
@@ -141,7 +147,11 @@ class Annealer {
   struct Descriptors {
     std::vector<double> pore_psd, solid_psd, s2;
   };
-  Descriptors describe(const Mask& pore, const DirectionalCounts& counts) const;
+  // The descriptors of the current structure, PSDs from the evaluators.
+  Descriptors describe_current();
+  // S2 part of the descriptors from `counts`.
+  std::vector<double> s2_of(const DirectionalCounts& counts) const;
+  void make_evaluators();
   Energy energy_of(const Descriptors& d) const;
   int64_t propose(int which, uint64_t step, uint32_t lane_base) const;  // a voxel index of phase `which`
   void swap(int64_t pore_voxel, int64_t solid_voxel);
@@ -159,6 +169,7 @@ class Annealer {
   Progress m_progress;
   int64_t m_stall = 0;
   std::vector<double> m_stage_energies;
+  std::unique_ptr<PsdEvaluator> m_pore_evaluator, m_solid_evaluator;  // null when the weight is 0
 };
 
 }  // namespace poreforge::anneal

@@ -1,0 +1,34 @@
+#pragma once
+/// Repeated pore-size-distribution evaluations of one structure that changes a few voxels at a
+/// time — the annealer's loop. An evaluator owns its copy of the phase mask: set() records a
+/// change, counts() evaluates the current mask. Knowing which voxels changed is what a later
+/// evaluator needs to re-evaluate only the region a swap touches.
+///
+/// The CUDA evaluator keeps the mask and the engine's workspace on the device (a
+/// ThicknessContext: graph-replayed, nothing allocated per call) and sends only the changed
+/// voxels; each counts() is one round trip (the counts come back, the stream is synchronised).
+#include <cstdint>
+#include <memory>
+
+#include "poreforge/backend.hpp"
+#include "poreforge/psd.hpp"
+#include "poreforge/volume.hpp"
+
+namespace poreforge {
+
+class PsdEvaluator {
+ public:
+  virtual ~PsdEvaluator() = default;
+  /// Sets voxel `index` of the phase mask to `value` (0 or 1).
+  virtual void set(int64_t index, uint8_t value) = 0;
+  /// Exact PSD counts of the current mask (the PSD-only path, same bins every call).
+  virtual PsdCounts counts() = 0;
+  /// The backend that evaluates.
+  virtual Backend backend() const = 0;
+};
+
+/// An evaluator of `phase` (copied) with `bins`, on `backend` (resolved as everywhere else).
+std::unique_ptr<PsdEvaluator> make_psd_evaluator(const Mask& phase, Boundary boundary, const Bins& bins,
+                                                 Backend backend = Backend::automatic);
+
+}  // namespace poreforge

@@ -1,0 +1,103 @@
+// The device-resident PSD evaluator: the mask lives on the device, changes travel one byte
+// each (from pinned memory, in stream order), evaluations replay the context's graph.
+#include <cuda_runtime.h>
+
+#include <vector>
+
+#include "../common/messages.hpp"
+#include "buffer.cuh"
+#include "check.cuh"
+#include "poreforge/cuda_engine.hpp"
+#include "poreforge/error.hpp"
+
+namespace poreforge::cuda {
+namespace {
+
+class CudaPsdEvaluator final : public PsdEvaluator {
+ public:
+  CudaPsdEvaluator(const Mask& phase, Boundary boundary, const Bins& bins)
+      : m_config{phase.shape(), phase.spacing(), boundary, bins.edges(), 0.25} {
+    validate_shape(phase.shape());
+    validate_spacing(phase.spacing());
+    make_context();
+    const cudaStream_t s = stream();
+    m_mask = DeviceBuffer<uint8_t>(std::size_t(phase.voxels()), s, "the evaluator's mask");
+    m_counts = DeviceBuffer<int64_t>(m_context->psd_count_entries(), s, "PSD counts");
+    PF_CUDA_CHECK(cudaMemcpyAsync(m_mask.data(), phase.data(), m_mask.bytes(), cudaMemcpyHostToDevice, s));
+    PF_CUDA_CHECK(cudaMallocHost(reinterpret_cast<void**>(&m_pending), kPending));
+    PF_CUDA_CHECK(cudaMallocHost(reinterpret_cast<void**>(&m_host_counts), m_counts.bytes()));
+    PF_CUDA_CHECK(cudaStreamSynchronize(s));
+  }
+  ~CudaPsdEvaluator() override {
+    if (m_context) PF_CUDA_CHECK_NOTHROW(cudaStreamSynchronize(stream()));
+    if (m_pending) PF_CUDA_CHECK_NOTHROW(cudaFreeHost(m_pending));
+    if (m_host_counts) PF_CUDA_CHECK_NOTHROW(cudaFreeHost(m_host_counts));
+  }
+
+  void set(int64_t index, uint8_t value) override {
+    if (m_used == kPending) {  // every queued byte must have left before its slot is reused
+      PF_CUDA_CHECK(cudaStreamSynchronize(stream()));
+      m_used = 0;
+    }
+    m_pending[m_used] = value;
+    PF_CUDA_CHECK(cudaMemcpyAsync(m_mask.data() + index, m_pending + m_used, 1, cudaMemcpyHostToDevice, stream()));
+    ++m_used;
+  }
+
+  PsdCounts counts() override {
+    for (;;) {
+      m_context->psd_async(m_mask.data(), m_counts.data());
+      PF_CUDA_CHECK(cudaMemcpyAsync(m_host_counts, m_counts.data(), m_counts.bytes(), cudaMemcpyDeviceToHost, stream()));
+      try {
+        m_context->synchronize();
+        break;
+      } catch (const RuntimeError&) {
+        // More ball centres than the context has room for: once, a context with room for all.
+        if (m_config.centre_capacity == 1.0) throw;
+        cudaGetLastError();
+        m_config.centre_capacity = 1.0;
+        make_context();
+      }
+    }
+    m_used = 0;
+    const std::size_t n = m_config.psd_edges.size();
+    PsdCounts c;
+    c.at_least.assign(m_host_counts, m_host_counts + n);
+    c.above = m_host_counts[n];
+    c.phase_voxels = m_host_counts[n + 1];
+    if (c.phase_voxels == 0) throw InputError(detail::empty_phase_message());
+    return c;
+  }
+
+  Backend backend() const override { return Backend::cuda; }
+
+ private:
+  static constexpr std::size_t kPending = 4096;
+
+  cudaStream_t stream() const { return static_cast<cudaStream_t>(m_context->stream()); }
+  // The mask and counts buffers belong to the first context's stream; a replacement context
+  // waits for it (the old stream is synchronised before it goes).
+  void make_context() {
+    if (m_context) PF_CUDA_CHECK(cudaStreamSynchronize(stream()));
+    auto next = std::make_unique<ThicknessContext>(m_config);
+    if (m_context) m_retired.push_back(std::move(m_context));
+    m_context = std::move(next);
+  }
+
+  ContextConfig m_config;
+  std::vector<std::unique_ptr<ThicknessContext>> m_retired;  // owns the streams the buffers were made on
+  std::unique_ptr<ThicknessContext> m_context;
+  DeviceBuffer<uint8_t> m_mask;
+  DeviceBuffer<int64_t> m_counts;
+  uint8_t* m_pending = nullptr;  // pinned: the bytes of queued changes
+  std::size_t m_used = 0;
+  int64_t* m_host_counts = nullptr;  // pinned
+};
+
+}  // namespace
+
+std::unique_ptr<PsdEvaluator> make_psd_evaluator(const Mask& phase, Boundary boundary, const Bins& bins) {
+  return std::make_unique<CudaPsdEvaluator>(phase, boundary, bins);
+}
+
+}  // namespace poreforge::cuda
