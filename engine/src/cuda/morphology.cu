@@ -112,6 +112,9 @@ void validate(const PipelineConfig& c) {
       throw InputError("ball radius must be positive");
   }
   const Layout l = Layout::of(c.frame, c.batch);
+  if (has_ball(c) && (l.ny > 65535 || l.nz > 65535))
+    throw InputError("the CUDA ball morphology launches a block row per y or z line: " + to_string(c.frame) +
+                     " × " + std::to_string(c.batch) + " has more than 65535 of them");
   if (has_ball(c) && l.voxels() >= (int64_t(1) << 32))
     throw InputError("the CUDA ball morphology indexes voxels with 32 bits: a batch of " + to_string(c.frame) +
                      " × " + std::to_string(c.batch) + " is too large");
@@ -174,8 +177,8 @@ struct FramePipeline::Impl {
                            " voxels are too long for a box of width " + std::to_string(s.element.kx));
       }
     PF_CUDA_CHECK(cudaFuncSetAttribute(kernels::dilate_rows, cudaFuncAttributeMaxDynamicSharedMemorySize, shared_max));
-    PF_CUDA_CHECK(cudaFuncSetAttribute(kernels::edt_lines<VoxelMetric>, cudaFuncAttributeMaxDynamicSharedMemorySize, shared_max));
-    PF_CUDA_CHECK(cudaFuncSetAttribute(kernels::edt_lines<PhysicalMetric>, cudaFuncAttributeMaxDynamicSharedMemorySize, shared_max));
+    PF_CUDA_CHECK(cudaFuncSetAttribute(kernels::edt_lines_capped<VoxelMetric>, cudaFuncAttributeMaxDynamicSharedMemorySize, shared_max));
+    PF_CUDA_CHECK(cudaFuncSetAttribute(kernels::edt_lines_capped<PhysicalMetric>, cudaFuncAttributeMaxDynamicSharedMemorySize, shared_max));
     const std::size_t batch_bytes = frame_bytes * std::size_t(c.batch);
     for (int i = 0; i < c.slots; ++i) {
       auto slot = std::make_unique<Slot>();
@@ -183,8 +186,8 @@ struct FramePipeline::Impl {
       slot->in = DeviceBuffer<uint8_t>(batch_bytes, s, "input frames");
       slot->out = DeviceBuffer<uint8_t>(batch_bytes, s, "output frames");
       for (auto& b : slot->bits) b = DeviceBuffer<uint32_t>(std::size_t(l.words()), s, "bit-packed frames");
-      if (has_ball(c))
-        slot->distance = DeviceBuffer<unsigned char>(std::size_t(l.voxels()) * distance_value_bytes(c), s, "squared distances");
+      if (has_ball(c))  // two buffers: the line passes run out of place
+        slot->distance = DeviceBuffer<unsigned char>(2 * std::size_t(l.voxels()) * distance_value_bytes(c), s, "squared distances");
       slots.push_back(std::move(slot));
     }
     for (auto& slot : slots) PF_CUDA_CHECK(cudaStreamSynchronize(slot->stream.get()));
@@ -235,17 +238,20 @@ struct FramePipeline::Impl {
     return current;
   }
 
-  // One ball erosion or dilation: unpack, distance transform searching no farther than r,
-  // threshold back into bits.
+  // Grid for the row-walking pack/unpack kernels: x over a row's words, y over rows.
+  static dim3 row_grid(const Layout& l) {
+    return dim3(unsigned((l.wpr + 127) / 128), unsigned(std::min<int64_t>(l.rows, 65535)));
+  }
+
+  // One ball erosion or dilation of the bytes `image` into the bytes `out` (may be `image`):
+  // a distance transform whose line passes stop at r (x pass into one buffer, y and z passes
+  // from buffer to buffer, out of place), then a threshold.
   template <class M>
-  int ball_once(const Layout& l, double radius, bool erosion, const M& metric, Slot& slot, int current,
-                cudaStream_t stream) const {
+  void ball_once(const Layout& l, double radius, bool erosion, const M& metric, Slot& slot, const uint8_t* image,
+                 uint8_t* out, cudaStream_t stream) const {
     using V = typename M::value_type;
-    const int64_t words = l.words();
-    uint8_t* image = slot.out.data();
-    V* d = reinterpret_cast<V*>(slot.distance.data());
-    kernels::unpack_bits<<<grid_for(words * 32), kThreads, 0, stream>>>(slot.bits[current].data(), image, l.nx, l.rows, l.wpr);
-    PF_CUDA_CHECK_LAUNCH(stream);
+    V* d[2] = {reinterpret_cast<V*>(slot.distance.data()),
+               reinterpret_cast<V*>(slot.distance.data()) + l.voxels()};
     const double r2 = radius * radius;
     V cap = M::infinity;  // the smallest value known to exceed r²
     if constexpr (std::is_same_v<V, uint32_t>) {
@@ -256,50 +262,69 @@ struct FramePipeline::Impl {
     const kernels::Geometry g = kernels::Geometry::of({l.nx, l.ny, l.nz}, Boundary::open);
     // Distances from each voxel to the nearest voxel of the other kind: to the complement
     // (erosion) or to the set (dilation, so the set is the background).
-    kernels::edt_rows<M><<<unsigned((l.rows + 7) / 8), 256, 0, stream>>>(image, d, g, metric, !erosion);
+    kernels::edt_rows<M><<<unsigned((l.rows + 7) / 8), 256, 0, stream>>>(image, d[0], g, metric, !erosion);
     PF_CUDA_CHECK_LAUNCH(stream);
+    int current = 0;
     for (int axis = 1; axis < (l.volume ? 3 : 2); ++axis) {
       const int64_t n = axis == 1 ? l.ny : l.nz;
       if (n == 1) continue;
+      int reach = 0;  // offsets whose own term is below the cap
+      while (reach < n && metric.term(reach + 1, axis) < cap) ++reach;
+      constexpr int segment = 64;
       int w = 32;
-      while (w > 1 && std::size_t(n) * w * sizeof(V) > 96 * 1024) w /= 2;
-      const std::size_t shared = std::size_t(n) * w * sizeof(V);
-      if (shared > std::size_t(shared_max))
-        throw InputError("the CUDA ball morphology holds a whole line in shared memory: extent " + std::to_string(n) +
-                         " is too long");
+      auto shared = [&](int width) { return std::size_t(segment + 2 * reach) * width * sizeof(V); };
+      while (w > 1 && shared(w) > std::size_t(shared_max)) w /= 2;
+      if (shared(w) > std::size_t(shared_max))
+        throw InputError("the CUDA ball morphology: a ball of radius " + std::to_string(radius) + " is too large");
       const dim3 block(w, std::max(1, 256 / w));
-      const dim3 grid(unsigned((l.nx + w - 1) / w), unsigned(axis == 1 ? l.nz : l.ny));
-      kernels::edt_lines<M><<<grid, block, shared, stream>>>(d, g, axis, metric, cap);
+      const dim3 grid(unsigned((l.nx + w - 1) / w), unsigned(axis == 1 ? l.nz : l.ny), unsigned((n + segment - 1) / segment));
+      kernels::edt_lines_capped<M><<<grid, block, shared(w), stream>>>(d[current], d[1 - current], g, axis, metric, cap,
+                                                                       reach, segment);
       PF_CUDA_CHECK_LAUNCH(stream);
+      current = 1 - current;
     }
-    kernels::threshold_pack<V><<<grid_for(words * 32), kThreads, 0, stream>>>(image, d, slot.bits[1 - current].data(),
-                                                                                l.nx, l.rows, l.wpr, r2, erosion);
+    kernels::threshold_ball<V><<<grid_for(l.voxels()), kThreads, 0, stream>>>(image, d[current], out, l.voxels(), r2, erosion);
     PF_CUDA_CHECK_LAUNCH(stream);
-    return 1 - current;
   }
 
-  // Enqueues the whole pipeline for `frames` frames from `d_in` to `d_out`.
+  // Enqueues the whole pipeline for `frames` frames from `d_in` to `d_out`. The state moves
+  // between two forms as the steps need: bit-packed (boxes) and bytes (balls, kept in d_out).
   void record(Slot& slot, const uint8_t* d_in, uint8_t* d_out, int frames) const {
     const cudaStream_t stream = slot.stream.get();
     const Layout l = Layout::of(config.frame, frames);
-    const int64_t words = l.words();
-    kernels::pack_bits<<<grid_for(words * 32), kThreads, 0, stream>>>(d_in, slot.bits[0].data(), l.nx, l.rows, l.wpr, false);
-    PF_CUDA_CHECK_LAUNCH(stream);
+    const uint8_t* bytes = d_in;  // the state as bytes, or null when it is in slot.bits[current]
     int current = 0;
     for (const MorphStep& step : config.steps)
       for (bool erosion : phases_of(step)) {
         const auto& e = step.element;
         if (e.kind == StructuringElement::Kind::box) {
+          if (bytes) {
+            kernels::pack_bits<<<row_grid(l), 128, 0, stream>>>(bytes, slot.bits[current].data(), l.nx, l.rows, l.wpr, l.tail, false);
+            PF_CUDA_CHECK_LAUNCH(stream);
+            bytes = nullptr;
+          }
           current = box_once(l, e, erosion, slot, current, stream);
-        } else if (unit_spacing(config.spacing)) {
-          current = ball_once(l, e.radius, erosion, VoxelMetric{}, slot, current, stream);
+          continue;
+        }
+        if (!bytes) {
+          kernels::unpack_bits<<<row_grid(l), 128, 0, stream>>>(slot.bits[current].data(), d_out, l.nx, l.rows, l.wpr);
+          PF_CUDA_CHECK_LAUNCH(stream);
+          bytes = d_out;
+        }
+        if (unit_spacing(config.spacing)) {
+          ball_once(l, e.radius, erosion, VoxelMetric{}, slot, bytes, d_out, stream);
         } else {
           const PhysicalMetric m{config.spacing.x, config.spacing.y, config.spacing.z};
-          current = ball_once(l, e.radius, erosion, m, slot, current, stream);
+          ball_once(l, e.radius, erosion, m, slot, bytes, d_out, stream);
         }
+        bytes = d_out;
       }
-    kernels::unpack_bits<<<grid_for(words * 32), kThreads, 0, stream>>>(slot.bits[current].data(), d_out, l.nx, l.rows, l.wpr);
-    PF_CUDA_CHECK_LAUNCH(stream);
+    if (!bytes) {
+      kernels::unpack_bits<<<row_grid(l), 128, 0, stream>>>(slot.bits[current].data(), d_out, l.nx, l.rows, l.wpr);
+      PF_CUDA_CHECK_LAUNCH(stream);
+    } else if (bytes != d_out) {  // no step changed the form (boxes of size 1 only): a copy
+      PF_CUDA_CHECK(cudaMemcpyAsync(d_out, bytes, std::size_t(l.voxels()), cudaMemcpyDeviceToDevice, stream));
+    }
   }
 
   // Runs the pipeline through the graph captured for (d_in, d_out, frames) on this slot.
@@ -358,7 +383,7 @@ std::size_t pipeline_workspace_bytes(const PipelineConfig& config) {
   validate(config);
   const Layout l = Layout::of(config.frame, config.batch);
   std::size_t per_slot = 2 * std::size_t(l.voxels()) + 2 * std::size_t(l.words()) * sizeof(uint32_t);
-  if (has_ball(config)) per_slot += std::size_t(l.voxels()) * distance_value_bytes(config);
+  if (has_ball(config)) per_slot += 2 * std::size_t(l.voxels()) * distance_value_bytes(config);
   return per_slot * std::size_t(config.slots);
 }
 

@@ -9,6 +9,8 @@
 
 #include <cstdint>
 
+#include "edt_kernels.cuh"
+
 namespace poreforge::cuda::kernels {
 
 // The valid bits of word w of a row (only the last word of a row has padding).
@@ -16,29 +18,68 @@ __device__ __forceinline__ uint32_t valid_bits(int64_t w, int64_t wpr, uint32_t 
   return w == wpr - 1 ? tail : 0xFFFFFFFFu;
 }
 
-// Bytes (nonzero = set) → bits, optionally complemented. A warp per word: lane x reads voxel
-// 32·w + x (coalesced) and a ballot gathers the word.
+// 4 bytes → 4 bits (byte i nonzero → bit i).
+__device__ __forceinline__ uint32_t nibble_of(uint32_t four_bytes) {
+  const uint32_t b = __vcmpne4(four_bytes, 0u) & 0x08040201u;
+  return (b | b >> 8 | b >> 16 | b >> 24) & 0xFu;
+}
+
+// 4 bits → 4 bytes of 0 or 1.
+__device__ __forceinline__ uint32_t bytes_of(uint32_t nibble) {
+  return (nibble & 1u) | (nibble & 2u) << 7 | (nibble & 4u) << 14 | (nibble & 8u) << 21;
+}
+
+// Rows are walked by blockIdx.y, the words of a row by the x threads: no index division.
+// Rows whose length is a multiple of 16 (so every row starts 16-byte aligned) move 16 bytes
+// per load or store; others go byte by byte.
+
+// Bytes (nonzero = set) → bits, optionally complemented.
 __global__ void pack_bits(const uint8_t* __restrict__ in, uint32_t* __restrict__ bits, int64_t nx, int64_t rows,
-                          int64_t wpr, bool invert) {
-  const int lane = threadIdx.x & 31;
-  const int64_t words = rows * wpr, warps = (int64_t(gridDim.x) * blockDim.x) >> 5;
-  for (int64_t i = (int64_t(blockIdx.x) * blockDim.x + threadIdx.x) >> 5; i < words; i += warps) {
-    const int64_t row = i / wpr, x = (i - row * wpr) * 32 + lane;
-    const bool inside = x < nx;
-    const bool set = inside && ((in[row * nx + x] != 0) != invert);
-    const uint32_t word = __ballot_sync(0xFFFFFFFFu, set);
-    if (lane == 0) bits[i] = word;
+                          int64_t wpr, uint32_t tail, bool invert) {
+  const bool vector = nx % 16 == 0;
+  for (int64_t row = blockIdx.y; row < rows; row += gridDim.y) {
+    const uint8_t* src = in + row * nx;
+    for (int64_t w = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; w < wpr; w += int64_t(gridDim.x) * blockDim.x) {
+      const int64_t x0 = 32 * w;
+      uint32_t word = 0;
+      if (vector) {
+        const uint4* p = reinterpret_cast<const uint4*>(src + x0);
+        const int chunks = nx - x0 >= 32 ? 2 : 1;
+        for (int c = 0; c < chunks; ++c) {
+          const uint4 v = p[c];
+          word |= (nibble_of(v.x) | nibble_of(v.y) << 4 | nibble_of(v.z) << 8 | nibble_of(v.w) << 12) << (16 * c);
+        }
+      } else {
+        const int count = int(nx - x0 < 32 ? nx - x0 : 32);
+        for (int b = 0; b < count; ++b) word |= uint32_t(src[x0 + b] != 0) << b;
+      }
+      if (invert) word = ~word & valid_bits(w, wpr, tail);
+      bits[row * wpr + w] = word;
+    }
   }
 }
 
 // Bits → bytes (0 or 1).
 __global__ void unpack_bits(const uint32_t* __restrict__ bits, uint8_t* __restrict__ out, int64_t nx, int64_t rows,
                             int64_t wpr) {
-  const int lane = threadIdx.x & 31;
-  const int64_t words = rows * wpr, warps = (int64_t(gridDim.x) * blockDim.x) >> 5;
-  for (int64_t i = (int64_t(blockIdx.x) * blockDim.x + threadIdx.x) >> 5; i < words; i += warps) {
-    const int64_t row = i / wpr, x = (i - row * wpr) * 32 + lane;
-    if (x < nx) out[row * nx + x] = uint8_t((bits[i] >> lane) & 1u);
+  const bool vector = nx % 16 == 0;
+  for (int64_t row = blockIdx.y; row < rows; row += gridDim.y) {
+    uint8_t* dst = out + row * nx;
+    for (int64_t w = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; w < wpr; w += int64_t(gridDim.x) * blockDim.x) {
+      const int64_t x0 = 32 * w;
+      const uint32_t word = bits[row * wpr + w];
+      if (vector) {
+        uint4* p = reinterpret_cast<uint4*>(dst + x0);
+        const int chunks = nx - x0 >= 32 ? 2 : 1;
+        for (int c = 0; c < chunks; ++c) {
+          const uint32_t h = word >> (16 * c);
+          p[c] = make_uint4(bytes_of(h & 0xF), bytes_of(h >> 4 & 0xF), bytes_of(h >> 8 & 0xF), bytes_of(h >> 12 & 0xF));
+        }
+      } else {
+        const int count = int(nx - x0 < 32 ? nx - x0 : 32);
+        for (int b = 0; b < count; ++b) dst[x0 + b] = uint8_t(word >> b & 1u);
+      }
+    }
   }
 }
 
@@ -127,24 +168,60 @@ __global__ void dilate_lines(const uint32_t* __restrict__ in, uint32_t* __restri
   }
 }
 
-// Ball step, after the distance transform `d` of `image` (bytes 0/1): the new state as bits.
-// Erosion keeps set voxels farther than r from the complement; dilation adds voxels within r
-// of the set. `r2` is compared exactly as on the CPU (as doubles).
+// Ball step, after the distance transform `d` of `image` (bytes 0/1): the new state as bytes,
+// element by element (so `out` may be `image`). Erosion keeps set voxels farther than r from
+// the complement; dilation adds voxels within r of the set. `r2` is compared as on the CPU.
 template <class V>
-__global__ void threshold_pack(const uint8_t* __restrict__ image, const V* __restrict__ d, uint32_t* __restrict__ bits,
-                               int64_t nx, int64_t rows, int64_t wpr, double r2, bool erosion) {
-  const int lane = threadIdx.x & 31;
-  const int64_t words = rows * wpr, warps = (int64_t(gridDim.x) * blockDim.x) >> 5;
-  for (int64_t i = (int64_t(blockIdx.x) * blockDim.x + threadIdx.x) >> 5; i < words; i += warps) {
-    const int64_t row = i / wpr, x = (i - row * wpr) * 32 + lane;
-    bool set = false;
-    if (x < nx) {
-      const int64_t v = row * nx + x;
-      const double dist2 = double(d[v]);
-      set = erosion ? (image[v] != 0 && dist2 > r2) : (image[v] != 0 || dist2 <= r2);
+__global__ void threshold_ball(const uint8_t* image, const V* __restrict__ d, uint8_t* out, int64_t voxels, double r2,
+                               bool erosion) {
+  for (int64_t v = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; v < voxels; v += int64_t(gridDim.x) * blockDim.x) {
+    const double dist2 = double(d[v]);
+    const bool set = image[v] != 0;
+    out[v] = uint8_t(erosion ? (set && dist2 > r2) : (set || dist2 <= r2));
+  }
+}
+
+// A line pass of the EDT (y or z) that never needs a value at or above `cap`: each block
+// owns `segment` outputs of 32 adjacent lines and loads them with `reach` voxels either side
+// (every offset whose term is below the cap), so tiles are small and blocks many. Out of place
+// (neighbouring blocks read each other's rows as halos). Open boundary (morphology).
+template <class M>
+__global__ void edt_lines_capped(const typename M::value_type* __restrict__ in, typename M::value_type* __restrict__ out,
+                                 Geometry g, int axis, M m, typename M::value_type cap, int reach, int segment) {
+  using V = typename M::value_type;
+  extern __shared__ unsigned char shared_raw[];
+  V* tile = reinterpret_cast<V*>(shared_raw);
+  const int64_t n = g.extent(axis);
+  const int tx = threadIdx.x, width = blockDim.x;
+  const int64_t x = int64_t(blockIdx.x) * width + tx;
+  const int64_t other = blockIdx.y;
+  const int64_t stride = axis == 1 ? g.nx : g.nx * g.ny;
+  const int64_t base = axis == 1 ? other * g.nx * g.ny + x : other * g.nx + x;
+  const bool active = x < g.nx;
+  const int64_t first = int64_t(blockIdx.z) * segment;
+  const int64_t lo = first - reach > 0 ? first - reach : 0;
+  const int64_t hi = first + segment + reach < n ? first + segment + reach : n;
+  const int64_t end = first + segment < n ? first + segment : n;
+  for (int64_t p = lo + threadIdx.y; p < hi; p += blockDim.y)
+    tile[(p - lo) * width + tx] = active ? in[base + p * stride] : V(0);
+  __syncthreads();
+  if (!active) return;
+  for (int64_t p = first + threadIdx.y; p < end; p += blockDim.y) {
+    V best = tile[(p - lo) * width + tx];
+    if (cap < best) best = cap;
+    for (int dd = 1; dd <= reach; ++dd) {
+      const V t = m.term(dd, axis);
+      if (!(t < best)) break;
+      for (int side = -1; side <= 1; side += 2) {
+        const int64_t q = p + side * dd;
+        if (q < 0 || q >= n) continue;
+        const V f = tile[(q - lo) * width + tx];
+        if (f == M::infinity) continue;
+        const V v = M::add(f, t);
+        if (v < best) best = v;
+      }
     }
-    const uint32_t word = __ballot_sync(0xFFFFFFFFu, set);
-    if (lane == 0) bits[i] = word;
+    out[base + p * stride] = best;
   }
 }
 
