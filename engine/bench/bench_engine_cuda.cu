@@ -88,6 +88,7 @@ Row measure(const std::string& name, const Mask& phase, int reps) {
   CHECK_CUDA(cudaMalloc(&d_mask, n));
   CHECK_CUDA(cudaMalloc(&d_map, n * sizeof(float)));
   CHECK_CUDA(cudaMemcpy(d_mask, phase.data(), n, cudaMemcpyHostToDevice));
+  CHECK_CUDA(cudaDeviceSynchronize());  // the DMA from pageable memory has landed
   {
     cuda::ThicknessContext lt({phase.shape(), {}, Boundary::open, {}});
     const cudaStream_t s = static_cast<cudaStream_t>(lt.stream());

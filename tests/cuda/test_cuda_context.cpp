@@ -32,7 +32,12 @@ struct Device {
   void poison(void* stream) {
     CUDA_OK(cudaMemsetAsync(ptr, 0xFF, n * sizeof(T), static_cast<cudaStream_t>(stream)));
   }
-  void upload(const std::vector<T>& h) { CUDA_OK(cudaMemcpy(ptr, h.data(), n * sizeof(T), cudaMemcpyHostToDevice)); }
+  // cudaMemcpy from pageable memory may return before its DMA lands, and the context's
+  // non-blocking stream does not wait for the default stream: wait for the device.
+  void upload(const std::vector<T>& h) {
+    CUDA_OK(cudaMemcpy(ptr, h.data(), n * sizeof(T), cudaMemcpyHostToDevice));
+    CUDA_OK(cudaDeviceSynchronize());
+  }
   std::vector<T> download() const {
     std::vector<T> h(n);
     REQUIRE(cudaMemcpy(h.data(), ptr, n * sizeof(T), cudaMemcpyDeviceToHost) == cudaSuccess);
