@@ -16,21 +16,14 @@
 #include <string>
 #include <vector>
 
+#include "cuda_timing.cuh"
 #include "poreforge/backend.hpp"
 #include "poreforge/cuda_engine.hpp"
 #include "poreforge/generators.hpp"
 #include "poreforge/io.hpp"
 
 using namespace poreforge;
-
-#define CHECK_CUDA(call)                                                                        \
-  do {                                                                                          \
-    const cudaError_t e_ = (call);                                                              \
-    if (e_ != cudaSuccess) {                                                                    \
-      std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_)); \
-      std::exit(1);                                                                             \
-    }                                                                                           \
-  } while (0)
+using bench::time_ms;
 
 namespace {
 
@@ -38,28 +31,6 @@ size_t used_bytes() {
   size_t free = 0, total = 0;
   CHECK_CUDA(cudaMemGetInfo(&free, &total));
   return total - free;
-}
-
-// Median milliseconds of `reps` runs of `f` (enqueued on `s`), after `warm` runs.
-double time_ms(cudaStream_t s, int warm, int reps, const std::function<void()>& f) {
-  for (int i = 0; i < warm; ++i) f();
-  cudaEvent_t a, b;
-  CHECK_CUDA(cudaEventCreate(&a));
-  CHECK_CUDA(cudaEventCreate(&b));
-  std::vector<float> ms;
-  for (int i = 0; i < reps; ++i) {
-    CHECK_CUDA(cudaEventRecord(a, s));
-    f();
-    CHECK_CUDA(cudaEventRecord(b, s));
-    CHECK_CUDA(cudaEventSynchronize(b));
-    float t = 0;
-    CHECK_CUDA(cudaEventElapsedTime(&t, a, b));
-    ms.push_back(t);
-  }
-  cudaEventDestroy(a);
-  cudaEventDestroy(b);
-  std::sort(ms.begin(), ms.end());
-  return ms[ms.size() / 2];
 }
 
 struct Row {

@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "cuda_timing.cuh"
 #include "poreforge/backend.hpp"
 #include "poreforge/cuda_morphology.hpp"
 #include "poreforge/generators.hpp"
@@ -24,42 +25,13 @@
 #include "poreforge/morphology.hpp"
 
 using namespace poreforge;
-
-#define CHECK_CUDA(call)                                                                          \
-  do {                                                                                            \
-    const cudaError_t e_ = (call);                                                                \
-    if (e_ != cudaSuccess) {                                                                      \
-      std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_)); \
-      std::exit(1);                                                                               \
-    }                                                                                             \
-  } while (0)
+using bench::time_ms;
 
 namespace {
 
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v[v.size() / 2];
-}
-
-// Median milliseconds of `reps` runs of `f` (enqueued on `s`), after `warm` runs.
-double time_ms(cudaStream_t s, int warm, int reps, const std::function<void()>& f) {
-  for (int i = 0; i < warm; ++i) f();
-  cudaEvent_t a, b;
-  CHECK_CUDA(cudaEventCreate(&a));
-  CHECK_CUDA(cudaEventCreate(&b));
-  std::vector<double> ms;
-  for (int i = 0; i < reps; ++i) {
-    CHECK_CUDA(cudaEventRecord(a, s));
-    f();
-    CHECK_CUDA(cudaEventRecord(b, s));
-    CHECK_CUDA(cudaEventSynchronize(b));
-    float t = 0;
-    CHECK_CUDA(cudaEventElapsedTime(&t, a, b));
-    ms.push_back(t);
-  }
-  cudaEventDestroy(a);
-  cudaEventDestroy(b);
-  return median(ms);
 }
 
 const std::vector<cuda::MorphStep> video_pipeline = {
