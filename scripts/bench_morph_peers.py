@@ -29,11 +29,7 @@ result = {"benchmark": "morph_peers", "frame": [3840, 2160],
 
 
 def median_of(fn, reps):
-    times = []
-    for _ in range(reps):
-        t = fn()
-        times.append(t)
-    return statistics.median(times)
+    return statistics.median(fn() for _ in range(reps))
 
 
 try:
@@ -72,18 +68,12 @@ try:
             e = cnd.grey_dilation(e, size=(7, 7))
         return e
 
+    from bench_cupy_peer import timed  # CUDA events, median (the engine peer's timer)
+
     def event_ms(fn, warm=3, reps=30):
         for _ in range(warm):
             fn()
-        start, stop = cp.cuda.Event(), cp.cuda.Event()
-        times = []
-        for _ in range(reps):
-            start.record()
-            fn()
-            stop.record()
-            stop.synchronize()
-            times.append(cp.cuda.get_elapsed_time(start, stop))
-        return statistics.median(times)
+        return timed(fn, reps)
 
     device_frames = [cp.asarray(f) for f in frames[:4]]
     resident = event_ms(lambda: pipeline(device_frames[0]))

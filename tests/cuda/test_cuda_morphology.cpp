@@ -103,6 +103,39 @@ TEST_CASE("morphology.cuda.pipeline_batches_match_cpu" * PF_GPU_DECORATORS) {
   }
 }
 
+TEST_CASE("morphology.cuda.pipeline_row_alignment" * PF_GPU_DECORATORS) {
+  // Rows a multiple of 16 bytes move 16 bytes at a time, but only from 16-aligned buffers:
+  // aligned and misaligned device pointers, a full last word (64) and a half one (48).
+  const uint64_t seed = testing::fresh_seed();
+  CAPTURE(seed);
+  for (const Shape shape : {Shape{64, 9, 1}, Shape{48, 20, 1}}) {
+    CAPTURE(to_string(shape));
+    const Frames f = make_frames(shape, {}, 3, video_steps, seed);
+    cuda::PipelineConfig config;
+    config.frame = shape;
+    config.steps = video_steps;
+    config.batch = 3;
+    config.slots = 1;
+    cuda::FramePipeline pipeline(config);
+    const auto stream = static_cast<cudaStream_t>(pipeline.stream());
+    uint8_t *d_in = nullptr, *d_out = nullptr;
+    CUDA_OK(cudaMalloc(&d_in, f.in.size() + 1));
+    CUDA_OK(cudaMalloc(&d_out, f.in.size() + 1));
+    for (int offset : {0, 1}) {
+      CAPTURE(offset);
+      CUDA_OK(cudaMemcpyAsync(d_in + offset, f.in.data(), f.in.size(), cudaMemcpyHostToDevice, stream));
+      CUDA_OK(cudaMemsetAsync(d_out, 0xAB, f.in.size() + 1, stream));
+      pipeline.apply_async(d_in + offset, d_out + offset, 3);
+      std::vector<uint8_t> out(f.in.size());
+      CUDA_OK(cudaMemcpyAsync(out.data(), d_out + offset, out.size(), cudaMemcpyDeviceToHost, stream));
+      pipeline.synchronize();
+      CHECK(out == f.expected);
+    }
+    cudaFree(d_in);
+    cudaFree(d_out);
+  }
+}
+
 TEST_CASE("morphology.cuda.pipeline_volumes_match_cpu" * PF_GPU_DECORATORS) {
   const uint64_t seed = testing::fresh_seed();
   CAPTURE(seed);

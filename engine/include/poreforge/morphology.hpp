@@ -47,7 +47,9 @@ Mask erode(const Mask& image, const StructuringElement& element, int iterations 
 Mask dilate(const Mask& image, const StructuringElement& element, int iterations = 1,
             Backend backend = Backend::automatic);
 
-/// Throws InputError for a bad shape, spacing, element or iteration count.
+/// Throws InputError for a bad element (box sizes < 1, radius not positive) or iteration count.
+void validate_element(const StructuringElement& element, int iterations);
+/// validate_element, and a bad shape or spacing of the image.
 void validate_morphology(const Mask& image, const StructuringElement& element, int iterations);
 
 }  // namespace poreforge

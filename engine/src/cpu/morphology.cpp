@@ -188,14 +188,18 @@ Mask morphology(const Mask& image, MorphOp op, const StructuringElement& e, int 
 
 }  // namespace cpu
 
-void validate_morphology(const Mask& image, const StructuringElement& e, int iterations) {
-  validate_shape(image.shape());
-  validate_spacing(image.spacing());
+void validate_element(const StructuringElement& e, int iterations) {
   if (iterations < 1) throw InputError("iterations must be at least 1 (got " + std::to_string(iterations) + ")");
   if (e.kind == StructuringElement::Kind::box && (e.kx < 1 || e.ky < 1 || e.kz < 1))
     throw InputError("box sizes must be at least 1");
   if (e.kind == StructuringElement::Kind::ball && !(e.radius > 0 && std::isfinite(e.radius)))
     throw InputError("ball radius must be positive");
+}
+
+void validate_morphology(const Mask& image, const StructuringElement& e, int iterations) {
+  validate_shape(image.shape());
+  validate_spacing(image.spacing());
+  validate_element(e, iterations);
 }
 
 }  // namespace poreforge

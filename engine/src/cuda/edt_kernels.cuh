@@ -108,22 +108,26 @@ __global__ void edt_rows(const uint8_t* __restrict__ mask, typename M::value_typ
   }
 }
 
+// The line along `axis` (1 or 2) through column x at `other` (z for axis 1, y for axis 2):
+// its first voxel and the stride between its voxels.
+struct Line {
+  int64_t base, stride;
+  __device__ static Line of(const Geometry& g, int axis, int64_t other, int64_t x) {
+    return axis == 1 ? Line{other * g.nx * g.ny + x, g.nx} : Line{other * g.nx + x, g.nx * g.ny};
+  }
+};
+
 // Lines along `axis` (1 or 2). Block: blockDim.x adjacent x, blockDim.y threads along the line;
 // blockIdx.x picks the x tile, blockIdx.y the remaining coordinate (z for axis 1, y for axis 2).
-// With a `cap`, values at or above it come out as the cap and the searches stop there: the
-// exact minimum wherever it is below the cap (the morphology only asks "≤ r²?").
 template <class M>
-__global__ void edt_lines(typename M::value_type* __restrict__ d, Geometry g, int axis, M m,
-                          typename M::value_type cap = M::infinity) {
+__global__ void edt_lines(typename M::value_type* __restrict__ d, Geometry g, int axis, M m) {
   using V = typename M::value_type;
   extern __shared__ unsigned char shared_raw[];
   V* tile = reinterpret_cast<V*>(shared_raw);
   const int64_t n = g.extent(axis);
   const int tx = threadIdx.x, width = blockDim.x;
   const int64_t x = int64_t(blockIdx.x) * width + tx;
-  const int64_t other = blockIdx.y;
-  const int64_t stride = axis == 1 ? g.nx : g.nx * g.ny;
-  const int64_t base = axis == 1 ? other * g.nx * g.ny + x : other * g.nx + x;
+  const auto [base, stride] = Line::of(g, axis, blockIdx.y, x);
   const bool active = x < g.nx;
   for (int64_t p = threadIdx.y; p < n; p += blockDim.y)
     tile[p * width + tx] = active ? d[base + p * stride] : V(0);
@@ -132,7 +136,6 @@ __global__ void edt_lines(typename M::value_type* __restrict__ d, Geometry g, in
   const Boundary b = g.along(axis);
   for (int64_t p = threadIdx.y; p < n; p += blockDim.y) {
     V best = tile[p * width + tx];
-    if (cap < best) best = cap;
     // Offsets beyond `reach` see no more voxels: the far face (open), the wall voxel just
     // past it (wall), or half the period (periodic, where offsets ±d and ∓(n−d) coincide).
     const int64_t reach = b == Boundary::periodic ? n / 2 : b == Boundary::wall ? (p + 1 > n - p ? p + 1 : n - p)

@@ -2,8 +2,6 @@
 // each (from pinned memory, in stream order), evaluations replay the context's graph.
 #include <cuda_runtime.h>
 
-#include <vector>
-
 #include "../common/messages.hpp"
 #include "buffer.cuh"
 #include "check.cuh"
@@ -19,14 +17,16 @@ class CudaPsdEvaluator final : public PsdEvaluator {
       : m_config{phase.shape(), phase.spacing(), boundary, bins.edges(), 0.25} {
     validate_shape(phase.shape());
     validate_spacing(phase.spacing());
-    make_context();
-    const cudaStream_t s = stream();
-    m_mask = DeviceBuffer<uint8_t>(std::size_t(phase.voxels()), s, "the evaluator's mask");
-    m_counts = DeviceBuffer<int64_t>(m_context->psd_count_entries(), s, "PSD counts");
-    PF_CUDA_CHECK(cudaMemcpyAsync(m_mask.data(), phase.data(), m_mask.bytes(), cudaMemcpyHostToDevice, s));
+    m_context = std::make_unique<ThicknessContext>(m_config);
+    // The buffers belong to the evaluator's own stream (it outlives them and every context);
+    // they are used on the context's stream once this stream is done with them.
+    const cudaStream_t own = m_own.get();
+    m_mask = DeviceBuffer<uint8_t>(std::size_t(phase.voxels()), own, "the evaluator's mask");
+    m_counts = DeviceBuffer<int64_t>(m_context->psd_count_entries(), own, "PSD counts");
+    PF_CUDA_CHECK(cudaMemcpyAsync(m_mask.data(), phase.data(), m_mask.bytes(), cudaMemcpyHostToDevice, own));
     PF_CUDA_CHECK(cudaMallocHost(reinterpret_cast<void**>(&m_pending), kPending));
     PF_CUDA_CHECK(cudaMallocHost(reinterpret_cast<void**>(&m_host_counts), m_counts.bytes()));
-    PF_CUDA_CHECK(cudaStreamSynchronize(s));
+    PF_CUDA_CHECK(cudaStreamSynchronize(own));
   }
   ~CudaPsdEvaluator() override {
     if (m_context) PF_CUDA_CHECK_NOTHROW(cudaStreamSynchronize(stream()));
@@ -56,7 +56,7 @@ class CudaPsdEvaluator final : public PsdEvaluator {
         if (m_config.centre_capacity == 1.0) throw;
         cudaGetLastError();
         m_config.centre_capacity = 1.0;
-        make_context();
+        m_context = std::make_unique<ThicknessContext>(m_config);  // the old one synchronises as it goes
       }
     }
     m_used = 0;
@@ -75,17 +75,9 @@ class CudaPsdEvaluator final : public PsdEvaluator {
   static constexpr std::size_t kPending = 4096;
 
   cudaStream_t stream() const { return static_cast<cudaStream_t>(m_context->stream()); }
-  // The mask and counts buffers belong to the first context's stream; a replacement context
-  // waits for it (the old stream is synchronised before it goes).
-  void make_context() {
-    if (m_context) PF_CUDA_CHECK(cudaStreamSynchronize(stream()));
-    auto next = std::make_unique<ThicknessContext>(m_config);
-    if (m_context) m_retired.push_back(std::move(m_context));
-    m_context = std::move(next);
-  }
 
   ContextConfig m_config;
-  std::vector<std::unique_ptr<ThicknessContext>> m_retired;  // owns the streams the buffers were made on
+  Stream m_own;
   std::unique_ptr<ThicknessContext> m_context;
   DeviceBuffer<uint8_t> m_mask;
   DeviceBuffer<int64_t> m_counts;

@@ -6,12 +6,12 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
-#include <map>
 #include <tuple>
 
 #include "../common/metric.hpp"
 #include "buffer.cuh"
 #include "check.cuh"
+#include "graph_cache.cuh"
 #include "edt_kernels.cuh"
 #include "morphology_kernels.cuh"
 #include "poreforge/cuda_morphology.hpp"
@@ -103,14 +103,7 @@ void validate(const PipelineConfig& c) {
   if (c.batch > 1 && c.frame.nz > 1)
     throw InputError("batches of more than one frame are for 2D frames; " + to_string(c.frame) + " is a volume");
   if (c.slots < 1 || c.slots > 16) throw InputError("slots must lie in 1…16 (got " + std::to_string(c.slots) + ")");
-  for (const MorphStep& s : c.steps) {
-    if (s.iterations < 1) throw InputError("iterations must be at least 1 (got " + std::to_string(s.iterations) + ")");
-    const auto& e = s.element;
-    if (e.kind == StructuringElement::Kind::box && (e.kx < 1 || e.ky < 1 || e.kz < 1))
-      throw InputError("box sizes must be at least 1");
-    if (e.kind == StructuringElement::Kind::ball && !(e.radius > 0 && std::isfinite(e.radius)))
-      throw InputError("ball radius must be positive");
-  }
+  for (const MorphStep& s : c.steps) validate_element(s.element, s.iterations);
   const Layout l = Layout::of(c.frame, c.batch);
   if (has_ball(c) && (l.ny > 65535 || l.nz > 65535))
     throw InputError("the CUDA ball morphology launches a block row per y or z line: " + to_string(c.frame) +
@@ -144,18 +137,15 @@ struct FramePipeline::Impl {
   // One batch in flight: its stream, device buffers, staging buffers and captured graphs.
   struct Slot {
     Stream stream;
-    DeviceBuffer<uint8_t> in, out;          // out doubles as the unpacked state of ball steps
+    DeviceBuffer<uint8_t> in, out;          // frames of process(); the output also holds the bytes state
     DeviceBuffer<uint32_t> bits[2];
     DeviceBuffer<unsigned char> distance;   // ball steps: uint32 or double per voxel
     std::unique_ptr<PinnedBuffer> stage_in, stage_out;  // pageable callers only, made on first need
     Event done{cudaEventDisableTiming};
     int64_t pending_offset = -1, pending_frames = 0;    // a staged result not yet copied out
-    std::map<std::tuple<const void*, const void*, int>, cudaGraphExec_t> graphs;
+    GraphCache<std::tuple<const void*, const void*, int>> graphs;
 
-    ~Slot() {
-      PF_CUDA_CHECK_NOTHROW(cudaStreamSynchronize(stream.get()));
-      for (auto& [k, exec] : graphs) PF_CUDA_CHECK_NOTHROW(cudaGraphExecDestroy(exec));
-    }
+    ~Slot() { PF_CUDA_CHECK_NOTHROW(cudaStreamSynchronize(stream.get())); }
   };
 
   PipelineConfig config;
@@ -242,6 +232,10 @@ struct FramePipeline::Impl {
   static dim3 row_grid(const Layout& l) {
     return dim3(unsigned((l.wpr + 127) / 128), unsigned(std::min<int64_t>(l.rows, 65535)));
   }
+  // Whether every row of `bytes` starts on a 16-byte boundary (16-byte moves in pack/unpack).
+  static bool rows_aligned(const Layout& l, const void* bytes) {
+    return l.nx % 16 == 0 && reinterpret_cast<std::uintptr_t>(bytes) % 16 == 0;
+  }
 
   // One ball erosion or dilation of the bytes `image` into the bytes `out` (may be `image`):
   // a distance transform whose line passes stop at r (x pass into one buffer, y and z passes
@@ -299,7 +293,8 @@ struct FramePipeline::Impl {
         const auto& e = step.element;
         if (e.kind == StructuringElement::Kind::box) {
           if (bytes) {
-            kernels::pack_bits<<<row_grid(l), 128, 0, stream>>>(bytes, slot.bits[current].data(), l.nx, l.rows, l.wpr, l.tail, false);
+            kernels::pack_bits<<<row_grid(l), 128, 0, stream>>>(bytes, slot.bits[current].data(), l.nx, l.rows, l.wpr,
+                                                                 rows_aligned(l, bytes));
             PF_CUDA_CHECK_LAUNCH(stream);
             bytes = nullptr;
           }
@@ -307,7 +302,8 @@ struct FramePipeline::Impl {
           continue;
         }
         if (!bytes) {
-          kernels::unpack_bits<<<row_grid(l), 128, 0, stream>>>(slot.bits[current].data(), d_out, l.nx, l.rows, l.wpr);
+          kernels::unpack_bits<<<row_grid(l), 128, 0, stream>>>(slot.bits[current].data(), d_out, l.nx, l.rows, l.wpr,
+                                                            rows_aligned(l, d_out));
           PF_CUDA_CHECK_LAUNCH(stream);
           bytes = d_out;
         }
@@ -320,7 +316,8 @@ struct FramePipeline::Impl {
         bytes = d_out;
       }
     if (!bytes) {
-      kernels::unpack_bits<<<row_grid(l), 128, 0, stream>>>(slot.bits[current].data(), d_out, l.nx, l.rows, l.wpr);
+      kernels::unpack_bits<<<row_grid(l), 128, 0, stream>>>(slot.bits[current].data(), d_out, l.nx, l.rows, l.wpr,
+                                                            rows_aligned(l, d_out));
       PF_CUDA_CHECK_LAUNCH(stream);
     } else if (bytes != d_out) {  // no step changed the form (boxes of size 1 only): a copy
       PF_CUDA_CHECK(cudaMemcpyAsync(d_out, bytes, std::size_t(l.voxels()), cudaMemcpyDeviceToDevice, stream));
@@ -331,27 +328,7 @@ struct FramePipeline::Impl {
   void launch(Slot& slot, const uint8_t* d_in, uint8_t* d_out, int frames) {
     if (frames < 1 || frames > config.batch)
       throw InputError("a batch holds 1…" + std::to_string(config.batch) + " frames (got " + std::to_string(frames) + ")");
-    const auto key = std::make_tuple(static_cast<const void*>(d_in), static_cast<const void*>(d_out), frames);
-    auto it = slot.graphs.find(key);
-    if (it == slot.graphs.end()) {
-      const cudaStream_t stream = slot.stream.get();
-      cudaGraph_t graph = nullptr;
-      PF_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
-      try {
-        record(slot, d_in, d_out, frames);
-      } catch (...) {
-        cudaStreamEndCapture(stream, &graph);
-        if (graph) cudaGraphDestroy(graph);
-        throw;
-      }
-      PF_CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
-      cudaGraphExec_t exec = nullptr;
-      const cudaError_t err = cudaGraphInstantiate(&exec, graph, 0);
-      cudaGraphDestroy(graph);
-      PF_CUDA_CHECK(err);
-      it = slot.graphs.emplace(key, exec).first;
-    }
-    PF_CUDA_CHECK(cudaGraphLaunch(it->second, slot.stream.get()));
+    slot.graphs.launch({d_in, d_out, frames}, slot.stream.get(), [&] { record(slot, d_in, d_out, frames); });
   }
 };
 

@@ -30,13 +30,12 @@ __device__ __forceinline__ uint32_t bytes_of(uint32_t nibble) {
 }
 
 // Rows are walked by blockIdx.y, the words of a row by the x threads: no index division.
-// Rows whose length is a multiple of 16 (so every row starts 16-byte aligned) move 16 bytes
-// per load or store; others go byte by byte.
+// With `vector` (the host's finding that every row starts 16-byte aligned: a 16-aligned buffer
+// and rows a multiple of 16 long) 16 bytes move per load or store; otherwise byte by byte.
 
-// Bytes (nonzero = set) → bits, optionally complemented.
+// Bytes (nonzero = set) → bits.
 __global__ void pack_bits(const uint8_t* __restrict__ in, uint32_t* __restrict__ bits, int64_t nx, int64_t rows,
-                          int64_t wpr, uint32_t tail, bool invert) {
-  const bool vector = nx % 16 == 0;
+                          int64_t wpr, bool vector) {
   for (int64_t row = blockIdx.y; row < rows; row += gridDim.y) {
     const uint8_t* src = in + row * nx;
     for (int64_t w = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; w < wpr; w += int64_t(gridDim.x) * blockDim.x) {
@@ -53,7 +52,6 @@ __global__ void pack_bits(const uint8_t* __restrict__ in, uint32_t* __restrict__
         const int count = int(nx - x0 < 32 ? nx - x0 : 32);
         for (int b = 0; b < count; ++b) word |= uint32_t(src[x0 + b] != 0) << b;
       }
-      if (invert) word = ~word & valid_bits(w, wpr, tail);
       bits[row * wpr + w] = word;
     }
   }
@@ -61,8 +59,7 @@ __global__ void pack_bits(const uint8_t* __restrict__ in, uint32_t* __restrict__
 
 // Bits → bytes (0 or 1).
 __global__ void unpack_bits(const uint32_t* __restrict__ bits, uint8_t* __restrict__ out, int64_t nx, int64_t rows,
-                            int64_t wpr) {
-  const bool vector = nx % 16 == 0;
+                            int64_t wpr, bool vector) {
   for (int64_t row = blockIdx.y; row < rows; row += gridDim.y) {
     uint8_t* dst = out + row * nx;
     for (int64_t w = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; w < wpr; w += int64_t(gridDim.x) * blockDim.x) {
@@ -194,9 +191,7 @@ __global__ void edt_lines_capped(const typename M::value_type* __restrict__ in, 
   const int64_t n = g.extent(axis);
   const int tx = threadIdx.x, width = blockDim.x;
   const int64_t x = int64_t(blockIdx.x) * width + tx;
-  const int64_t other = blockIdx.y;
-  const int64_t stride = axis == 1 ? g.nx : g.nx * g.ny;
-  const int64_t base = axis == 1 ? other * g.nx * g.ny + x : other * g.nx + x;
+  const auto [base, stride] = Line::of(g, axis, blockIdx.y, x);
   const bool active = x < g.nx;
   const int64_t first = int64_t(blockIdx.z) * segment;
   const int64_t lo = first - reach > 0 ? first - reach : 0;

@@ -9,7 +9,7 @@
 
 #include <algorithm>
 #include <cmath>
-#include <map>
+#include <tuple>
 #include <type_traits>
 #include <utility>
 #include <variant>
@@ -18,6 +18,7 @@
 #include "../common/messages.hpp"
 #include "buffer.cuh"
 #include "check.cuh"
+#include "graph_cache.cuh"
 #include "poreforge/cuda_engine.hpp"
 #include "poreforge/error.hpp"
 #include "thickness_kernels.cuh"
@@ -232,20 +233,13 @@ struct ThicknessContext::Impl {
   Stream stream;
   std::variant<std::unique_ptr<Engine<VoxelMetric>>, std::unique_ptr<Engine<PhysicalMetric>>> engine;
   // One captured graph per (operation, input, output).
-  struct Key {
-    int op;
-    const void* in;
-    const void* out;
-    bool operator<(const Key& o) const { return std::tie(op, in, out) < std::tie(o.op, o.in, o.out); }
-  };
-  std::map<Key, cudaGraphExec_t> graphs;
+  GraphCache<std::tuple<int, const void*, const void*>> graphs;
   kernels::Status* host_status = nullptr;  // pinned
   unsigned int* host_total = nullptr;      // pinned
   int64_t last_total = 0;
 
   ~Impl() {
     PF_CUDA_CHECK_NOTHROW(cudaStreamSynchronize(stream.get()));  // no graph is destroyed mid-run
-    for (auto& [k, exec] : graphs) PF_CUDA_CHECK_NOTHROW(cudaGraphExecDestroy(exec));
     if (host_status) PF_CUDA_CHECK_NOTHROW(cudaFreeHost(host_status));
     if (host_total) PF_CUDA_CHECK_NOTHROW(cudaFreeHost(host_total));
   }
@@ -254,26 +248,7 @@ struct ThicknessContext::Impl {
   // time this (op, in, out) is seen.
   template <class F>
   void replay(int op, const void* in, const void* out, F&& record) {
-    const Key key{op, in, out};
-    auto it = graphs.find(key);
-    if (it == graphs.end()) {
-      cudaGraph_t graph = nullptr;
-      PF_CUDA_CHECK(cudaStreamBeginCapture(stream.get(), cudaStreamCaptureModeThreadLocal));
-      try {
-        record();
-      } catch (...) {
-        cudaStreamEndCapture(stream.get(), &graph);
-        if (graph) cudaGraphDestroy(graph);
-        throw;
-      }
-      PF_CUDA_CHECK(cudaStreamEndCapture(stream.get(), &graph));
-      cudaGraphExec_t exec = nullptr;
-      const cudaError_t err = cudaGraphInstantiate(&exec, graph, 0);
-      cudaGraphDestroy(graph);
-      PF_CUDA_CHECK(err);
-      it = graphs.emplace(key, exec).first;
-    }
-    PF_CUDA_CHECK(cudaGraphLaunch(it->second, stream.get()));
+    graphs.launch({op, in, out}, stream.get(), std::forward<F>(record));
   }
 
   template <class F>
@@ -447,31 +422,38 @@ void with_context(ContextConfig config, F&& run) {
 
 }  // namespace
 
-Volume<uint32_t> squared_distance_voxels(const Mask& phase, Boundary boundary) {
+namespace {
+
+// A distance map of a host mask through a context made for it (with `spacing`): upload,
+// `enqueue(context, d_mask, d_out)`, download (which waits for the stream).
+template <class T, class Enqueue>
+Volume<T> distance_map(const Mask& phase, const Spacing& spacing, Boundary boundary, const char* what,
+                       Enqueue&& enqueue) {
   validate_shape(phase.shape());
-  ContextConfig config{phase.shape(), {}, boundary, {}, 0.0001};
-  ThicknessContext context(config);
+  validate_spacing(phase.spacing());
+  ThicknessContext context({phase.shape(), spacing, boundary, {}, 0.0001});
   const cudaStream_t s = static_cast<cudaStream_t>(context.stream());
   auto d_mask = upload(phase.values(), s, "the mask");
-  DeviceBuffer<uint32_t> d_out(phase.voxels(), s, "squared distances");
-  context.squared_distance_async(d_mask.data(), d_out.data());
-  Volume<uint32_t> out(phase.shape(), phase.spacing());
+  DeviceBuffer<T> d_out(phase.voxels(), s, what);
+  enqueue(context, d_mask.data(), d_out.data());
+  Volume<T> out(phase.shape(), phase.spacing());
   download(d_out, out.values(), s);
   return out;
 }
 
+}  // namespace
+
+Volume<uint32_t> squared_distance_voxels(const Mask& phase, Boundary boundary) {
+  // Voxel units whatever the image's spacing: the context gets unit spacing.
+  return distance_map<uint32_t>(phase, Spacing{}, boundary, "squared distances", [](ThicknessContext& c, const uint8_t* m, uint32_t* o) {
+    c.squared_distance_async(m, o);
+  });
+}
+
 Volume<float> distance_transform(const Mask& phase, Boundary boundary) {
-  validate_shape(phase.shape());
-  validate_spacing(phase.spacing());
-  ContextConfig config{phase.shape(), phase.spacing(), boundary, {}, 0.0001};
-  ThicknessContext context(config);
-  const cudaStream_t s = static_cast<cudaStream_t>(context.stream());
-  auto d_mask = upload(phase.values(), s, "the mask");
-  DeviceBuffer<float> d_out(phase.voxels(), s, "distances");
-  context.distance_async(d_mask.data(), d_out.data());
-  Volume<float> out(phase.shape(), phase.spacing());
-  download(d_out, out.values(), s);
-  return out;
+  return distance_map<float>(phase, phase.spacing(), boundary, "distances", [](ThicknessContext& c, const uint8_t* m, float* o) {
+    c.distance_async(m, o);
+  });
 }
 
 Volume<float> local_thickness(const Mask& phase, Boundary boundary) {
