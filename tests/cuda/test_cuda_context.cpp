@@ -96,18 +96,38 @@ void check_parity(const Mask& phase, Boundary boundary) {
   for (int64_t i = 0; i < n; ++i) mismatches += std::memcmp(&got[i], &want[i], sizeof(float)) != 0;
   CHECK(mismatches == 0);
 
-  Device<int64_t> counts(context.psd_count_entries());
-  counts.poison(context.stream());
-  context.psd_async(mask.ptr, counts.ptr);
-  context.synchronize();
-  const auto c = counts.download();
-  const auto cpu = pore_size_distribution(phase, boundary, bins, Backend::cpu);
-  const auto gpu = psd_from_counts({std::vector<int64_t>(c.begin(), c.begin() + bins.edges().size()),
-                                    c[bins.edges().size()], c[bins.edges().size() + 1]},
-                                   bins);
-  CHECK(gpu.cumulative == cpu.cumulative);
-  CHECK(gpu.fraction == cpu.fraction);
-  CHECK(gpu.phase_voxels == count_phase(phase));
+  // The PSD-only path: the map's bins, and bins whose first edge leaves the smallest balls
+  // out (they must still count as phase) and whose last edge some balls pass.
+  auto check_psd = [&](cuda::ThicknessContext& ctx, const Bins& b) {
+    CAPTURE(b.edges().front());
+    CAPTURE(b.edges().back());
+    Device<int64_t> counts(ctx.psd_count_entries());
+    counts.poison(ctx.stream());
+    ctx.psd_async(mask.ptr, counts.ptr);
+    ctx.synchronize();
+    const auto c = counts.download();
+    const std::size_t e = b.edges().size();
+    const PsdCounts gpu_counts{std::vector<int64_t>(c.begin(), c.begin() + e), c[e], c[e + 1]};
+    // The definition, counted on the CPU's map.
+    std::vector<int64_t> at_least(e, 0);
+    int64_t above = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      if (!phase.values()[i]) continue;
+      for (std::size_t j = 0; j < e; ++j) at_least[j] += double(want[i]) >= b.edges()[j];
+      above += double(want[i]) > b.edges().back();
+    }
+    CHECK(gpu_counts.at_least == at_least);
+    CHECK(gpu_counts.above == above);
+    CHECK(gpu_counts.phase_voxels == count_phase(phase));
+    const auto cpu = pore_size_distribution(phase, boundary, b, Backend::cpu);
+    const auto gpu = psd_from_counts(gpu_counts, b);
+    CHECK(gpu.cumulative == cpu.cumulative);
+    CHECK(gpu.fraction == cpu.fraction);
+  };
+  check_psd(context, bins);
+  const Bins narrow = Bins::logarithmic(1.5, 2.5, 5);
+  cuda::ThicknessContext narrow_context({phase.shape(), phase.spacing(), boundary, narrow.edges(), 1.0});
+  check_psd(narrow_context, narrow);
 }
 
 }  // namespace

@@ -30,8 +30,9 @@ struct WorkspaceSize {
   std::size_t distance = 0;  ///< squared distances (PSD path; the map path uses its output)
   std::size_t centres = 0;   ///< ball centres, double-buffered for the radix sort
   std::size_t sort = 0;      ///< CUB temporaries
-  std::size_t small = 0;     ///< per-level counters, tables, flags
-  std::size_t total() const { return distance + centres + sort + small; }
+  std::size_t coverage = 0;  ///< PSD path: covered-voxel bitmap and centres' row numbers
+  std::size_t small = 0;     ///< counters, tables, flags
+  std::size_t total() const { return distance + centres + sort + coverage + small; }
 };
 
 /// A device-resident local-thickness evaluator bound to one shape. Owns a non-blocking stream

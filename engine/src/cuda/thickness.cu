@@ -18,6 +18,7 @@
 #include "../common/messages.hpp"
 #include "buffer.cuh"
 #include "check.cuh"
+#include "coverage_kernels.cuh"
 #include "graph_cache.cuh"
 #include "poreforge/cuda_engine.hpp"
 #include "poreforge/error.hpp"
@@ -64,7 +65,7 @@ struct Engine {
 
   Geometry g{};
   M metric{};
-  int64_t voxels = 0, capacity = 0, chunks = 0, max_levels = 0;
+  int64_t voxels = 0, capacity = 0, chunks = 0;
   int key_bits = 0;
   std::vector<double> edges;
 
@@ -72,12 +73,19 @@ struct Engine {
   DeviceBuffer<V> keys[2];                   // centres: squared radius (sort double buffer)
   DeviceBuffer<uint32_t> values[2];          // centres: voxel index
   DeviceBuffer<unsigned int> chunk_counts;   // chunks + 1, scanned in place into offsets
-  DeviceBuffer<unsigned long long> level_newly;
   DeviceBuffer<int> num_levels;
   DeviceBuffer<kernels::Status> status;
   DeviceBuffer<double> d_edges;
   DeviceBuffer<unsigned char> temp;
-  std::size_t scan_bytes = 0, sort_bytes = 0, select_bytes = 0;
+  std::size_t scan_bytes = 0, sort_bytes = 0, select_bytes = 0, rows_scan_bytes = 0;
+  // The PSD-only path (coverage_kernels.cuh), with PSD edges only: per-class counters, each
+  // centre's row count scanned into row numbers, and a bitmap of covered voxels (rows padded
+  // to whole words).
+  DeviceBuffer<unsigned int> class_count, class_start, class_cursor;
+  DeviceBuffer<unsigned long long> class_newly, phase_total, centre_rows;
+  DeviceBuffer<unsigned int> coverage;
+  int64_t words_per_row = 0;
+  int paint_blocks = 0;
   // Containment tables on the device.
   DeviceBuffer<V> table_shell, table_reach;
   DeviceBuffer<uint32_t> table_below;
@@ -96,13 +104,7 @@ struct Engine {
     capacity = std::max<int64_t>(1, std::min<int64_t>(voxels, static_cast<int64_t>(std::ceil(c.centre_capacity * double(voxels)))));
     chunks = (voxels + kernels::kCentreChunk - 1) / kernels::kCentreChunk;
     const V max_r2 = max_squared_distance(c.shape, c.boundary, m);
-    if constexpr (std::is_integral_v<V>) {
-      key_bits = bits_for(max_r2);
-      max_levels = std::min<int64_t>(capacity, int64_t(max_r2) + 1);
-    } else {
-      key_bits = 64;
-      max_levels = capacity;
-    }
+    key_bits = std::is_integral_v<V> ? bits_for(uint64_t(max_r2)) : 64;
 
     // Launch shapes and the shared memory they need.
     const int shared_limit = device_shared_limit();
@@ -133,7 +135,6 @@ struct Engine {
       values[k] = DeviceBuffer<uint32_t>(capacity, stream, "ball centres (indices)");
     }
     chunk_counts = DeviceBuffer<unsigned int>(chunks + 1, stream, "centre counts");
-    level_newly = DeviceBuffer<unsigned long long>(max_levels, stream, "per-level counts");
     num_levels = DeviceBuffer<int>(1, stream, "level count");
     status = DeviceBuffer<kernels::Status>(1, stream, "status flags");
     if (!edges.empty()) {
@@ -147,7 +148,25 @@ struct Engine {
     PF_CUDA_CHECK(cub::DeviceRadixSort::SortPairsDescending(nullptr, sort_bytes, k, v, capacity, 0, key_bits, stream));
     PF_CUDA_CHECK(cub::DeviceSelect::If(nullptr, select_bytes, thrust::counting_iterator<uint32_t>(0), values[1].data(),
                                         num_levels.data(), capacity, kernels::LevelStart<V>{}, stream));
-    temp = DeviceBuffer<unsigned char>(std::max({scan_bytes, sort_bytes, select_bytes}), stream, "CUB temporaries");
+    if (!edges.empty()) {
+      const std::size_t classes = edges.size() + 2;
+      class_count = DeviceBuffer<unsigned int>(classes, stream, "PSD class counters");
+      class_start = DeviceBuffer<unsigned int>(classes, stream, "PSD class counters");
+      class_cursor = DeviceBuffer<unsigned int>(classes, stream, "PSD class counters");
+      class_newly = DeviceBuffer<unsigned long long>(classes, stream, "PSD class counters");
+      phase_total = DeviceBuffer<unsigned long long>(1, stream, "PSD class counters");
+      centre_rows = DeviceBuffer<unsigned long long>(capacity + 1, stream, "ball centres (row numbers)");
+      words_per_row = (g.nx + 31) / 32;
+      coverage = DeviceBuffer<unsigned int>(std::size_t(words_per_row * g.ny * g.nz), stream, "the coverage bitmap");
+      PF_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(nullptr, rows_scan_bytes, centre_rows.data(), centre_rows.data(),
+                                                  capacity + 1, stream));
+      int dev = 0, sms = 0;
+      PF_CUDA_CHECK(cudaGetDevice(&dev));
+      PF_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+      paint_blocks = 8 * sms;
+    }
+    temp = DeviceBuffer<unsigned char>(std::max({scan_bytes, sort_bytes, select_bytes, rows_scan_bytes}), stream,
+                                       "CUB temporaries");
 
     // Containment tables (host-built, exact), copied once.
     const detail::BallContainment<M> host_table(m, max_r2, std::size_t(1) << 20);
@@ -184,7 +203,7 @@ struct Engine {
     }
   }
 
-  // Steps 1–4 of thickness_kernels.cuh after the EDT in `d`; `thickness` may be null.
+  // Steps 1–4 of thickness_kernels.cuh after the EDT in `d`: the thickness map.
   void paint(const uint8_t* mask, V* d, float* thickness, cudaStream_t stream) {
     PF_CUDA_CHECK(cudaMemsetAsync(status.data(), 0, sizeof(kernels::Status), stream));
     kernels::count_centres<M><<<unsigned(chunks), kernels::kCentreThreads, 0, stream>>>(
@@ -210,20 +229,47 @@ struct Engine {
     bytes = select_bytes;
     PF_CUDA_CHECK(cub::DeviceSelect::If(temp.data(), bytes, thrust::counting_iterator<uint32_t>(0), level_first,
                                         num_levels.data(), capacity, kernels::LevelStart<V>{sorted_keys, total, capacity}, stream));
-    kernels::zero_levels<<<64, 256, 0, stream>>>(level_newly.data(), num_levels.data());
-    PF_CUDA_CHECK_LAUNCH(stream);
-    if (thickness) PF_CUDA_CHECK(cudaMemsetAsync(thickness, 0, std::size_t(voxels) * sizeof(float), stream));
+    PF_CUDA_CHECK(cudaMemsetAsync(thickness, 0, std::size_t(voxels) * sizeof(float), stream));
     const unsigned slabs = unsigned(g.nz > 1 ? g.nz : g.ny);
     kernels::paint_balls<M><<<slabs, kernels::kPaintThreads, paint_shared, stream>>>(
-        sorted_keys, sorted_values, level_first, num_levels.data(), total, capacity, g, metric, thickness,
-        level_newly.data());
+        sorted_keys, sorted_values, level_first, num_levels.data(), total, capacity, g, metric, thickness);
     PF_CUDA_CHECK_LAUNCH(stream);
   }
 
-  void psd_counts(int64_t* counts, cudaStream_t stream) const {
-    kernels::psd_counts_from_levels<M><<<1, 256, 0, stream>>>(keys[sorted].data(), values[1 - sorted].data(),
-                                                              num_levels.data(), level_newly.data(), metric,
-                                                              d_edges.data(), int(edges.size()), counts);
+  // The PSD-only path after the EDT in `d` (coverage_kernels.cuh): counts into `counts`.
+  void psd_by_classes(const uint8_t* mask, const V* d, int64_t* counts, cudaStream_t stream) {
+    const int n = int(edges.size()), classes = n + 2;
+    PF_CUDA_CHECK(cudaMemsetAsync(status.data(), 0, sizeof(kernels::Status), stream));
+    PF_CUDA_CHECK(cudaMemsetAsync(class_count.data(), 0, class_count.bytes(), stream));
+    PF_CUDA_CHECK(cudaMemsetAsync(class_newly.data(), 0, class_newly.bytes(), stream));
+    PF_CUDA_CHECK(cudaMemsetAsync(phase_total.data(), 0, phase_total.bytes(), stream));
+    PF_CUDA_CHECK(cudaMemsetAsync(coverage.data(), 0, coverage.bytes(), stream));
+    const std::size_t counters = std::size_t(classes) * sizeof(unsigned int);
+    kernels::count_classes<M><<<unsigned(chunks), kernels::kCentreThreads, counters, stream>>>(
+        mask, d, g, table, metric, voxels, d_edges.data(), n, class_count.data(), phase_total.data(), status.data());
+    PF_CUDA_CHECK_LAUNCH(stream);
+    // The centre total goes where synchronize() reads it for the map path too.
+    unsigned int* total = chunk_counts.data() + chunks;
+    kernels::place_classes<<<1, 1, 0, stream>>>(class_count.data(), n, class_start.data(), class_cursor.data(), total,
+                                                capacity, status.data());
+    PF_CUDA_CHECK_LAUNCH(stream);
+    kernels::write_classes<M><<<unsigned(chunks), kernels::kCentreThreads, 2 * counters, stream>>>(
+        d, g, table, metric, voxels, d_edges.data(), n, class_cursor.data(), capacity, keys[0].data(),
+        values[0].data(), centre_rows.data());
+    PF_CUDA_CHECK_LAUNCH(stream);
+    kernels::clear_rows<<<unsigned(std::min<int64_t>(1024, (capacity + 256) / 256)), 256, 0, stream>>>(
+        centre_rows.data(), total, capacity);
+    PF_CUDA_CHECK_LAUNCH(stream);
+    std::size_t bytes = rows_scan_bytes;
+    PF_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(temp.data(), bytes, centre_rows.data(), centre_rows.data(),
+                                                capacity + 1, stream));
+    for (int q = n + 1; q >= 1; --q) {  // largest class first
+      kernels::paint_class<M><<<unsigned(paint_blocks), 256, 0, stream>>>(
+          q, keys[0].data(), values[0].data(), centre_rows.data(), class_start.data(), class_count.data(), capacity, g,
+          metric, coverage.data(), words_per_row, class_newly.data());
+      PF_CUDA_CHECK_LAUNCH(stream);
+    }
+    kernels::counts_from_classes<<<1, 1, 0, stream>>>(class_newly.data(), n, phase_total.data(), counts);
     PF_CUDA_CHECK_LAUNCH(stream);
   }
 };
@@ -266,10 +312,11 @@ WorkspaceSize ThicknessContext::workspace_size(const ContextConfig& config) {
   const bool isotropic = config.spacing.isotropic();
   const std::size_t value = isotropic ? sizeof(uint32_t) : sizeof(double);
   const int64_t capacity = std::max<int64_t>(1, std::min<int64_t>(voxels, int64_t(std::ceil(config.centre_capacity * double(voxels)))));
-  w.distance = config.psd_edges.empty() && isotropic ? 0 : std::size_t(voxels) * value;
+  const bool psd = !config.psd_edges.empty();
+  w.distance = !psd && isotropic ? 0 : std::size_t(voxels) * value;
   w.centres = 2 * std::size_t(capacity) * (value + sizeof(uint32_t));
-  // CUB's radix sort of `capacity` pairs takes a few histograms; the scan and select less.
-  std::size_t scan = 0, sort = 0;
+  // CUB's radix sort of `capacity` pairs takes a few histograms; the scans less.
+  std::size_t scan = 0, sort = 0, rows_scan = 0;
   PF_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(nullptr, scan, static_cast<unsigned int*>(nullptr),
                                               static_cast<unsigned int*>(nullptr), voxels / kernels::kCentreChunk + 2));
   if (isotropic) {
@@ -280,8 +327,16 @@ WorkspaceSize ThicknessContext::workspace_size(const ContextConfig& config) {
     cub::DoubleBuffer<uint32_t> v;
     PF_CUDA_CHECK(cub::DeviceRadixSort::SortPairsDescending(nullptr, sort, k, v, capacity, 0, 64));
   }
-  w.sort = std::max(scan, sort);
-  w.small = std::size_t(std::min<int64_t>(capacity, 1 << 22)) * sizeof(unsigned long long) + (std::size_t(1) << 20);
+  if (psd) {
+    PF_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(nullptr, rows_scan, static_cast<unsigned long long*>(nullptr),
+                                                static_cast<unsigned long long*>(nullptr), capacity + 1));
+    const Shape& s = config.shape;
+    w.coverage = std::size_t(capacity + 1) * sizeof(unsigned long long) +
+                 std::size_t((s.nx + 31) / 32 * s.ny * s.nz) * sizeof(unsigned int);
+  }
+  w.sort = std::max({scan, sort, rows_scan});
+  // Flags, level starts' count, PSD class counters, containment tables (≤ 1 MiB).
+  w.small = (std::size_t(1) << 20) + (config.psd_edges.size() + 2) * 20;
   return w;
 }
 
@@ -330,8 +385,7 @@ void ThicknessContext::psd_async(const uint8_t* d_mask, int64_t* d_counts) {
   m_impl->replay(1, d_mask, d_counts, [&] {
     m_impl->with_engine([&](auto& e) {
       e.distance_transform(d_mask, e.distance.data(), m_impl->stream.get());
-      e.paint(d_mask, e.distance.data(), nullptr, m_impl->stream.get());
-      e.psd_counts(d_counts, m_impl->stream.get());
+      e.psd_by_classes(d_mask, e.distance.data(), d_counts, m_impl->stream.get());
     });
   });
 }

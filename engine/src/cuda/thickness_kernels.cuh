@@ -11,9 +11,9 @@
 //     order, paints the x-chords of the balls of that level that reach its plane into a
 //     bitmap of painted voxels held in shared memory, and writes the level's radius to each
 //     newly painted voxel. A voxel's first paint is its thickness. Within a level all values
-//     are equal, so concurrent chords need no ordering; atomicOr on the bitmap makes each
-//     voxel's first paint counted exactly once, which gives the coverage per level, i.e. the
-//     cumulative PSD.
+//     are equal, so concurrent chords need no ordering.
+// The PSD-only path shares steps 1's centre test and paints unions instead
+// (coverage_kernels.cuh).
 #include <cuda_runtime.h>
 
 #include <cub/block/block_scan.cuh>
@@ -143,10 +143,6 @@ struct LevelStart {
   }
 };
 
-__global__ void zero_levels(unsigned long long* newly, const int* num_levels) {
-  for (int j = blockIdx.x * blockDim.x + threadIdx.x; j < *num_levels; j += gridDim.x * blockDim.x) newly[j] = 0;
-}
-
 // Which centres of one level reach one slab: up to two runs of the level's (slab-sorted)
 // centres, or, when a periodic ball is as tall as the period, all of them (`all`).
 template <class V>
@@ -159,7 +155,7 @@ struct LevelRuns {
 
 constexpr int kLevelBatch = 512;
 
-// See the file comment, step 4. `thickness` null: count only (the PSD-only path).
+// See the file comment, step 4.
 //
 // Levels are taken in batches: first every thread finds, for a few levels at once, the runs
 // of centres that reach this slab (binary searches, independent, so their memory latency
@@ -169,12 +165,10 @@ template <class M>
 __global__ void __launch_bounds__(kPaintThreads) paint_balls(
     const typename M::value_type* __restrict__ keys, const uint32_t* __restrict__ values,
     const uint32_t* __restrict__ level_first, const int* __restrict__ num_levels,
-    const unsigned int* __restrict__ total, int64_t capacity, Geometry g, M m, float* __restrict__ thickness,
-    unsigned long long* __restrict__ level_newly) {
+    const unsigned int* __restrict__ total, int64_t capacity, Geometry g, M m, float* __restrict__ thickness) {
   using V = typename M::value_type;
   extern __shared__ unsigned int painted[];  // one bit per voxel of this slab
   __shared__ LevelRuns<V> batch[kLevelBatch];
-  __shared__ unsigned long long level_count;
   const bool slab_is_plane = g.nz > 1;
   const int64_t s = blockIdx.x;
   const int64_t slabs = slab_is_plane ? g.nz : g.ny;
@@ -182,7 +176,6 @@ __global__ void __launch_bounds__(kPaintThreads) paint_balls(
   const int64_t slab_base = s * slab_voxels;  // first voxel of the slab
   const int64_t words = (slab_voxels + 31) / 32;
   for (int64_t w = threadIdx.x; w < words; w += blockDim.x) painted[w] = 0;
-  if (threadIdx.x == 0) level_count = 0;
 
   const int64_t used = *total < capacity ? int64_t(*total) : capacity;
   const int levels = *num_levels;
@@ -240,7 +233,6 @@ __global__ void __launch_bounds__(kPaintThreads) paint_balls(
       const uint32_t n0 = r.b0 - r.a0, n1 = r.b1 - r.a1;
       if (n0 + n1 == 0) continue;  // no ball of this level reaches the slab (uniform branch)
       const float value = m.radius(r.r2);
-      unsigned long long newly = 0;
 
       // Marks [a, b] of slab row `row` painted; writes the value to newly painted voxels.
       auto paint_run = [&](int64_t row, int64_t a, int64_t b) {
@@ -252,13 +244,11 @@ __global__ void __launch_bounds__(kPaintThreads) paint_balls(
           const unsigned int mask = (to == 31 ? 0xFFFFFFFFu : ((1u << (to + 1)) - 1u)) & ~((1u << from) - 1u);
           if ((painted[w] & mask) == mask) continue;  // already painted: no atomic
           unsigned int fresh = mask & ~atomicOr(&painted[w], mask);
-          newly += __popc(fresh);
-          if (thickness)
-            while (fresh) {
-              const int bit = __ffs(fresh) - 1;
-              fresh &= fresh - 1;
-              thickness[slab_base + bit0 + bit] = value;
-            }
+          while (fresh) {
+            const int bit = __ffs(fresh) - 1;
+            fresh &= fresh - 1;
+            thickness[slab_base + bit0 + bit] = value;
+          }
         }
       };
       auto paint_chord = [&](int64_t row, int64_t cx, int64_t w) {
@@ -312,44 +302,8 @@ __global__ void __launch_bounds__(kPaintThreads) paint_balls(
           paint_centre(cx, cy, offset);
         }
       }
-      if (newly) atomicAdd(&level_count, newly);
-      __syncthreads();
-      if (threadIdx.x == 0) {
-        if (level_count) atomicAdd(&level_newly[J + t], level_count);
-        level_count = 0;
-      }
-      __syncthreads();
+      __syncthreads();  // the level is painted before the next (smaller) one
     }
-  }
-}
-
-// Cumulative coverage per level → PSD counts (one block). counts: at_least[edges], above, phase.
-template <class M>
-__global__ void psd_counts_from_levels(const typename M::value_type* __restrict__ keys,
-                                       const uint32_t* __restrict__ level_first, const int* __restrict__ num_levels,
-                                       unsigned long long* __restrict__ level_newly, M m,
-                                       const double* __restrict__ edges, int num_edges, int64_t* __restrict__ counts) {
-  const int levels = *num_levels;
-  if (threadIdx.x == 0)
-    for (int j = 1; j < levels; ++j) level_newly[j] += level_newly[j - 1];
-  __syncthreads();
-  // Coverage of the last level whose radius satisfies keep(radius); levels are largest first.
-  auto covered_where = [&](auto keep) -> int64_t {
-    int a = 0, b = levels;  // first level failing keep
-    while (a < b) {
-      const int mid = (a + b) / 2;
-      if (keep(double(m.radius(keys[level_first[mid]])))) a = mid + 1; else b = mid;
-    }
-    return a == 0 ? 0 : int64_t(level_newly[a - 1]);
-  };
-  for (int e = threadIdx.x; e < num_edges; e += blockDim.x) {
-    const double edge = edges[e];
-    counts[e] = covered_where([edge](double r) { return r >= edge; });
-  }
-  if (threadIdx.x == 0) {
-    const double last = edges[num_edges - 1];
-    counts[num_edges] = covered_where([last](double r) { return r > last; });
-    counts[num_edges + 1] = levels ? int64_t(level_newly[levels - 1]) : 0;
   }
 }
 

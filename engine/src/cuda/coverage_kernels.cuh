@@ -1,0 +1,251 @@
+#pragma once
+// The PSD-only path by coverage classes: the cumulative PSD without the thickness map.
+//
+// A voxel's thickness is ≥ a threshold exactly when a ball centre whose radius passes that
+// threshold covers it (the thickness is the largest covering radius). So each count of the
+// cumulative PSD is the size of a union of balls, and a union needs no order. The kept
+// centres (the map's containment test: a dropped ball lies inside a larger kept one) are put
+// in classes by how many thresholds their radius passes — radius ≥ edges[i] for each edge,
+// then radius > the last edge — and the classes are painted largest first into one bitmap of
+// the volume, one kernel per class, counting the bits each class sets for the first time:
+// the running sum of those counts is the coverage of each threshold.
+//
+// Unlike the map's painter (one block per plane, levels in order, a barrier per level),
+// inside a class any order is right — atomicOr gives every bit to exactly one painter — so
+// the class's rows are spread over every SM. A row costs one or two bitmap words, not a
+// voxel each: the work is the rows of the kept balls with radius ≥ the first edge.
+//
+//  1. count_classes: centres per class (block histograms), phase voxels, the no-background flag.
+//  2. place_classes (one thread): class regions, largest class first; the total and overflow.
+//  3. write_classes: each centre into its class region (block-reserved ranges), with the
+//     number of rows of its bounding box; an exclusive scan of those gives row numbers.
+//  4. paint_class, once per class: threads take runs of kRowsPerThread consecutive rows.
+//  5. counts_from_classes: running sums → at_least[edges], above, phase.
+#include <cuda_runtime.h>
+
+#include <cub/block/block_reduce.cuh>
+
+#include "thickness_kernels.cuh"
+
+namespace poreforge::cuda::kernels {
+
+constexpr int kRowsPerThread = 32;
+
+// How many thresholds the radius of squared radius r2 passes: 0 … n + 1 (n edges).
+template <class M>
+__device__ int coverage_class(const M& m, typename M::value_type r2, const double* edges, int n) {
+  const double r = double(m.radius(r2));  // the float radius the map would store
+  int a = 0, b = n;                       // edges are increasing: count those ≤ r
+  while (a < b) {
+    const int mid = (a + b) / 2;
+    if (r >= edges[mid]) a = mid + 1; else b = mid;
+  }
+  return a == n && r > edges[n - 1] ? n + 1 : a;
+}
+
+// Half-extents of a ball's bounding box of rows: along y and z (0 along a flat axis).
+template <class M>
+__device__ void row_reach(const M& m, typename M::value_type r2, const Geometry& g, int64_t& ry, int64_t& rz) {
+  ry = g.ny > 1 ? detail::chord_half_width(m, r2, 1, 0, 0) : 0;
+  rz = g.nz > 1 ? detail::chord_half_width(m, r2, 2, 0, 0) : 0;
+}
+
+// Step 1. Dynamic shared memory: `classes` counters.
+template <class M>
+__global__ void count_classes(const uint8_t* __restrict__ mask, const typename M::value_type* __restrict__ d2,
+                              Geometry g, detail::ContainmentView<M> table, M m, int64_t voxels,
+                              const double* __restrict__ edges, int num_edges, unsigned int* __restrict__ class_count,
+                              unsigned long long* __restrict__ phase_total, Status* status) {
+  extern __shared__ unsigned int histogram[];
+  using BlockSum = cub::BlockReduce<unsigned int, kCentreThreads>;
+  __shared__ typename BlockSum::TempStorage temp;
+  const int classes = num_edges + 2;
+  for (int q = threadIdx.x; q < classes; q += blockDim.x) histogram[q] = 0;
+  __syncthreads();
+  const int64_t start = int64_t(blockIdx.x) * kCentreChunk + int64_t(threadIdx.x) * kCentreItems;
+  unsigned int phase = 0;
+  bool unreachable = false;
+  for (int k = 0; k < kCentreItems; ++k) {
+    const int64_t i = start + k;
+    if (i >= voxels) break;
+    if (!mask[i]) continue;
+    ++phase;
+    if (d2[i] == M::infinity) unreachable = true;
+    if (!is_centre(d2, i, g, table)) continue;
+    const int q = coverage_class(m, d2[i], edges, num_edges);
+    if (q > 0) atomicAdd(&histogram[q], 1u);
+  }
+  if (unreachable) status->no_background = 1;
+  const unsigned int block_phase = BlockSum(temp).Sum(phase);
+  if (threadIdx.x == 0 && block_phase) atomicAdd(phase_total, static_cast<unsigned long long>(block_phase));
+  __syncthreads();
+  for (int q = threadIdx.x; q < classes; q += blockDim.x)
+    if (histogram[q]) atomicAdd(&class_count[q], histogram[q]);
+}
+
+// Step 2 (one thread): class q occupies [class_start[q], class_start[q] + class_count[q]),
+// the largest class first; class_cursor starts at class_start. `total` takes the number of
+// centres (what synchronize() reports), `overflow` is raised when they exceed the capacity.
+__global__ void place_classes(const unsigned int* __restrict__ class_count, int num_edges,
+                              unsigned int* __restrict__ class_start, unsigned int* __restrict__ class_cursor,
+                              unsigned int* __restrict__ total, int64_t capacity, Status* status) {
+  unsigned long long offset = 0;
+  for (int q = num_edges + 1; q >= 1; --q) {
+    class_start[q] = class_cursor[q] = static_cast<unsigned int>(offset);
+    offset += class_count[q];
+  }
+  *total = static_cast<unsigned int>(offset);
+  if (offset > static_cast<unsigned long long>(capacity)) status->overflow = 1;
+}
+
+// Step 3. Dynamic shared memory: 2 × `classes` counters (ranks, then block bases).
+template <class M>
+__global__ void write_classes(const typename M::value_type* __restrict__ d2, Geometry g,
+                              detail::ContainmentView<M> table, M m, int64_t voxels, const double* __restrict__ edges,
+                              int num_edges, unsigned int* __restrict__ class_cursor, int64_t capacity,
+                              typename M::value_type* __restrict__ centre_r2, uint32_t* __restrict__ centre_index,
+                              unsigned long long* __restrict__ centre_rows) {
+  extern __shared__ unsigned int shared_counts[];
+  const int classes = num_edges + 2;
+  unsigned int* block_count = shared_counts;
+  unsigned int* block_base = shared_counts + classes;
+  for (int q = threadIdx.x; q < classes; q += blockDim.x) block_count[q] = 0;
+  __syncthreads();
+  const int64_t start = int64_t(blockIdx.x) * kCentreChunk + int64_t(threadIdx.x) * kCentreItems;
+  int cls[kCentreItems];
+  unsigned int rank[kCentreItems];
+  for (int k = 0; k < kCentreItems; ++k) {
+    const int64_t i = start + k;
+    cls[k] = i < voxels && is_centre(d2, i, g, table) ? coverage_class(m, d2[i], edges, num_edges) : 0;
+    if (cls[k] > 0) rank[k] = atomicAdd(&block_count[cls[k]], 1u);
+  }
+  __syncthreads();
+  for (int q = threadIdx.x; q < classes; q += blockDim.x)
+    block_base[q] = block_count[q] ? atomicAdd(&class_cursor[q], block_count[q]) : 0;
+  __syncthreads();
+  for (int k = 0; k < kCentreItems; ++k) {
+    if (cls[k] <= 0) continue;
+    const int64_t slot = int64_t(block_base[cls[k]]) + rank[k];
+    if (slot >= capacity) continue;  // overflow: place_classes has raised the flag
+    const typename M::value_type r2 = d2[start + k];
+    int64_t ry, rz;
+    row_reach(m, r2, g, ry, rz);
+    centre_r2[slot] = r2;
+    centre_index[slot] = static_cast<uint32_t>(start + k);
+    centre_rows[slot] = static_cast<unsigned long long>((2 * ry + 1) * (2 * rz + 1));
+  }
+}
+
+// Slots past the centres count no rows (so the scan's last entry is the total).
+__global__ void clear_rows(unsigned long long* __restrict__ centre_rows, const unsigned int* __restrict__ total,
+                           int64_t capacity) {
+  const int64_t used = *total < capacity ? int64_t(*total) : capacity;
+  for (int64_t i = used + blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i <= capacity; i += int64_t(gridDim.x) * blockDim.x)
+    centre_rows[i] = 0;
+}
+
+// Sets bits [a, b] (0 ≤ a ≤ b < nx) of one bitmap row; returns how many were not set before.
+__device__ inline unsigned int set_run(unsigned int* row, int64_t a, int64_t b) {
+  unsigned int fresh = 0;
+  for (int64_t w = a >> 5; w <= (b >> 5); ++w) {
+    const unsigned int from = w == (a >> 5) ? unsigned(a & 31) : 0u;
+    const unsigned int to = w == (b >> 5) ? unsigned(b & 31) : 31u;
+    const unsigned int bits = (to == 31 ? 0xFFFFFFFFu : ((1u << (to + 1)) - 1u)) & ~((1u << from) - 1u);
+    // A stale read only costs an atomic: the atomic's old value decides what is fresh.
+    if ((row[w] & bits) == bits) continue;
+    fresh += __popc(bits & ~atomicOr(&row[w], bits));
+  }
+  return fresh;
+}
+
+// Step 4 for class q: rows [row_start[s], row_start[e]) of its centres [s, e), where centre k
+// owns rows row_start[k] … row_start[k+1] − 1, its bounding box of (dy, dz) rows, y fastest.
+// Rows outside the ball (box corners) paint nothing. A periodic ball wider than the period
+// paints some voxels twice, which a union ignores.
+template <class M>
+__global__ void paint_class(int q, const typename M::value_type* __restrict__ centre_r2,
+                            const uint32_t* __restrict__ centre_index,
+                            const unsigned long long* __restrict__ row_start,
+                            const unsigned int* __restrict__ class_start, const unsigned int* __restrict__ class_count,
+                            int64_t capacity, Geometry g, M m, unsigned int* __restrict__ bitmap, int64_t words_per_row,
+                            unsigned long long* __restrict__ class_newly) {
+  using V = typename M::value_type;
+  const int64_t s = class_start[q];
+  const int64_t e = s + class_count[q] < capacity ? s + class_count[q] : capacity;
+  unsigned long long fresh = 0;
+  if (s < e) {
+    const unsigned long long begin = row_start[s], end = row_start[e];
+    const unsigned long long runs = (end - begin + kRowsPerThread - 1) / kRowsPerThread;
+    const bool wrap_x = g.along(0) == Boundary::periodic, wrap_y = g.along(1) == Boundary::periodic,
+               wrap_z = g.along(2) == Boundary::periodic;
+    for (unsigned long long run = blockIdx.x * uint64_t(blockDim.x) + threadIdx.x; run < runs;
+         run += uint64_t(gridDim.x) * blockDim.x) {
+      const unsigned long long first = begin + run * kRowsPerThread;
+      const unsigned long long last = first + kRowsPerThread < end ? first + kRowsPerThread : end;
+      int64_t lo = s, hi = e - 1;  // the last centre k with row_start[k] ≤ first
+      while (lo < hi) {
+        const int64_t mid = (lo + hi + 1) / 2;
+        if (row_start[mid] <= first) lo = mid; else hi = mid - 1;
+      }
+      int64_t k = lo;
+      V r2{};
+      int64_t cx = 0, cy = 0, cz = 0, ry = 0, rz = 0;
+      unsigned long long own_first = 0, own_end = 0;
+      auto load = [&] {
+        r2 = centre_r2[k];
+        g.split(centre_index[k], cx, cy, cz);
+        row_reach(m, r2, g, ry, rz);
+        own_first = row_start[k];
+        own_end = row_start[k + 1];
+      };
+      load();
+      for (unsigned long long row = first; row < last; ++row) {
+        while (row >= own_end) {
+          ++k;
+          load();
+        }
+        const uint32_t local = uint32_t(row - own_first), side = uint32_t(2 * ry + 1);
+        const int64_t dz = int64_t(local / side) - rz, dy = int64_t(local % side) - ry;
+        const int64_t w = detail::chord_half_width(m, r2, 0, dy, dz);
+        if (w < 0) continue;  // a corner of the box
+        int64_t y = cy + dy, z = cz + dz;
+        if (y < 0 || y >= g.ny) {
+          if (!wrap_y) continue;
+          y = ((y % g.ny) + g.ny) % g.ny;
+        }
+        if (z < 0 || z >= g.nz) {
+          if (!wrap_z) continue;
+          z = ((z % g.nz) + g.nz) % g.nz;
+        }
+        unsigned int* bits = bitmap + (z * g.ny + y) * words_per_row;
+        const int64_t a = cx - w, b = cx + w, n = g.nx;
+        if (!wrap_x) {
+          fresh += set_run(bits, a > 0 ? a : 0, b < n - 1 ? b : n - 1);
+        } else if (b - a + 1 >= n) {
+          fresh += set_run(bits, 0, n - 1);
+        } else if (a < 0) {
+          fresh += set_run(bits, a + n, n - 1) + set_run(bits, 0, b);
+        } else if (b >= n) {
+          fresh += set_run(bits, a, n - 1) + set_run(bits, 0, b - n);
+        } else {
+          fresh += set_run(bits, a, b);
+        }
+      }
+    }
+  }
+  for (int o = 16; o > 0; o >>= 1) fresh += __shfl_down_sync(0xFFFFFFFFu, fresh, o);
+  if ((threadIdx.x & 31) == 0 && fresh) atomicAdd(&class_newly[q], fresh);
+}
+
+// Step 5 (one thread). counts: at_least[edges], above, phase voxels.
+__global__ void counts_from_classes(const unsigned long long* __restrict__ class_newly, int num_edges,
+                                    const unsigned long long* __restrict__ phase_total, int64_t* __restrict__ counts) {
+  unsigned long long covered = 0;
+  for (int q = num_edges + 1; q >= 1; --q) {
+    covered += class_newly[q];
+    counts[q == num_edges + 1 ? num_edges : q - 1] = static_cast<int64_t>(covered);
+  }
+  counts[num_edges + 1] = static_cast<int64_t>(*phase_total);
+}
+
+}  // namespace poreforge::cuda::kernels
