@@ -6,6 +6,7 @@
 // (scripts/bench_cupy_peer.py), prints a table and writes JSON.
 //
 //   bench_engine_cuda [--sizes 128,250,512,1000] [--reps R] [--json PATH] [--volumes DIR]
+//                     [--berea PATH|none]
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -118,7 +119,7 @@ int main(int argc, char** argv) {
     } else if (a == "--berea") {
       berea = argv[i + 1];
     } else {
-      std::fprintf(stderr, "usage: bench_engine_cuda [--sizes A,B,...] [--reps R] [--json PATH] [--volumes DIR] [--berea PATH]\n");
+      std::fprintf(stderr, "usage: bench_engine_cuda [--sizes A,B,...] [--reps R] [--json PATH] [--volumes DIR] [--berea PATH|none]\n");
       return 2;
     }
   }
@@ -135,7 +136,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "generating blobs %lld^3 ...\n", static_cast<long long>(n));
     run("blobs p=0.4", "blobs_" + std::to_string(n) + ".raw", generate_blobs({n, n, n}, 0.4, 1.0, 1));
   }
-  run("berea pore", "berea_pore.raw", phase_mask(read_raw(berea, {110, 110, 110}, DType::u8), 0));
+  if (berea != "none") run("berea pore", "berea_pore.raw", phase_mask(read_raw(berea, {110, 110, 110}, DType::u8), 0));
 
   std::printf("\nGPU: %s (%d SMs)\n\n", prop.name, prop.multiProcessorCount);
   std::printf("%-12s %-14s %9s %9s %9s %9s %10s %9s %9s %9s\n", "case", "shape", "centres", "EDT ms", "LT ms",

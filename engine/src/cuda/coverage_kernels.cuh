@@ -15,11 +15,13 @@
 // the class's rows are spread over every SM. A row costs one or two bitmap words, not a
 // voxel each: the work is the rows of the kept balls with radius ≥ the first edge.
 //
-//  1. count_classes: centres per class (block histograms), phase voxels, the no-background flag.
+//  1. count_classes: centres per class (block histograms), phase voxels, the no-background
+//     flag; a bit per voxel marks the centres (a warp's ballot is one word: no atomics), so
+//     the containment test runs once.
 //  2. place_classes (one thread): class regions, largest class first; the total and overflow.
-//  3. write_classes: each centre into its class region (block-reserved ranges), with the
-//     number of rows of its bounding box; an exclusive scan of those gives row numbers.
-//  4. paint_class, once per class: threads take runs of kRowsPerThread consecutive rows.
+//  3. write_classes: each marked centre into its class region (block-reserved ranges), with
+//     the number of rows of its bounding box; an exclusive scan of those gives row numbers.
+//  4. paint_class, once per class: each thread paints runs of consecutive rows.
 //  5. counts_from_classes: running sums → at_least[edges], above, phase.
 #include <cuda_runtime.h>
 
@@ -28,8 +30,6 @@
 #include "thickness_kernels.cuh"
 
 namespace poreforge::cuda::kernels {
-
-constexpr int kRowsPerThread = 32;
 
 // How many thresholds the radius of squared radius r2 passes: 0 … n + 1 (n edges).
 template <class M>
@@ -55,25 +55,31 @@ template <class M>
 __global__ void count_classes(const uint8_t* __restrict__ mask, const typename M::value_type* __restrict__ d2,
                               Geometry g, detail::ContainmentView<M> table, M m, int64_t voxels,
                               const double* __restrict__ edges, int num_edges, unsigned int* __restrict__ class_count,
-                              unsigned long long* __restrict__ phase_total, Status* status) {
+                              unsigned int* __restrict__ centre_bits, unsigned long long* __restrict__ phase_total,
+                              Status* status) {
   extern __shared__ unsigned int histogram[];
   using BlockSum = cub::BlockReduce<unsigned int, kCentreThreads>;
   __shared__ typename BlockSum::TempStorage temp;
   const int classes = num_edges + 2;
   for (int q = threadIdx.x; q < classes; q += blockDim.x) histogram[q] = 0;
   __syncthreads();
-  const int64_t start = int64_t(blockIdx.x) * kCentreChunk + int64_t(threadIdx.x) * kCentreItems;
   unsigned int phase = 0;
   bool unreachable = false;
   for (int k = 0; k < kCentreItems; ++k) {
-    const int64_t i = start + k;
-    if (i >= voxels) break;
-    if (!mask[i]) continue;
-    ++phase;
-    if (d2[i] == M::infinity) unreachable = true;
-    if (!is_centre(d2, i, g, table)) continue;
-    const int q = coverage_class(m, d2[i], edges, num_edges);
-    if (q > 0) atomicAdd(&histogram[q], 1u);
+    const int64_t i = striped_voxel(k);
+    bool centre = false;
+    if (i < voxels && mask[i]) {
+      ++phase;
+      if (d2[i] == M::infinity) unreachable = true;
+      if (is_centre(d2, i, g, table)) {
+        const int q = coverage_class(m, d2[i], edges, num_edges);
+        centre = q > 0;
+        if (centre) atomicAdd(&histogram[q], 1u);
+      }
+    }
+    // The warp's 32 voxels are consecutive and start at a multiple of 32: one word.
+    const unsigned int word = __ballot_sync(0xFFFFFFFFu, centre);
+    if ((threadIdx.x & 31) == 0 && i < voxels) centre_bits[i >> 5] = word;
   }
   if (unreachable) status->no_background = 1;
   const unsigned int block_phase = BlockSum(temp).Sum(phase);
@@ -100,8 +106,8 @@ __global__ void place_classes(const unsigned int* __restrict__ class_count, int 
 
 // Step 3. Dynamic shared memory: 2 × `classes` counters (ranks, then block bases).
 template <class M>
-__global__ void write_classes(const typename M::value_type* __restrict__ d2, Geometry g,
-                              detail::ContainmentView<M> table, M m, int64_t voxels, const double* __restrict__ edges,
+__global__ void write_classes(const typename M::value_type* __restrict__ d2, Geometry g, M m, int64_t voxels,
+                              const unsigned int* __restrict__ centre_bits, const double* __restrict__ edges,
                               int num_edges, unsigned int* __restrict__ class_cursor, int64_t capacity,
                               typename M::value_type* __restrict__ centre_r2, uint32_t* __restrict__ centre_index,
                               unsigned long long* __restrict__ centre_rows) {
@@ -111,12 +117,12 @@ __global__ void write_classes(const typename M::value_type* __restrict__ d2, Geo
   unsigned int* block_base = shared_counts + classes;
   for (int q = threadIdx.x; q < classes; q += blockDim.x) block_count[q] = 0;
   __syncthreads();
-  const int64_t start = int64_t(blockIdx.x) * kCentreChunk + int64_t(threadIdx.x) * kCentreItems;
   int cls[kCentreItems];
   unsigned int rank[kCentreItems];
   for (int k = 0; k < kCentreItems; ++k) {
-    const int64_t i = start + k;
-    cls[k] = i < voxels && is_centre(d2, i, g, table) ? coverage_class(m, d2[i], edges, num_edges) : 0;
+    const int64_t i = striped_voxel(k);
+    const bool centre = i < voxels && (centre_bits[i >> 5] >> (i & 31)) & 1u;
+    cls[k] = centre ? coverage_class(m, d2[i], edges, num_edges) : 0;
     if (cls[k] > 0) rank[k] = atomicAdd(&block_count[cls[k]], 1u);
   }
   __syncthreads();
@@ -127,11 +133,12 @@ __global__ void write_classes(const typename M::value_type* __restrict__ d2, Geo
     if (cls[k] <= 0) continue;
     const int64_t slot = int64_t(block_base[cls[k]]) + rank[k];
     if (slot >= capacity) continue;  // overflow: place_classes has raised the flag
-    const typename M::value_type r2 = d2[start + k];
+    const int64_t i = striped_voxel(k);
+    const typename M::value_type r2 = d2[i];
     int64_t ry, rz;
     row_reach(m, r2, g, ry, rz);
     centre_r2[slot] = r2;
-    centre_index[slot] = static_cast<uint32_t>(start + k);
+    centre_index[slot] = static_cast<uint32_t>(i);
     centre_rows[slot] = static_cast<unsigned long long>((2 * ry + 1) * (2 * rz + 1));
   }
 }
@@ -144,24 +151,34 @@ __global__ void clear_rows(unsigned long long* __restrict__ centre_rows, const u
     centre_rows[i] = 0;
 }
 
-// Sets bits [a, b] (0 ≤ a ≤ b < nx) of one bitmap row; returns how many were not set before.
-__device__ inline unsigned int set_run(unsigned int* row, int64_t a, int64_t b) {
+// The bitmap: bit x of voxel row (y, z) is bit x % 32 of word (z·words_per_row + x / 32)·ny + y
+// — y fastest, so the consecutive rows of a ball (dy fastest) are adjacent words, one cache line.
+//
+// Sets bits [a, b] (0 ≤ a ≤ b < nx) of the row whose first word is row[0] (the next word of
+// the row is `stride` words on); returns how many were not set before.
+__device__ inline unsigned int set_run(unsigned int* row, int stride, int a, int b) {
   unsigned int fresh = 0;
-  for (int64_t w = a >> 5; w <= (b >> 5); ++w) {
+  for (int w = a >> 5; w <= (b >> 5); ++w) {
     const unsigned int from = w == (a >> 5) ? unsigned(a & 31) : 0u;
     const unsigned int to = w == (b >> 5) ? unsigned(b & 31) : 31u;
     const unsigned int bits = (to == 31 ? 0xFFFFFFFFu : ((1u << (to + 1)) - 1u)) & ~((1u << from) - 1u);
+    unsigned int* word = row + w * stride;
     // A stale read only costs an atomic: the atomic's old value decides what is fresh.
-    if ((row[w] & bits) == bits) continue;
-    fresh += __popc(bits & ~atomicOr(&row[w], bits));
+    if ((*word & bits) == bits) continue;
+    fresh += __popc(bits & ~atomicOr(word, bits));
   }
   return fresh;
 }
 
+constexpr int kRowsPerThread = 16;
+
 // Step 4 for class q: rows [row_start[s], row_start[e]) of its centres [s, e), where centre k
-// owns rows row_start[k] … row_start[k+1] − 1, its bounding box of (dy, dz) rows, y fastest.
-// Rows outside the ball (box corners) paint nothing. A periodic ball wider than the period
-// paints some voxels twice, which a union ignores.
+// owns rows row_start[k] … row_start[k+1] − 1, its bounding box of (dy, dz) rows, dy fastest.
+// A thread takes kRowsPerThread consecutive rows, so it looks a centre up once per run of its
+// rows (the row loop is what counts: a centre's look-up costs as much as a few rows, and
+// small balls have few rows). Rows outside the ball (box corners) paint
+// nothing; a periodic ball wider than the period paints some voxels twice, which a union
+// ignores.
 template <class M>
 __global__ void paint_class(int q, const typename M::value_type* __restrict__ centre_r2,
                             const uint32_t* __restrict__ centre_index,
@@ -172,14 +189,16 @@ __global__ void paint_class(int q, const typename M::value_type* __restrict__ ce
   using V = typename M::value_type;
   const int64_t s = class_start[q];
   const int64_t e = s + class_count[q] < capacity ? s + class_count[q] : capacity;
+  const int lane = threadIdx.x & 31;
   unsigned long long fresh = 0;
   if (s < e) {
     const unsigned long long begin = row_start[s], end = row_start[e];
     const unsigned long long runs = (end - begin + kRowsPerThread - 1) / kRowsPerThread;
     const bool wrap_x = g.along(0) == Boundary::periodic, wrap_y = g.along(1) == Boundary::periodic,
                wrap_z = g.along(2) == Boundary::periodic;
-    for (unsigned long long run = blockIdx.x * uint64_t(blockDim.x) + threadIdx.x; run < runs;
-         run += uint64_t(gridDim.x) * blockDim.x) {
+    const unsigned long long threads = uint64_t(gridDim.x) * blockDim.x;
+    const int64_t plane_words = words_per_row * g.ny;
+    for (unsigned long long run = blockIdx.x * uint64_t(blockDim.x) + threadIdx.x; run < runs; run += threads) {
       const unsigned long long first = begin + run * kRowsPerThread;
       const unsigned long long last = first + kRowsPerThread < end ? first + kRowsPerThread : end;
       int64_t lo = s, hi = e - 1;  // the last centre k with row_start[k] ≤ first
@@ -188,53 +207,64 @@ __global__ void paint_class(int q, const typename M::value_type* __restrict__ ce
         if (row_start[mid] <= first) lo = mid; else hi = mid - 1;
       }
       int64_t k = lo;
+      // Extents are below 2^15 (validate_shape), so coordinates and offsets are ints.
       V r2{};
-      int64_t cx = 0, cy = 0, cz = 0, ry = 0, rz = 0;
+      int cx = 0, cy = 0, cz = 0, ry = 0, rz = 0, side = 1;
+      float inv_side = 1.0f;
       unsigned long long own_first = 0, own_end = 0;
       auto load = [&] {
         r2 = centre_r2[k];
-        g.split(centre_index[k], cx, cy, cz);
-        row_reach(m, r2, g, ry, rz);
+        int64_t x, y, z, reach_y, reach_z;
+        g.split(centre_index[k], x, y, z);
+        row_reach(m, r2, g, reach_y, reach_z);
+        cx = int(x), cy = int(y), cz = int(z), ry = int(reach_y), rz = int(reach_z);
+        side = 2 * ry + 1;
+        inv_side = 1.0f / float(side);
         own_first = row_start[k];
         own_end = row_start[k + 1];
       };
       load();
+      const int nx = int(g.nx), ny = int(g.ny), nz = int(g.nz);
       for (unsigned long long row = first; row < last; ++row) {
         while (row >= own_end) {
           ++k;
           load();
         }
-        const uint32_t local = uint32_t(row - own_first), side = uint32_t(2 * ry + 1);
-        const int64_t dz = int64_t(local / side) - rz, dy = int64_t(local % side) - ry;
-        const int64_t w = detail::chord_half_width(m, r2, 0, dy, dz);
+        // (dz, dy) of the row: a float quotient, corrected exactly (no integer divide).
+        const int local = int(row - own_first);
+        int zi = int(float(local) * inv_side);
+        while (zi * side > local) --zi;
+        while ((zi + 1) * side <= local) ++zi;
+        const int dz = zi - rz, dy = local - zi * side - ry;
+        const int w = int(detail::chord_half_width(m, r2, 0, dy, dz));
         if (w < 0) continue;  // a corner of the box
-        int64_t y = cy + dy, z = cz + dz;
-        if (y < 0 || y >= g.ny) {
+        int y = cy + dy, z = cz + dz;
+        if (y < 0 || y >= ny) {
           if (!wrap_y) continue;
-          y = ((y % g.ny) + g.ny) % g.ny;
+          y = ((y % ny) + ny) % ny;
         }
-        if (z < 0 || z >= g.nz) {
+        if (z < 0 || z >= nz) {
           if (!wrap_z) continue;
-          z = ((z % g.nz) + g.nz) % g.nz;
+          z = ((z % nz) + nz) % nz;
         }
-        unsigned int* bits = bitmap + (z * g.ny + y) * words_per_row;
-        const int64_t a = cx - w, b = cx + w, n = g.nx;
+        unsigned int* bits = bitmap + int64_t(z) * plane_words + y;
+        const int a = cx - w, b = cx + w;
         if (!wrap_x) {
-          fresh += set_run(bits, a > 0 ? a : 0, b < n - 1 ? b : n - 1);
-        } else if (b - a + 1 >= n) {
-          fresh += set_run(bits, 0, n - 1);
+          fresh += set_run(bits, ny, a > 0 ? a : 0, b < nx - 1 ? b : nx - 1);
+        } else if (b - a + 1 >= nx) {
+          fresh += set_run(bits, ny, 0, nx - 1);
         } else if (a < 0) {
-          fresh += set_run(bits, a + n, n - 1) + set_run(bits, 0, b);
-        } else if (b >= n) {
-          fresh += set_run(bits, a, n - 1) + set_run(bits, 0, b - n);
+          fresh += set_run(bits, ny, a + nx, nx - 1) + set_run(bits, ny, 0, b);
+        } else if (b >= nx) {
+          fresh += set_run(bits, ny, a, nx - 1) + set_run(bits, ny, 0, b - nx);
         } else {
-          fresh += set_run(bits, a, b);
+          fresh += set_run(bits, ny, a, b);
         }
       }
     }
   }
   for (int o = 16; o > 0; o >>= 1) fresh += __shfl_down_sync(0xFFFFFFFFu, fresh, o);
-  if ((threadIdx.x & 31) == 0 && fresh) atomicAdd(&class_newly[q], fresh);
+  if (lane == 0 && fresh) atomicAdd(&class_newly[q], fresh);
 }
 
 // Step 5 (one thread). counts: at_least[edges], above, phase voxels.

@@ -79,11 +79,11 @@ struct Engine {
   DeviceBuffer<unsigned char> temp;
   std::size_t scan_bytes = 0, sort_bytes = 0, select_bytes = 0, rows_scan_bytes = 0;
   // The PSD-only path (coverage_kernels.cuh), with PSD edges only: per-class counters, each
-  // centre's row count scanned into row numbers, and a bitmap of covered voxels (rows padded
-  // to whole words).
+  // centre's row count scanned into row numbers, a bitmap of covered voxels (rows padded to
+  // whole words) and one of centres.
   DeviceBuffer<unsigned int> class_count, class_start, class_cursor;
   DeviceBuffer<unsigned long long> class_newly, phase_total, centre_rows;
-  DeviceBuffer<unsigned int> coverage;
+  DeviceBuffer<unsigned int> coverage, centre_bits;
   int64_t words_per_row = 0;
   int paint_blocks = 0;
   // Containment tables on the device.
@@ -158,6 +158,7 @@ struct Engine {
       centre_rows = DeviceBuffer<unsigned long long>(capacity + 1, stream, "ball centres (row numbers)");
       words_per_row = (g.nx + 31) / 32;
       coverage = DeviceBuffer<unsigned int>(std::size_t(words_per_row * g.ny * g.nz), stream, "the coverage bitmap");
+      centre_bits = DeviceBuffer<unsigned int>(std::size_t((voxels + 31) / 32), stream, "the centre bitmap");
       PF_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(nullptr, rows_scan_bytes, centre_rows.data(), centre_rows.data(),
                                                   capacity + 1, stream));
       int dev = 0, sms = 0;
@@ -246,7 +247,8 @@ struct Engine {
     PF_CUDA_CHECK(cudaMemsetAsync(coverage.data(), 0, coverage.bytes(), stream));
     const std::size_t counters = std::size_t(classes) * sizeof(unsigned int);
     kernels::count_classes<M><<<unsigned(chunks), kernels::kCentreThreads, counters, stream>>>(
-        mask, d, g, table, metric, voxels, d_edges.data(), n, class_count.data(), phase_total.data(), status.data());
+        mask, d, g, table, metric, voxels, d_edges.data(), n, class_count.data(), centre_bits.data(), phase_total.data(),
+        status.data());
     PF_CUDA_CHECK_LAUNCH(stream);
     // The centre total goes where synchronize() reads it for the map path too.
     unsigned int* total = chunk_counts.data() + chunks;
@@ -254,7 +256,7 @@ struct Engine {
                                                 capacity, status.data());
     PF_CUDA_CHECK_LAUNCH(stream);
     kernels::write_classes<M><<<unsigned(chunks), kernels::kCentreThreads, 2 * counters, stream>>>(
-        d, g, table, metric, voxels, d_edges.data(), n, class_cursor.data(), capacity, keys[0].data(),
+        d, g, metric, voxels, centre_bits.data(), d_edges.data(), n, class_cursor.data(), capacity, keys[0].data(),
         values[0].data(), centre_rows.data());
     PF_CUDA_CHECK_LAUNCH(stream);
     kernels::clear_rows<<<unsigned(std::min<int64_t>(1024, (capacity + 256) / 256)), 256, 0, stream>>>(
@@ -332,7 +334,7 @@ WorkspaceSize ThicknessContext::workspace_size(const ContextConfig& config) {
                                                 static_cast<unsigned long long*>(nullptr), capacity + 1));
     const Shape& s = config.shape;
     w.coverage = std::size_t(capacity + 1) * sizeof(unsigned long long) +
-                 std::size_t((s.nx + 31) / 32 * s.ny * s.nz) * sizeof(unsigned int);
+                 std::size_t((s.nx + 31) / 32 * s.ny * s.nz + (voxels + 31) / 32) * sizeof(unsigned int);
   }
   w.sort = std::max({scan, sort, rows_scan});
   // Flags, level starts' count, PSD class counters, containment tables (≤ 1 MiB).
