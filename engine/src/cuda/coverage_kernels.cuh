@@ -20,12 +20,17 @@
 //     the containment test runs once.
 //  2. place_classes (one thread): class regions, largest class first; the total and overflow.
 //  3. write_classes: each marked centre into its class region (block-reserved ranges), with
-//     the number of rows of its bounding box; an exclusive scan of those gives row numbers.
+//     its box of rows — the ball's bounding box, less the rows a face neighbour paints
+//     (row_box) — and their number; an exclusive scan of those gives row numbers.
 //  4. paint_class, once per class: each thread paints runs of consecutive rows.
 //  5. counts_from_classes: running sums → at_least[edges], above, phase.
 #include <cuda_runtime.h>
 
 #include <cub/block/block_reduce.cuh>
+
+#include <algorithm>
+#include <climits>
+#include <type_traits>
 
 #include "thickness_kernels.cuh"
 
@@ -50,7 +55,78 @@ __device__ void row_reach(const M& m, typename M::value_type r2, const Geometry&
   rz = g.nz > 1 ? detail::chord_half_width(m, r2, 2, 0, 0) : 0;
 }
 
-// Step 1. Dynamic shared memory: `classes` counters.
+// The rows a centre paints: dy in [y0, y1], dz in [z0, z1] (empty when y0 > y1 or z0 > z1).
+struct RowBox {
+  int16_t y0, y1, z0, z1;
+  __device__ int64_t rows() const {
+    return y1 < y0 || z1 < z0 ? 0 : int64_t(y1 - y0 + 1) * int64_t(z1 - z0 + 1);
+  }
+};
+static_assert(sizeof(RowBox) == 8, "a row box packs into 8 bytes");
+
+// The centre's bounding box of rows, cut where a face neighbour along y or z paints the same
+// rows. With isotropic integer distances, a neighbour c' = c + e (e = ±ŷ or ±ẑ) in the phase
+// with R'² = R² + Δ, Δ ≥ 0, holds each row of c at offset t along e with 2t ≥ 1 − Δ: that
+// row's chord is |w|² < R² − t² − u², c''s at the same voxels is |w|² < R'² − (t − 1)² − u²,
+// and R² − t² ≤ R'² − (t − 1)² exactly then. The neighbour's class is at least c's, so it is
+// painted in this or an earlier class — or, if it is not a kept centre, the ball containing
+// it is. Its own rows may be cut in turn, by a neighbour whose radius is no smaller: along
+// such a chain either R² grows or |t| shrinks, so the chain ends at a centre that paints the
+// row. Anisotropic spacing keeps the whole box (its tie-breaking is floating point).
+template <class M>
+__device__ RowBox row_box(const typename M::value_type* d2, int64_t i, const Geometry& g, const M& m) {
+  using V = typename M::value_type;
+  const V r2 = d2[i];
+  int64_t ry, rz;
+  row_reach(m, r2, g, ry, rz);
+  RowBox box{int16_t(-ry), int16_t(ry), int16_t(-rz), int16_t(rz)};
+  if constexpr (std::is_same_v<M, detail::VoxelMetric>) {
+    int64_t x, y, z;
+    g.split(uint32_t(i), x, y, z);
+    // First offset (toward the neighbour) of the rows the neighbour holds, or none (INT64_MAX).
+    auto held_from = [&](int64_t neighbour) -> int64_t {
+      const V other = d2[neighbour];
+      if (other == V(0) || other == M::infinity || other < r2) return INT64_MAX;
+      const int64_t delta = int64_t(other) - int64_t(r2);
+      return -((delta - 1) >> 1);  // ⌈(1 − Δ) / 2⌉
+    };
+    // Cuts past the far side of the box only empty it: clamp there (int16 fields).
+    auto cut = [&](int axis, int64_t coordinate, int64_t extent, int64_t stride, int64_t reach, int16_t& lo,
+                   int16_t& hi) {
+      if (extent == 1) return;
+      const bool wrap = g.along(axis) == Boundary::periodic;
+      for (int side = -1; side <= 1; side += 2) {
+        int64_t c = coordinate + side;
+        if (c < 0 || c >= extent) {
+          if (!wrap) continue;
+          c = c < 0 ? c + extent : c - extent;
+        }
+        const int64_t from = held_from(i + (c - coordinate) * stride);
+        if (from == INT64_MAX) continue;
+        if (side > 0) hi = int16_t(std::min<int64_t>(hi, std::max<int64_t>(from - 1, -reach - 1)));
+        else lo = int16_t(std::max<int64_t>(lo, std::min<int64_t>(1 - from, reach + 1)));
+      }
+    };
+    cut(1, y, g.ny, g.nx, ry, box.y0, box.y1);
+    cut(2, z, g.nz, g.nx * g.ny, rz, box.z0, box.z1);
+  }
+  return box;
+}
+
+// The edges in shared memory (the class look-up's binary search is a chain of dependent
+// loads), after `counters` unsigned ints of dynamic shared memory; 8-byte aligned.
+__device__ inline const double* shared_edges(unsigned int* shared, int counters, const double* edges, int n) {
+  double* copy = reinterpret_cast<double*>(shared + ((counters + 1) & ~1));
+  for (int e = threadIdx.x; e < n; e += blockDim.x) copy[e] = edges[e];
+  return copy;
+}
+
+// Dynamic shared memory for a class pass with `counters` counters: the counters, then the edges.
+inline std::size_t class_pass_shared(int counters, int num_edges) {
+  return std::size_t((counters + 1) & ~1) * sizeof(unsigned int) + std::size_t(num_edges) * sizeof(double);
+}
+
+// Step 1. Dynamic shared memory: class_pass_shared(classes, edges).
 template <class M>
 __global__ void count_classes(const uint8_t* __restrict__ mask, const typename M::value_type* __restrict__ d2,
                               Geometry g, detail::ContainmentView<M> table, M m, int64_t voxels,
@@ -62,6 +138,7 @@ __global__ void count_classes(const uint8_t* __restrict__ mask, const typename M
   __shared__ typename BlockSum::TempStorage temp;
   const int classes = num_edges + 2;
   for (int q = threadIdx.x; q < classes; q += blockDim.x) histogram[q] = 0;
+  edges = shared_edges(histogram, classes, edges, num_edges);
   __syncthreads();
   unsigned int phase = 0;
   bool unreachable = false;
@@ -104,18 +181,19 @@ __global__ void place_classes(const unsigned int* __restrict__ class_count, int 
   if (offset > static_cast<unsigned long long>(capacity)) status->overflow = 1;
 }
 
-// Step 3. Dynamic shared memory: 2 × `classes` counters (ranks, then block bases).
+// Step 3. Dynamic shared memory: class_pass_shared(2 × classes, edges) (ranks, block bases).
 template <class M>
 __global__ void write_classes(const typename M::value_type* __restrict__ d2, Geometry g, M m, int64_t voxels,
                               const unsigned int* __restrict__ centre_bits, const double* __restrict__ edges,
                               int num_edges, unsigned int* __restrict__ class_cursor, int64_t capacity,
                               typename M::value_type* __restrict__ centre_r2, uint32_t* __restrict__ centre_index,
-                              unsigned long long* __restrict__ centre_rows) {
+                              RowBox* __restrict__ centre_box, unsigned long long* __restrict__ centre_rows) {
   extern __shared__ unsigned int shared_counts[];
   const int classes = num_edges + 2;
   unsigned int* block_count = shared_counts;
   unsigned int* block_base = shared_counts + classes;
   for (int q = threadIdx.x; q < classes; q += blockDim.x) block_count[q] = 0;
+  edges = shared_edges(shared_counts, 2 * classes, edges, num_edges);
   __syncthreads();
   int cls[kCentreItems];
   unsigned int rank[kCentreItems];
@@ -134,12 +212,11 @@ __global__ void write_classes(const typename M::value_type* __restrict__ d2, Geo
     const int64_t slot = int64_t(block_base[cls[k]]) + rank[k];
     if (slot >= capacity) continue;  // overflow: place_classes has raised the flag
     const int64_t i = striped_voxel(k);
-    const typename M::value_type r2 = d2[i];
-    int64_t ry, rz;
-    row_reach(m, r2, g, ry, rz);
-    centre_r2[slot] = r2;
+    const RowBox box = row_box(d2, i, g, m);
+    centre_r2[slot] = d2[i];
     centre_index[slot] = static_cast<uint32_t>(i);
-    centre_rows[slot] = static_cast<unsigned long long>((2 * ry + 1) * (2 * rz + 1));
+    centre_box[slot] = box;
+    centre_rows[slot] = static_cast<unsigned long long>(box.rows());
   }
 }
 
@@ -173,7 +250,7 @@ __device__ inline unsigned int set_run(unsigned int* row, int stride, int a, int
 constexpr int kRowsPerThread = 16;
 
 // Step 4 for class q: rows [row_start[s], row_start[e]) of its centres [s, e), where centre k
-// owns rows row_start[k] … row_start[k+1] − 1, its bounding box of (dy, dz) rows, dy fastest.
+// owns rows row_start[k] … row_start[k+1] − 1, its row box (row_box) with dy fastest.
 // A thread takes kRowsPerThread consecutive rows, so it looks a centre up once per run of its
 // rows (the row loop is what counts: a centre's look-up costs as much as a few rows, and
 // small balls have few rows). Rows outside the ball (box corners) paint
@@ -181,7 +258,7 @@ constexpr int kRowsPerThread = 16;
 // ignores.
 template <class M>
 __global__ void paint_class(int q, const typename M::value_type* __restrict__ centre_r2,
-                            const uint32_t* __restrict__ centre_index,
+                            const uint32_t* __restrict__ centre_index, const RowBox* __restrict__ centre_box,
                             const unsigned long long* __restrict__ row_start,
                             const unsigned int* __restrict__ class_start, const unsigned int* __restrict__ class_count,
                             int64_t capacity, Geometry g, M m, unsigned int* __restrict__ bitmap, int64_t words_per_row,
@@ -209,16 +286,16 @@ __global__ void paint_class(int q, const typename M::value_type* __restrict__ ce
       int64_t k = lo;
       // Extents are below 2^15 (validate_shape), so coordinates and offsets are ints.
       V r2{};
-      int cx = 0, cy = 0, cz = 0, ry = 0, rz = 0, side = 1;
+      int cx = 0, cy = 0, cz = 0, y0 = 0, z0 = 0, side = 1;
       float inv_side = 1.0f;
       unsigned long long own_first = 0, own_end = 0;
       auto load = [&] {
         r2 = centre_r2[k];
-        int64_t x, y, z, reach_y, reach_z;
+        int64_t x, y, z;
         g.split(centre_index[k], x, y, z);
-        row_reach(m, r2, g, reach_y, reach_z);
-        cx = int(x), cy = int(y), cz = int(z), ry = int(reach_y), rz = int(reach_z);
-        side = 2 * ry + 1;
+        const RowBox box = centre_box[k];
+        cx = int(x), cy = int(y), cz = int(z), y0 = box.y0, z0 = box.z0;
+        side = box.y1 - box.y0 + 1;  // ≥ 1 whenever the centre owns rows
         inv_side = 1.0f / float(side);
         own_first = row_start[k];
         own_end = row_start[k + 1];
@@ -235,7 +312,7 @@ __global__ void paint_class(int q, const typename M::value_type* __restrict__ ce
         int zi = int(float(local) * inv_side);
         while (zi * side > local) --zi;
         while ((zi + 1) * side <= local) ++zi;
-        const int dz = zi - rz, dy = local - zi * side - ry;
+        const int dz = z0 + zi, dy = y0 + local - zi * side;
         const int w = int(detail::chord_half_width(m, r2, 0, dy, dz));
         if (w < 0) continue;  // a corner of the box
         int y = cy + dy, z = cz + dz;

@@ -83,6 +83,7 @@ struct Engine {
   // whole words) and one of centres.
   DeviceBuffer<unsigned int> class_count, class_start, class_cursor;
   DeviceBuffer<unsigned long long> class_newly, phase_total, centre_rows;
+  DeviceBuffer<kernels::RowBox> centre_box;
   DeviceBuffer<unsigned int> coverage, centre_bits;
   int64_t words_per_row = 0;
   int paint_blocks = 0;
@@ -156,11 +157,21 @@ struct Engine {
       class_newly = DeviceBuffer<unsigned long long>(classes, stream, "PSD class counters");
       phase_total = DeviceBuffer<unsigned long long>(1, stream, "PSD class counters");
       centre_rows = DeviceBuffer<unsigned long long>(capacity + 1, stream, "ball centres (row numbers)");
+      centre_box = DeviceBuffer<kernels::RowBox>(capacity, stream, "ball centres (row boxes)");
       words_per_row = (g.nx + 31) / 32;
       coverage = DeviceBuffer<unsigned int>(std::size_t(words_per_row * g.ny * g.nz), stream, "the coverage bitmap");
       centre_bits = DeviceBuffer<unsigned int>(std::size_t((voxels + 31) / 32), stream, "the centre bitmap");
       PF_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(nullptr, rows_scan_bytes, centre_rows.data(), centre_rows.data(),
                                                   capacity + 1, stream));
+      // The class passes keep their counters and the edges in shared memory.
+      const std::size_t class_shared = kernels::class_pass_shared(2 * int(classes), int(edges.size()));
+      if (class_shared > std::size_t(shared_limit))
+        throw InputError("the CUDA backend holds the PSD edges in shared memory: " + std::to_string(edges.size()) +
+                         " edges are too many for this device");
+      PF_CUDA_CHECK(cudaFuncSetAttribute(kernels::count_classes<M>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                         int(class_shared)));
+      PF_CUDA_CHECK(cudaFuncSetAttribute(kernels::write_classes<M>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                         int(class_shared)));
       int dev = 0, sms = 0;
       PF_CUDA_CHECK(cudaGetDevice(&dev));
       PF_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
@@ -245,8 +256,7 @@ struct Engine {
     PF_CUDA_CHECK(cudaMemsetAsync(class_newly.data(), 0, class_newly.bytes(), stream));
     PF_CUDA_CHECK(cudaMemsetAsync(phase_total.data(), 0, phase_total.bytes(), stream));
     PF_CUDA_CHECK(cudaMemsetAsync(coverage.data(), 0, coverage.bytes(), stream));
-    const std::size_t counters = std::size_t(classes) * sizeof(unsigned int);
-    kernels::count_classes<M><<<unsigned(chunks), kernels::kCentreThreads, counters, stream>>>(
+    kernels::count_classes<M><<<unsigned(chunks), kernels::kCentreThreads, kernels::class_pass_shared(classes, n), stream>>>(
         mask, d, g, table, metric, voxels, d_edges.data(), n, class_count.data(), centre_bits.data(), phase_total.data(),
         status.data());
     PF_CUDA_CHECK_LAUNCH(stream);
@@ -255,9 +265,10 @@ struct Engine {
     kernels::place_classes<<<1, 1, 0, stream>>>(class_count.data(), n, class_start.data(), class_cursor.data(), total,
                                                 capacity, status.data());
     PF_CUDA_CHECK_LAUNCH(stream);
-    kernels::write_classes<M><<<unsigned(chunks), kernels::kCentreThreads, 2 * counters, stream>>>(
+    kernels::write_classes<M><<<unsigned(chunks), kernels::kCentreThreads, kernels::class_pass_shared(2 * classes, n),
+                                 stream>>>(
         d, g, metric, voxels, centre_bits.data(), d_edges.data(), n, class_cursor.data(), capacity, keys[0].data(),
-        values[0].data(), centre_rows.data());
+        values[0].data(), centre_box.data(), centre_rows.data());
     PF_CUDA_CHECK_LAUNCH(stream);
     kernels::clear_rows<<<unsigned(std::min<int64_t>(1024, (capacity + 256) / 256)), 256, 0, stream>>>(
         centre_rows.data(), total, capacity);
@@ -267,7 +278,8 @@ struct Engine {
                                                 capacity + 1, stream));
     for (int q = n + 1; q >= 1; --q) {  // largest class first
       kernels::paint_class<M><<<unsigned(paint_blocks), 256, 0, stream>>>(
-          q, keys[0].data(), values[0].data(), centre_rows.data(), class_start.data(), class_count.data(), capacity, g,
+          q, keys[0].data(), values[0].data(), centre_box.data(), centre_rows.data(), class_start.data(), class_count.data(),
+          capacity, g,
           metric, coverage.data(), words_per_row, class_newly.data());
       PF_CUDA_CHECK_LAUNCH(stream);
     }
@@ -333,7 +345,7 @@ WorkspaceSize ThicknessContext::workspace_size(const ContextConfig& config) {
     PF_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(nullptr, rows_scan, static_cast<unsigned long long*>(nullptr),
                                                 static_cast<unsigned long long*>(nullptr), capacity + 1));
     const Shape& s = config.shape;
-    w.coverage = std::size_t(capacity + 1) * sizeof(unsigned long long) +
+    w.coverage = std::size_t(capacity + 1) * sizeof(unsigned long long) + std::size_t(capacity) * 8 +
                  std::size_t((s.nx + 31) / 32 * s.ny * s.nz + (voxels + 31) / 32) * sizeof(unsigned int);
   }
   w.sort = std::max({scan, sort, rows_scan});
