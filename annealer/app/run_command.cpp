@@ -78,6 +78,7 @@ struct Session {
   std::string progress = "auto";  // live | plain | json | none (auto: live on a terminal, else plain)
   std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
   int64_t first_evaluation = 0;  // where this session's loop began (0, or a resume's step)
+  anneal::Quality start_quality;  // of the structure this session's loop began from
   std::ofstream log;
 
   // Informational lines; with --progress json they go to stderr so stdout stays JSON lines.
@@ -113,6 +114,7 @@ struct Session {
     const auto loop_start = std::chrono::steady_clock::now();
     auto last_checkpoint = loop_start;
     const int64_t first = first_evaluation = a.progress().evaluations;
+    start_quality = anneal::quality(a.structure(), config.targets, config.boundary, backend);
     started = loop_start;
     const std::string mode = quiet ? "none" : progress == "auto" ? (::isatty(1) ? "live" : "plain") : progress;
     auto last_shown = loop_start - std::chrono::hours(1);
@@ -242,6 +244,12 @@ struct Session {
       d.set_provenance(command_line);
       d.commit();
     }
+    const anneal::Quality final_quality = anneal::quality(a.structure(), config.targets, config.boundary, backend);
+    auto quality_json = [](const anneal::Quality& q) {
+      std::ostringstream o;
+      o << "{\"pore_psd_l1\": " << q.pore_psd_l1 << ", \"s2_rms\": " << q.s2_rms << "}";
+      return o.str();
+    };
     std::ostringstream j;
     j << "{\n  \"name\": \"" << rc.name << "\",\n  \"version\": \"" << version_string() << "\",\n  \"backend\": \""
       << to_string(backend) << "\",\n  \"device\": \""
@@ -250,11 +258,15 @@ struct Session {
       << p.accepted << ",\n  \"stop_reason\": \"" << to_string(p.stopped) << "\",\n  \"energy\": " << p.energy.total
       << ",\n  \"best_energy\": " << p.best.total << ",\n  \"loop_seconds_this_session\": " << seconds
       << ",\n  \"evaluations_per_second\": " << (seconds > 0 ? double(p.evaluations - first_evaluation) / seconds : 0)
-      << "\n}\n";
+      << ",\n  \"quality\": {\"start\": " << quality_json(start_quality) << ", \"final\": " << quality_json(final_quality)
+      << "}\n}\n";
     write_text(dir / "summary.json", j.str());
-    std::fprintf(text_stream(), "stopped   %s after %lld evaluations, energy %.5f (best %.5f)\nwrote     %s\n",
-                to_string(p.stopped).c_str(), static_cast<long long>(p.evaluations), p.energy.total, p.best.total,
-                dir.string().c_str());
+    std::fprintf(text_stream(),
+                 "stopped   %s after %lld evaluations, energy %.5f (best %.5f)\n"
+                 "quality   pore PSD L1 %.4f -> %.4f, S2 RMS %.5f -> %.5f (start of this run -> final)\nwrote     %s\n",
+                 to_string(p.stopped).c_str(), static_cast<long long>(p.evaluations), p.energy.total, p.best.total,
+                 start_quality.pore_psd_l1, final_quality.pore_psd_l1, start_quality.s2_rms, final_quality.s2_rms,
+                 dir.string().c_str());
   }
 };
 

@@ -373,4 +373,19 @@ Progress Annealer::run(const std::function<void(const Progress&)>& report, int64
   return m_progress;
 }
 
+Quality quality(const Mask& pore, const Targets& targets, Boundary boundary, Backend backend) {
+  Quality q;
+  const auto psd = pore_size_distribution(pore, boundary, Bins::from_edges(targets.pore_edges), backend);
+  for (std::size_t i = 0; i < psd.fraction.size() && i < targets.pore_psd.size(); ++i)
+    q.pore_psd_l1 += std::abs(psd.fraction[i] - targets.pore_psd[i]);
+  const auto s2 = two_point_correlation(pore).directional;
+  double sum = 0;
+  int64_t n = 0;
+  for (int a = 0; a < 3; ++a)
+    for (std::size_t r = 0; r < std::min(s2.along(a).size(), targets.s2[a].size()); ++r, ++n)
+      sum += (s2.along(a)[r] - targets.s2[a][r]) * (s2.along(a)[r] - targets.s2[a][r]);
+  q.s2_rms = n ? std::sqrt(sum / double(n)) : 0.0;
+  return q;
+}
+
 }  // namespace poreforge::anneal

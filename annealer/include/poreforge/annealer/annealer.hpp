@@ -87,6 +87,14 @@ struct Config {
 /// Throws InputError naming the parameter when a config is unusable.
 void validate(const Config& config);
 
+/// How far a structure is from the targets in absolute terms (the energy is relative to the
+/// start): L1 distance between the pore PSD fractions on the target's bins, and RMS error of
+/// the directional S2 over the target's x, y, z curves.
+struct Quality {
+  double pore_psd_l1 = 0, s2_rms = 0;
+};
+Quality quality(const Mask& pore, const Targets& targets, Boundary boundary, Backend backend = Backend::cpu);
+
 enum class StopReason { none, max_evaluations, energy_tolerance, no_improvement };
 std::string to_string(StopReason r);
 
