@@ -28,9 +28,9 @@ struct ContextConfig {
 /// Device memory a context takes, by part, in bytes (the CUB-style size query).
 struct WorkspaceSize {
   std::size_t distance = 0;  ///< squared distances (PSD path; the map path uses its output)
-  std::size_t centres = 0;   ///< ball centres, double-buffered for the radix sort
-  std::size_t sort = 0;      ///< CUB temporaries
-  std::size_t coverage = 0;  ///< PSD path: covered-voxel bitmap and centres' row numbers
+  std::size_t centres = 0;   ///< ball centres: radius, index, row cut, row number
+  std::size_t sort = 0;      ///< CUB temporaries (the scan of the centres' rows)
+  std::size_t coverage = 0;  ///< covered-voxel and centre bitmaps
   std::size_t small = 0;     ///< counters, tables, flags
   std::size_t total() const { return distance + centres + sort + coverage + small; }
 };

@@ -1,29 +1,33 @@
 #pragma once
-// The PSD-only path by coverage classes: the cumulative PSD without the thickness map.
+// Painting by classes: the thickness map and the PSD-only path from the kept ball centres.
 //
-// A voxel's thickness is ≥ a threshold exactly when a ball centre whose radius passes that
-// threshold covers it (the thickness is the largest covering radius). So each count of the
-// cumulative PSD is the size of a union of balls, and a union needs no order. The kept
-// centres (the map's containment test: a dropped ball lies inside a larger kept one) are put
+// The centres (thickness_kernels.cuh: a dropped ball lies inside a larger kept one) are put
 // in classes by how many thresholds their radius passes — radius ≥ edges[i] for each edge,
-// then radius > the last edge — and the classes are painted largest first into one bitmap of
-// the volume, one kernel per class, counting the bits each class sets for the first time:
-// the running sum of those counts is the coverage of each threshold.
+// then radius > the last edge — and painted class by class, largest first, into one bitmap
+// of the volume (one kernel per class over the whole GPU; a row costs a bitmap word or two).
 //
-// Unlike the map's painter (one block per plane, levels in order, a barrier per level),
-// inside a class any order is right — atomicOr gives every bit to exactly one painter — so
-// the class's rows are spread over every SM. A row costs one or two bitmap words, not a
-// voxel each: the work is the rows of the kept balls with radius ≥ the first edge.
+//  - PSD-only path: the thresholds are the PSD edges. A voxel's thickness is ≥ an edge
+//    exactly when a centre whose radius passes it covers the voxel, so each count of the
+//    cumulative PSD is the size of a union of balls, and a union needs no order: the bits a
+//    class sets for the first time, summed from the top class down, are the counts.
+//  - Thickness map: the thresholds are radius bands (band_edges). A voxel's thickness lies
+//    in the first band whose union covers it, and is the largest radius among that band's
+//    balls that cover it. So each band is painted twice: first every ball writes its radius
+//    by atomicMax to the voxels of its rows not yet covered (by a larger band), then the
+//    band's union is added to the bitmap. Any order within a band is right.
+//
+// Either way a ball skips the rows that a face neighbour of no smaller radius paints
+// (row_cut), which is exact for both: the skipped row is covered by a ball at least as large.
 //
 //  1. count_classes: centres per class (block histograms), phase voxels, the no-background
 //     flag; a bit per voxel marks the centres (a warp's ballot is one word: no atomics), so
 //     the containment test runs once.
 //  2. place_classes (one thread): class regions, largest class first; the total and overflow.
 //  3. write_classes: each marked centre into its class region (block-reserved ranges), with
-//     its box of rows — the ball's bounding box, less the rows a face neighbour paints
-//     (row_box) — and their number; an exclusive scan of those gives row numbers.
-//  4. paint_class, once per class: each thread paints runs of consecutive rows.
-//  5. counts_from_classes: running sums → at_least[edges], above, phase.
+//     its row cut and its number of rows; an exclusive scan of those gives row numbers.
+//  4. Per class, largest first: paint_class_values (map only), then paint_class: each thread
+//     walks runs of consecutive rows.
+//  5. counts_from_classes (PSD): running sums → at_least[edges], above, phase.
 #include <cuda_runtime.h>
 
 #include <cub/block/block_reduce.cuh>
@@ -57,42 +61,51 @@ __device__ void row_reach(const M& m, typename M::value_type r2, const Geometry&
 
 // The rows a centre paints: dy in [y0, y1], dz in [z0, z1] (empty when y0 > y1 or z0 > z1).
 struct RowBox {
-  int16_t y0, y1, z0, z1;
+  int y0, y1, z0, z1;
   __device__ int64_t rows() const {
     return y1 < y0 || z1 < z0 ? 0 : int64_t(y1 - y0 + 1) * int64_t(z1 - z0 + 1);
   }
 };
-static_assert(sizeof(RowBox) == 8, "a row box packs into 8 bytes");
 
-// The centre's bounding box of rows, cut where a face neighbour along y or z paints the same
-// rows. With isotropic integer distances, a neighbour c' = c + e (e = ±ŷ or ±ẑ) in the phase
+// Where face neighbours take over a centre's rows, toward +y, −y, +z, −z: the rows at offset
+// t ≥ from along that direction are painted by the neighbour (kNoCut: none). Four bytes per
+// centre; `from` is clamped at −127, which only keeps more rows.
+struct RowCut {
+  int8_t from[4];
+};
+constexpr int8_t kNoCut = 127;
+
+// The centre's rows: its bounding box of rows less the cuts.
+template <class M>
+__device__ RowBox box_of(const M& m, typename M::value_type r2, const Geometry& g, RowCut cut) {
+  int64_t ry, rz;
+  row_reach(m, r2, g, ry, rz);
+  RowBox box{-int(ry), int(ry), -int(rz), int(rz)};
+  if (cut.from[0] != kNoCut) box.y1 = min(box.y1, cut.from[0] - 1);
+  if (cut.from[1] != kNoCut) box.y0 = max(box.y0, 1 - cut.from[1]);
+  if (cut.from[2] != kNoCut) box.z1 = min(box.z1, cut.from[2] - 1);
+  if (cut.from[3] != kNoCut) box.z0 = max(box.z0, 1 - cut.from[3]);
+  return box;
+}
+
+// With isotropic integer distances, a face neighbour c' = c + e (e = ±ŷ or ±ẑ) in the phase
 // with R'² = R² + Δ, Δ ≥ 0, holds each row of c at offset t along e with 2t ≥ 1 − Δ: that
 // row's chord is |w|² < R² − t² − u², c''s at the same voxels is |w|² < R'² − (t − 1)² − u²,
 // and R² − t² ≤ R'² − (t − 1)² exactly then. The neighbour's class is at least c's, so it is
 // painted in this or an earlier class — or, if it is not a kept centre, the ball containing
-// it is. Its own rows may be cut in turn, by a neighbour whose radius is no smaller: along
-// such a chain either R² grows or |t| shrinks, so the chain ends at a centre that paints the
-// row. Anisotropic spacing keeps the whole box (its tie-breaking is floating point).
+// it is — with a radius no smaller. Its own rows may be cut in turn, by a neighbour whose
+// radius is no smaller: along such a chain either R² grows or |t| shrinks, so the chain ends
+// at a centre that paints the row. Anisotropic spacing keeps whole boxes (its ties are
+// decided in floating point).
 template <class M>
-__device__ RowBox row_box(const typename M::value_type* d2, int64_t i, const Geometry& g, const M& m) {
+__device__ RowCut row_cut(const typename M::value_type* d2, int64_t i, const Geometry& g) {
   using V = typename M::value_type;
-  const V r2 = d2[i];
-  int64_t ry, rz;
-  row_reach(m, r2, g, ry, rz);
-  RowBox box{int16_t(-ry), int16_t(ry), int16_t(-rz), int16_t(rz)};
+  RowCut cut{{kNoCut, kNoCut, kNoCut, kNoCut}};
   if constexpr (std::is_same_v<M, detail::VoxelMetric>) {
+    const V r2 = d2[i];
     int64_t x, y, z;
     g.split(uint32_t(i), x, y, z);
-    // First offset (toward the neighbour) of the rows the neighbour holds, or none (INT64_MAX).
-    auto held_from = [&](int64_t neighbour) -> int64_t {
-      const V other = d2[neighbour];
-      if (other == V(0) || other == M::infinity || other < r2) return INT64_MAX;
-      const int64_t delta = int64_t(other) - int64_t(r2);
-      return -((delta - 1) >> 1);  // ⌈(1 − Δ) / 2⌉
-    };
-    // Cuts past the far side of the box only empty it: clamp there (int16 fields).
-    auto cut = [&](int axis, int64_t coordinate, int64_t extent, int64_t stride, int64_t reach, int16_t& lo,
-                   int16_t& hi) {
+    auto look = [&](int axis, int64_t coordinate, int64_t extent, int64_t stride, int8_t& plus, int8_t& minus) {
       if (extent == 1) return;
       const bool wrap = g.along(axis) == Boundary::periodic;
       for (int side = -1; side <= 1; side += 2) {
@@ -101,16 +114,16 @@ __device__ RowBox row_box(const typename M::value_type* d2, int64_t i, const Geo
           if (!wrap) continue;
           c = c < 0 ? c + extent : c - extent;
         }
-        const int64_t from = held_from(i + (c - coordinate) * stride);
-        if (from == INT64_MAX) continue;
-        if (side > 0) hi = int16_t(std::min<int64_t>(hi, std::max<int64_t>(from - 1, -reach - 1)));
-        else lo = int16_t(std::max<int64_t>(lo, std::min<int64_t>(1 - from, reach + 1)));
+        const V other = d2[i + (c - coordinate) * stride];
+        if (other == V(0) || other == M::infinity || other < r2) continue;
+        const int64_t from = -((int64_t(other) - int64_t(r2) - 1) >> 1);  // ⌈(1 − Δ) / 2⌉ ≤ 1
+        (side > 0 ? plus : minus) = int8_t(from > -127 ? from : -127);
       }
     };
-    cut(1, y, g.ny, g.nx, ry, box.y0, box.y1);
-    cut(2, z, g.nz, g.nx * g.ny, rz, box.z0, box.z1);
+    look(1, y, g.ny, g.nx, cut.from[0], cut.from[1]);
+    look(2, z, g.nz, g.nx * g.ny, cut.from[2], cut.from[3]);
   }
-  return box;
+  return cut;
 }
 
 // The edges in shared memory (the class look-up's binary search is a chain of dependent
@@ -187,7 +200,7 @@ __global__ void write_classes(const typename M::value_type* __restrict__ d2, Geo
                               const unsigned int* __restrict__ centre_bits, const double* __restrict__ edges,
                               int num_edges, unsigned int* __restrict__ class_cursor, int64_t capacity,
                               typename M::value_type* __restrict__ centre_r2, uint32_t* __restrict__ centre_index,
-                              RowBox* __restrict__ centre_box, unsigned long long* __restrict__ centre_rows) {
+                              RowCut* __restrict__ centre_cut, unsigned long long* __restrict__ centre_rows) {
   extern __shared__ unsigned int shared_counts[];
   const int classes = num_edges + 2;
   unsigned int* block_count = shared_counts;
@@ -212,11 +225,11 @@ __global__ void write_classes(const typename M::value_type* __restrict__ d2, Geo
     const int64_t slot = int64_t(block_base[cls[k]]) + rank[k];
     if (slot >= capacity) continue;  // overflow: place_classes has raised the flag
     const int64_t i = striped_voxel(k);
-    const RowBox box = row_box(d2, i, g, m);
+    const RowCut cut = row_cut<M>(d2, i, g);
     centre_r2[slot] = d2[i];
     centre_index[slot] = static_cast<uint32_t>(i);
-    centre_box[slot] = box;
-    centre_rows[slot] = static_cast<unsigned long long>(box.rows());
+    centre_cut[slot] = cut;
+    centre_rows[slot] = static_cast<unsigned long long>(box_of(m, d2[i], g, cut).rows());
   }
 }
 
@@ -230,118 +243,161 @@ __global__ void clear_rows(unsigned long long* __restrict__ centre_rows, const u
 
 // The bitmap: bit x of voxel row (y, z) is bit x % 32 of word (z·words_per_row + x / 32)·ny + y
 // — y fastest, so the consecutive rows of a ball (dy fastest) are adjacent words, one cache line.
-//
-// Sets bits [a, b] (0 ≤ a ≤ b < nx) of the row whose first word is row[0] (the next word of
-// the row is `stride` words on); returns how many were not set before.
-__device__ inline unsigned int set_run(unsigned int* row, int stride, int a, int b) {
-  unsigned int fresh = 0;
-  for (int w = a >> 5; w <= (b >> 5); ++w) {
-    const unsigned int from = w == (a >> 5) ? unsigned(a & 31) : 0u;
-    const unsigned int to = w == (b >> 5) ? unsigned(b & 31) : 31u;
-    const unsigned int bits = (to == 31 ? 0xFFFFFFFFu : ((1u << (to + 1)) - 1u)) & ~((1u << from) - 1u);
-    unsigned int* word = row + w * stride;
-    // A stale read only costs an atomic: the atomic's old value decides what is fresh.
-    if ((*word & bits) == bits) continue;
-    fresh += __popc(bits & ~atomicOr(word, bits));
-  }
-  return fresh;
-}
 
 constexpr int kRowsPerThread = 16;
 
-// Step 4 for class q: rows [row_start[s], row_start[e]) of its centres [s, e), where centre k
-// owns rows row_start[k] … row_start[k+1] − 1, its row box (row_box) with dy fastest.
-// A thread takes kRowsPerThread consecutive rows, so it looks a centre up once per run of its
-// rows (the row loop is what counts: a centre's look-up costs as much as a few rows, and
-// small balls have few rows). Rows outside the ball (box corners) paint
-// nothing; a periodic ball wider than the period paints some voxels twice, which a union
-// ignores.
+// Step 4's walk over the rows of class q: rows [row_start[s], row_start[e]) of its centres
+// [s, e), where centre k owns rows row_start[k] … row_start[k+1] − 1 of its box (box_of),
+// dy fastest. A thread takes kRowsPerThread consecutive rows, so it looks a centre up once
+// per run of its rows (a look-up costs as much as a few rows, and small balls have few).
+// For each row that meets the volume, `run(row_words, a, b, y, z, value)` gets the row's
+// first bitmap word and each clipped x-run [a, b]; rows outside the ball (box corners) give
+// none, and a periodic ball wider than the period gives some voxels twice.
+template <class M, class Run>
+__device__ void walk_class_rows(int q, const typename M::value_type* __restrict__ centre_r2,
+                                const uint32_t* __restrict__ centre_index, const RowCut* __restrict__ centre_cut,
+                                const unsigned long long* __restrict__ row_start,
+                                const unsigned int* __restrict__ class_start, const unsigned int* __restrict__ class_count,
+                                int64_t capacity, const Geometry& g, const M& m, unsigned int* bitmap,
+                                int64_t words_per_row, Run&& run) {
+  using V = typename M::value_type;
+  const int64_t s = class_start[q];
+  const int64_t e = s + class_count[q] < capacity ? s + class_count[q] : capacity;
+  if (s >= e) return;
+  const unsigned long long begin = row_start[s], end = row_start[e];
+  const unsigned long long runs = (end - begin + kRowsPerThread - 1) / kRowsPerThread;
+  const bool wrap_x = g.along(0) == Boundary::periodic, wrap_y = g.along(1) == Boundary::periodic,
+             wrap_z = g.along(2) == Boundary::periodic;
+  const unsigned long long threads = uint64_t(gridDim.x) * blockDim.x;
+  const int64_t plane_words = words_per_row * g.ny;
+  // Extents are below 2^15 (validate_shape), so coordinates and offsets are ints.
+  const int nx = int(g.nx), ny = int(g.ny), nz = int(g.nz);
+  for (unsigned long long r = blockIdx.x * uint64_t(blockDim.x) + threadIdx.x; r < runs; r += threads) {
+    const unsigned long long first = begin + r * kRowsPerThread;
+    const unsigned long long last = first + kRowsPerThread < end ? first + kRowsPerThread : end;
+    int64_t lo = s, hi = e - 1;  // the last centre k with row_start[k] ≤ first
+    while (lo < hi) {
+      const int64_t mid = (lo + hi + 1) / 2;
+      if (row_start[mid] <= first) lo = mid; else hi = mid - 1;
+    }
+    int64_t k = lo;
+    V r2{};
+    float value = 0;
+    int cx = 0, cy = 0, cz = 0, y0 = 0, z0 = 0, side = 1;
+    float inv_side = 1.0f;
+    unsigned long long own_first = 0, own_end = 0;
+    auto load = [&] {
+      r2 = centre_r2[k];
+      value = m.radius(r2);
+      int64_t x, y, z;
+      g.split(centre_index[k], x, y, z);
+      const RowBox box = box_of(m, r2, g, centre_cut[k]);
+      cx = int(x), cy = int(y), cz = int(z), y0 = box.y0, z0 = box.z0;
+      side = box.y1 - box.y0 + 1;  // ≥ 1 whenever the centre owns rows
+      inv_side = 1.0f / float(side);
+      own_first = row_start[k];
+      own_end = row_start[k + 1];
+    };
+    load();
+    for (unsigned long long row = first; row < last; ++row) {
+      while (row >= own_end) {
+        ++k;
+        load();
+      }
+      // (dz, dy) of the row: a float quotient, corrected exactly (no integer divide).
+      const int local = int(row - own_first);
+      int zi = int(float(local) * inv_side);
+      while (zi * side > local) --zi;
+      while ((zi + 1) * side <= local) ++zi;
+      const int dz = z0 + zi, dy = y0 + local - zi * side;
+      const int w = int(detail::chord_half_width(m, r2, 0, dy, dz));
+      if (w < 0) continue;  // a corner of the box
+      int y = cy + dy, z = cz + dz;
+      if (y < 0 || y >= ny) {
+        if (!wrap_y) continue;
+        y = ((y % ny) + ny) % ny;
+      }
+      if (z < 0 || z >= nz) {
+        if (!wrap_z) continue;
+        z = ((z % nz) + nz) % nz;
+      }
+      unsigned int* words = bitmap + int64_t(z) * plane_words + y;
+      const int a = cx - w, b = cx + w;
+      if (!wrap_x) {
+        run(words, a > 0 ? a : 0, b < nx - 1 ? b : nx - 1, y, z, value);
+      } else if (b - a + 1 >= nx) {
+        run(words, 0, nx - 1, y, z, value);
+      } else if (a < 0) {
+        run(words, a + nx, nx - 1, y, z, value);
+        run(words, 0, b, y, z, value);
+      } else if (b >= nx) {
+        run(words, a, nx - 1, y, z, value);
+        run(words, 0, b - nx, y, z, value);
+      } else {
+        run(words, a, b, y, z, value);
+      }
+    }
+  }
+}
+
+// The bits of word w of the x-run [a, b].
+__device__ inline unsigned int run_bits(int w, int a, int b) {
+  const unsigned int from = w == (a >> 5) ? unsigned(a & 31) : 0u;
+  const unsigned int to = w == (b >> 5) ? unsigned(b & 31) : 31u;
+  return (to == 31 ? 0xFFFFFFFFu : ((1u << (to + 1)) - 1u)) & ~((1u << from) - 1u);
+}
+
+// Step 4, the union: sets the bits of class q's rows; counts the bits set for the first time
+// into class_newly[q].
 template <class M>
 __global__ void paint_class(int q, const typename M::value_type* __restrict__ centre_r2,
-                            const uint32_t* __restrict__ centre_index, const RowBox* __restrict__ centre_box,
+                            const uint32_t* __restrict__ centre_index, const RowCut* __restrict__ centre_cut,
                             const unsigned long long* __restrict__ row_start,
                             const unsigned int* __restrict__ class_start, const unsigned int* __restrict__ class_count,
                             int64_t capacity, Geometry g, M m, unsigned int* __restrict__ bitmap, int64_t words_per_row,
                             unsigned long long* __restrict__ class_newly) {
-  using V = typename M::value_type;
-  const int64_t s = class_start[q];
-  const int64_t e = s + class_count[q] < capacity ? s + class_count[q] : capacity;
-  const int lane = threadIdx.x & 31;
+  const int stride = int(g.ny);
   unsigned long long fresh = 0;
-  if (s < e) {
-    const unsigned long long begin = row_start[s], end = row_start[e];
-    const unsigned long long runs = (end - begin + kRowsPerThread - 1) / kRowsPerThread;
-    const bool wrap_x = g.along(0) == Boundary::periodic, wrap_y = g.along(1) == Boundary::periodic,
-               wrap_z = g.along(2) == Boundary::periodic;
-    const unsigned long long threads = uint64_t(gridDim.x) * blockDim.x;
-    const int64_t plane_words = words_per_row * g.ny;
-    for (unsigned long long run = blockIdx.x * uint64_t(blockDim.x) + threadIdx.x; run < runs; run += threads) {
-      const unsigned long long first = begin + run * kRowsPerThread;
-      const unsigned long long last = first + kRowsPerThread < end ? first + kRowsPerThread : end;
-      int64_t lo = s, hi = e - 1;  // the last centre k with row_start[k] ≤ first
-      while (lo < hi) {
-        const int64_t mid = (lo + hi + 1) / 2;
-        if (row_start[mid] <= first) lo = mid; else hi = mid - 1;
-      }
-      int64_t k = lo;
-      // Extents are below 2^15 (validate_shape), so coordinates and offsets are ints.
-      V r2{};
-      int cx = 0, cy = 0, cz = 0, y0 = 0, z0 = 0, side = 1;
-      float inv_side = 1.0f;
-      unsigned long long own_first = 0, own_end = 0;
-      auto load = [&] {
-        r2 = centre_r2[k];
-        int64_t x, y, z;
-        g.split(centre_index[k], x, y, z);
-        const RowBox box = centre_box[k];
-        cx = int(x), cy = int(y), cz = int(z), y0 = box.y0, z0 = box.z0;
-        side = box.y1 - box.y0 + 1;  // ≥ 1 whenever the centre owns rows
-        inv_side = 1.0f / float(side);
-        own_first = row_start[k];
-        own_end = row_start[k + 1];
-      };
-      load();
-      const int nx = int(g.nx), ny = int(g.ny), nz = int(g.nz);
-      for (unsigned long long row = first; row < last; ++row) {
-        while (row >= own_end) {
-          ++k;
-          load();
-        }
-        // (dz, dy) of the row: a float quotient, corrected exactly (no integer divide).
-        const int local = int(row - own_first);
-        int zi = int(float(local) * inv_side);
-        while (zi * side > local) --zi;
-        while ((zi + 1) * side <= local) ++zi;
-        const int dz = z0 + zi, dy = y0 + local - zi * side;
-        const int w = int(detail::chord_half_width(m, r2, 0, dy, dz));
-        if (w < 0) continue;  // a corner of the box
-        int y = cy + dy, z = cz + dz;
-        if (y < 0 || y >= ny) {
-          if (!wrap_y) continue;
-          y = ((y % ny) + ny) % ny;
-        }
-        if (z < 0 || z >= nz) {
-          if (!wrap_z) continue;
-          z = ((z % nz) + nz) % nz;
-        }
-        unsigned int* bits = bitmap + int64_t(z) * plane_words + y;
-        const int a = cx - w, b = cx + w;
-        if (!wrap_x) {
-          fresh += set_run(bits, ny, a > 0 ? a : 0, b < nx - 1 ? b : nx - 1);
-        } else if (b - a + 1 >= nx) {
-          fresh += set_run(bits, ny, 0, nx - 1);
-        } else if (a < 0) {
-          fresh += set_run(bits, ny, a + nx, nx - 1) + set_run(bits, ny, 0, b);
-        } else if (b >= nx) {
-          fresh += set_run(bits, ny, a, nx - 1) + set_run(bits, ny, 0, b - nx);
-        } else {
-          fresh += set_run(bits, ny, a, b);
-        }
-      }
-    }
-  }
+  walk_class_rows(q, centre_r2, centre_index, centre_cut, row_start, class_start, class_count, capacity, g, m, bitmap,
+                  words_per_row, [&](unsigned int* words, int a, int b, int, int, float) {
+                    for (int w = a >> 5; w <= (b >> 5); ++w) {
+                      const unsigned int bits = run_bits(w, a, b);
+                      unsigned int* word = words + int64_t(w) * stride;
+                      // A stale read only costs an atomic: the atomic's old value decides.
+                      if ((*word & bits) == bits) continue;
+                      fresh += __popc(bits & ~atomicOr(word, bits));
+                    }
+                  });
   for (int o = 16; o > 0; o >>= 1) fresh += __shfl_down_sync(0xFFFFFFFFu, fresh, o);
-  if (lane == 0 && fresh) atomicAdd(&class_newly[q], fresh);
+  if ((threadIdx.x & 31) == 0 && fresh) atomicAdd(&class_newly[q], fresh);
+}
+
+// Step 4, the map's values for band q (before its union): every ball of the band writes its
+// radius, by atomicMax on the float's bits (non-negative floats order as their bits), to the
+// voxels of its rows that no larger band covers. The bitmap is only read here.
+template <class M>
+__global__ void paint_class_values(int q, const typename M::value_type* __restrict__ centre_r2,
+                                   const uint32_t* __restrict__ centre_index, const RowCut* __restrict__ centre_cut,
+                                   const unsigned long long* __restrict__ row_start,
+                                   const unsigned int* __restrict__ class_start,
+                                   const unsigned int* __restrict__ class_count, int64_t capacity, Geometry g, M m,
+                                   const unsigned int* __restrict__ bitmap, int64_t words_per_row,
+                                   float* __restrict__ thickness) {
+  const int stride = int(g.ny);
+  walk_class_rows(q, centre_r2, centre_index, centre_cut, row_start, class_start, class_count, capacity, g, m,
+                  const_cast<unsigned int*>(bitmap), words_per_row,
+                  [&](unsigned int* words, int a, int b, int y, int z, float value) {
+                    const int64_t row_base = (int64_t(z) * g.ny + y) * g.nx;
+                    const int bits_of_value = __float_as_int(value);
+                    for (int w = a >> 5; w <= (b >> 5); ++w) {
+                      unsigned int open = run_bits(w, a, b) & ~words[int64_t(w) * stride];
+                      while (open) {
+                        const int bit = __ffs(open) - 1;
+                        open &= open - 1;
+                        atomicMax(reinterpret_cast<int*>(thickness) + row_base + w * 32 + bit, bits_of_value);
+                      }
+                    }
+                  });
 }
 
 // Step 5 (one thread). counts: at_least[edges], above, phase voxels.

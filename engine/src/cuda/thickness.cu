@@ -2,10 +2,7 @@
 // one-shot helpers built on it.
 #include <cuda_runtime.h>
 
-#include <cub/device/device_radix_sort.cuh>
 #include <cub/device/device_scan.cuh>
-#include <cub/device/device_select.cuh>
-#include <thrust/iterator/counting_iterator.h>
 
 #include <algorithm>
 #include <cmath>
@@ -31,14 +28,8 @@ using detail::PhysicalMetric;
 using detail::VoxelMetric;
 using kernels::Geometry;
 
-int bits_for(uint64_t v) {
-  int b = 0;
-  while (b < 64 && (v >> b) != 0) ++b;
-  return std::max(b, 1);
-}
-
 // The largest squared distance (metric units) a voxel of this shape can have: it bounds the
-// containment tables and the radix-sort key bits.
+// containment tables and the radius bands.
 template <class M>
 typename M::value_type max_squared_distance(const Shape& s, Boundary b, const M& m) {
   int64_t reach[3];
@@ -58,6 +49,43 @@ int device_shared_limit() {
 
 }  // namespace
 
+// The thresholds of one use of the class painter (coverage_kernels.cuh) and its counters.
+struct ClassSet {
+  std::vector<double> edges;
+  DeviceBuffer<double> d_edges;
+  DeviceBuffer<unsigned int> count, start, cursor;
+  DeviceBuffer<unsigned long long> newly;
+
+  ClassSet() = default;
+  ClassSet(std::vector<double> e, cudaStream_t stream, const char* what) : edges(std::move(e)) {
+    const std::size_t classes = edges.size() + 2;
+    d_edges = DeviceBuffer<double>(edges.size(), stream, what);
+    PF_CUDA_CHECK(cudaMemcpyAsync(d_edges.data(), edges.data(), d_edges.bytes(), cudaMemcpyHostToDevice, stream));
+    count = DeviceBuffer<unsigned int>(classes, stream, what);
+    start = DeviceBuffer<unsigned int>(classes, stream, what);
+    cursor = DeviceBuffer<unsigned int>(classes, stream, what);
+    newly = DeviceBuffer<unsigned long long>(classes, stream, what);
+  }
+  int size() const { return int(edges.size()); }
+  bool empty() const { return edges.empty(); }
+};
+
+// The map's radius bands: 0, then geometric steps of 15 % from the smallest possible radius
+// to the largest one the shape allows. Narrow bands keep few balls of one band over a voxel
+// (each pays an atomic there); each band costs two launches, mostly empty ones above the
+// volume's largest ball.
+template <class M>
+std::vector<double> band_edges(const M& m, typename M::value_type max_r2) {
+  double smallest = 0;
+  if constexpr (std::is_same_v<M, detail::VoxelMetric>) smallest = m.spacing;
+  else smallest = std::min({m.sx, m.sy, m.sz});
+  const double largest = double(m.radius(max_r2));
+  std::vector<double> edges{0.0};
+  for (double e = smallest; e <= largest; e *= 1.15) edges.push_back(e);
+  if (edges.size() < 2) edges.push_back(smallest);
+  return edges;
+}
+
 // Everything that depends on the metric (the value type of squared distances).
 template <class M>
 struct Engine {
@@ -66,46 +94,40 @@ struct Engine {
   Geometry g{};
   M metric{};
   int64_t voxels = 0, capacity = 0, chunks = 0;
-  int key_bits = 0;
-  std::vector<double> edges;
 
-  DeviceBuffer<V> distance;                  // PSD path (and the anisotropic map path)
-  DeviceBuffer<V> keys[2];                   // centres: squared radius (sort double buffer)
-  DeviceBuffer<uint32_t> values[2];          // centres: voxel index
-  DeviceBuffer<unsigned int> chunk_counts;   // chunks + 1, scanned in place into offsets
-  DeviceBuffer<int> num_levels;
-  DeviceBuffer<kernels::Status> status;
-  DeviceBuffer<double> d_edges;
-  DeviceBuffer<unsigned char> temp;
-  std::size_t scan_bytes = 0, sort_bytes = 0, select_bytes = 0, rows_scan_bytes = 0;
-  // The PSD-only path (coverage_kernels.cuh), with PSD edges only: per-class counters, each
-  // centre's row count scanned into row numbers, a bitmap of covered voxels (rows padded to
-  // whole words) and one of centres.
-  DeviceBuffer<unsigned int> class_count, class_start, class_cursor;
-  DeviceBuffer<unsigned long long> class_newly, phase_total, centre_rows;
-  DeviceBuffer<kernels::RowBox> centre_box;
+  DeviceBuffer<V> distance;  // PSD path (and the anisotropic map path)
+  // Kept ball centres, grouped by class: squared radius, voxel index, row cut, and the number
+  // of rows (scanned in place into row numbers; capacity + 1 entries).
+  DeviceBuffer<V> centre_r2;
+  DeviceBuffer<uint32_t> centre_index;
+  DeviceBuffer<kernels::RowCut> centre_cut;
+  DeviceBuffer<unsigned long long> centre_rows;
+  // Bitmaps: covered voxels (rows padded to whole words, coverage_kernels.cuh's layout) and
+  // ball centres (a bit per voxel in index order).
   DeviceBuffer<unsigned int> coverage, centre_bits;
+  DeviceBuffer<unsigned int> total;  // centres found by the last evaluation
+  DeviceBuffer<unsigned long long> phase_total;
+  DeviceBuffer<kernels::Status> status;
+  DeviceBuffer<unsigned char> temp;  // the row scan's CUB temporaries
+  std::size_t scan_bytes = 0;
+  ClassSet bands, psd;  // the map's radius bands; the PSD edges (empty: no PSD path)
   int64_t words_per_row = 0;
   int paint_blocks = 0;
   // Containment tables on the device.
   DeviceBuffer<V> table_shell, table_reach;
   DeviceBuffer<uint32_t> table_below;
   detail::ContainmentView<M> table{};
-  // After the sort: which buffer of each pair holds the result (fixed for a given size).
-  int sorted = 0;
   // Launch shapes.
   int line_width[3] = {1, 1, 1};
   std::size_t line_shared[3] = {0, 0, 0};
-  std::size_t paint_shared = 0;
 
-  Engine(const ContextConfig& c, const M& m, cudaStream_t stream, bool distance_buffer) : metric(m), edges(c.psd_edges) {
+  Engine(const ContextConfig& c, const M& m, cudaStream_t stream, bool distance_buffer) : metric(m) {
     g = Geometry::of(c.shape, c.boundary);
     voxels = c.shape.voxels();
     if (voxels >= (int64_t(1) << 32)) throw InputError("the CUDA backend indexes voxels with 32 bits: " + to_string(c.shape) + " is too large");
     capacity = std::max<int64_t>(1, std::min<int64_t>(voxels, static_cast<int64_t>(std::ceil(c.centre_capacity * double(voxels)))));
     chunks = (voxels + kernels::kCentreChunk - 1) / kernels::kCentreChunk;
     const V max_r2 = max_squared_distance(c.shape, c.boundary, m);
-    key_bits = std::is_integral_v<V> ? bits_for(uint64_t(max_r2)) : 64;
 
     // Launch shapes and the shared memory they need.
     const int shared_limit = device_shared_limit();
@@ -118,67 +140,37 @@ struct Engine {
       if (n > 1 && line_shared[axis] > std::size_t(shared_limit))
         throw InputError("the CUDA backend holds a whole line in shared memory: extent " + std::to_string(n) + " is too long");
     }
-    const int64_t slab_voxels = g.nz > 1 ? g.nx * g.ny : g.nx;
-    paint_shared = std::size_t((slab_voxels + 31) / 32) * sizeof(unsigned int);
-    cudaFuncAttributes paint_attributes{};
-    PF_CUDA_CHECK(cudaFuncGetAttributes(&paint_attributes, kernels::paint_balls<M>));
-    if (paint_shared + paint_attributes.sharedSizeBytes > std::size_t(shared_limit))
-      throw InputError("the CUDA backend holds one z-plane's painted-voxel bitmap in shared memory: planes of " +
-                       std::to_string(slab_voxels) + " voxels are too large");
     PF_CUDA_CHECK(cudaFuncSetAttribute(kernels::edt_lines<M>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                        int(std::max(line_shared[1], line_shared[2]))));
-    PF_CUDA_CHECK(cudaFuncSetAttribute(kernels::paint_balls<M>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(paint_shared)));
+    // The class passes keep their counters and the edges in shared memory.
+    const int most_edges = std::max<int>(int(c.psd_edges.size()), int(band_edges(m, max_r2).size()));
+    const std::size_t class_shared = kernels::class_pass_shared(2 * (most_edges + 2), most_edges);
+    if (class_shared > std::size_t(shared_limit))
+      throw InputError("the CUDA backend holds the PSD edges in shared memory: " + std::to_string(c.psd_edges.size()) +
+                       " edges are too many for this device");
+    PF_CUDA_CHECK(cudaFuncSetAttribute(kernels::count_classes<M>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(class_shared)));
+    PF_CUDA_CHECK(cudaFuncSetAttribute(kernels::write_classes<M>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(class_shared)));
+    int dev = 0, sms = 0;
+    PF_CUDA_CHECK(cudaGetDevice(&dev));
+    PF_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+    paint_blocks = 8 * sms;
 
     // Workspace, once.
     if (distance_buffer) distance = DeviceBuffer<V>(voxels, stream, "squared distances");
-    for (int k = 0; k < 2; ++k) {
-      keys[k] = DeviceBuffer<V>(capacity, stream, "ball centres (radii)");
-      values[k] = DeviceBuffer<uint32_t>(capacity, stream, "ball centres (indices)");
-    }
-    chunk_counts = DeviceBuffer<unsigned int>(chunks + 1, stream, "centre counts");
-    num_levels = DeviceBuffer<int>(1, stream, "level count");
+    centre_r2 = DeviceBuffer<V>(capacity, stream, "ball centres (radii)");
+    centre_index = DeviceBuffer<uint32_t>(capacity, stream, "ball centres (indices)");
+    centre_cut = DeviceBuffer<kernels::RowCut>(capacity, stream, "ball centres (row cuts)");
+    centre_rows = DeviceBuffer<unsigned long long>(capacity + 1, stream, "ball centres (row numbers)");
+    words_per_row = (g.nx + 31) / 32;
+    coverage = DeviceBuffer<unsigned int>(std::size_t(words_per_row * g.ny * g.nz), stream, "the coverage bitmap");
+    centre_bits = DeviceBuffer<unsigned int>(std::size_t((voxels + 31) / 32), stream, "the centre bitmap");
+    total = DeviceBuffer<unsigned int>(1, stream, "centre count");
+    phase_total = DeviceBuffer<unsigned long long>(1, stream, "phase count");
     status = DeviceBuffer<kernels::Status>(1, stream, "status flags");
-    if (!edges.empty()) {
-      d_edges = DeviceBuffer<double>(edges.size(), stream, "PSD edges");
-      PF_CUDA_CHECK(cudaMemcpyAsync(d_edges.data(), edges.data(), edges.size() * sizeof(double), cudaMemcpyHostToDevice, stream));
-    }
-    // CUB temporaries: one buffer for the largest of the three.
-    PF_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(nullptr, scan_bytes, chunk_counts.data(), chunk_counts.data(), chunks + 1, stream));
-    cub::DoubleBuffer<V> k(keys[0].data(), keys[1].data());
-    cub::DoubleBuffer<uint32_t> v(values[0].data(), values[1].data());
-    PF_CUDA_CHECK(cub::DeviceRadixSort::SortPairsDescending(nullptr, sort_bytes, k, v, capacity, 0, key_bits, stream));
-    PF_CUDA_CHECK(cub::DeviceSelect::If(nullptr, select_bytes, thrust::counting_iterator<uint32_t>(0), values[1].data(),
-                                        num_levels.data(), capacity, kernels::LevelStart<V>{}, stream));
-    if (!edges.empty()) {
-      const std::size_t classes = edges.size() + 2;
-      class_count = DeviceBuffer<unsigned int>(classes, stream, "PSD class counters");
-      class_start = DeviceBuffer<unsigned int>(classes, stream, "PSD class counters");
-      class_cursor = DeviceBuffer<unsigned int>(classes, stream, "PSD class counters");
-      class_newly = DeviceBuffer<unsigned long long>(classes, stream, "PSD class counters");
-      phase_total = DeviceBuffer<unsigned long long>(1, stream, "PSD class counters");
-      centre_rows = DeviceBuffer<unsigned long long>(capacity + 1, stream, "ball centres (row numbers)");
-      centre_box = DeviceBuffer<kernels::RowBox>(capacity, stream, "ball centres (row boxes)");
-      words_per_row = (g.nx + 31) / 32;
-      coverage = DeviceBuffer<unsigned int>(std::size_t(words_per_row * g.ny * g.nz), stream, "the coverage bitmap");
-      centre_bits = DeviceBuffer<unsigned int>(std::size_t((voxels + 31) / 32), stream, "the centre bitmap");
-      PF_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(nullptr, rows_scan_bytes, centre_rows.data(), centre_rows.data(),
-                                                  capacity + 1, stream));
-      // The class passes keep their counters and the edges in shared memory.
-      const std::size_t class_shared = kernels::class_pass_shared(2 * int(classes), int(edges.size()));
-      if (class_shared > std::size_t(shared_limit))
-        throw InputError("the CUDA backend holds the PSD edges in shared memory: " + std::to_string(edges.size()) +
-                         " edges are too many for this device");
-      PF_CUDA_CHECK(cudaFuncSetAttribute(kernels::count_classes<M>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                         int(class_shared)));
-      PF_CUDA_CHECK(cudaFuncSetAttribute(kernels::write_classes<M>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                         int(class_shared)));
-      int dev = 0, sms = 0;
-      PF_CUDA_CHECK(cudaGetDevice(&dev));
-      PF_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-      paint_blocks = 8 * sms;
-    }
-    temp = DeviceBuffer<unsigned char>(std::max({scan_bytes, sort_bytes, select_bytes, rows_scan_bytes}), stream,
-                                       "CUB temporaries");
+    bands = ClassSet(band_edges(m, max_r2), stream, "radius bands");
+    if (!c.psd_edges.empty()) psd = ClassSet(c.psd_edges, stream, "PSD edges");
+    PF_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(nullptr, scan_bytes, centre_rows.data(), centre_rows.data(), capacity + 1, stream));
+    temp = DeviceBuffer<unsigned char>(scan_bytes, stream, "CUB temporaries");
 
     // Containment tables (host-built, exact), copied once.
     const detail::BallContainment<M> host_table(m, max_r2, std::size_t(1) << 20);
@@ -194,11 +186,9 @@ struct Engine {
       PF_CUDA_CHECK(cudaMemcpyAsync(table_below.data(), host_table.shell_below().data(), table_below.bytes(), cudaMemcpyHostToDevice, stream));
       table.shell_below = table_below.data();
     }
-    // The host tables die with this scope: finish the copies first.
+    // The host tables and edges die with this scope: finish the copies first.
     PF_CUDA_CHECK(cudaStreamSynchronize(stream));
   }
-
-  std::size_t centre_bytes() const { return 2 * std::size_t(capacity) * (sizeof(V) + sizeof(uint32_t)); }
 
   // The EDT into `d` (N values).
   void distance_transform(const uint8_t* mask, V* d, cudaStream_t stream) const {
@@ -215,75 +205,61 @@ struct Engine {
     }
   }
 
-  // Steps 1–4 of thickness_kernels.cuh after the EDT in `d`: the thickness map.
-  void paint(const uint8_t* mask, V* d, float* thickness, cudaStream_t stream) {
-    PF_CUDA_CHECK(cudaMemsetAsync(status.data(), 0, sizeof(kernels::Status), stream));
-    kernels::count_centres<M><<<unsigned(chunks), kernels::kCentreThreads, 0, stream>>>(
-        mask, d, g, table, voxels, chunk_counts.data(), status.data());
-    PF_CUDA_CHECK_LAUNCH(stream);
-    PF_CUDA_CHECK(cudaMemsetAsync(chunk_counts.data() + chunks, 0, sizeof(unsigned int), stream));
-    std::size_t bytes = scan_bytes;
-    PF_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(temp.data(), bytes, chunk_counts.data(), chunk_counts.data(), chunks + 1, stream));
-    const unsigned int* total = chunk_counts.data() + chunks;
-    kernels::write_centres<M><<<unsigned(chunks), kernels::kCentreThreads, 0, stream>>>(
-        d, g, table, voxels, chunk_counts.data(), capacity, keys[0].data(), values[0].data(), status.data());
-    PF_CUDA_CHECK_LAUNCH(stream);
-    kernels::pad_centres<V><<<unsigned(std::min<int64_t>(1024, (capacity + 255) / 256)), 256, 0, stream>>>(keys[0].data(), total, capacity);
-    PF_CUDA_CHECK_LAUNCH(stream);
-    cub::DoubleBuffer<V> k(keys[0].data(), keys[1].data());
-    cub::DoubleBuffer<uint32_t> v(values[0].data(), values[1].data());
-    bytes = sort_bytes;
-    PF_CUDA_CHECK(cub::DeviceRadixSort::SortPairsDescending(temp.data(), bytes, k, v, capacity, 0, key_bits, stream));
-    sorted = k.selector;
-    const V* sorted_keys = keys[sorted].data();
-    const uint32_t* sorted_values = values[sorted].data();
-    uint32_t* level_first = values[1 - sorted].data();  // free after the sort
-    bytes = select_bytes;
-    PF_CUDA_CHECK(cub::DeviceSelect::If(temp.data(), bytes, thrust::counting_iterator<uint32_t>(0), level_first,
-                                        num_levels.data(), capacity, kernels::LevelStart<V>{sorted_keys, total, capacity}, stream));
-    PF_CUDA_CHECK(cudaMemsetAsync(thickness, 0, std::size_t(voxels) * sizeof(float), stream));
-    const unsigned slabs = unsigned(g.nz > 1 ? g.nz : g.ny);
-    kernels::paint_balls<M><<<slabs, kernels::kPaintThreads, paint_shared, stream>>>(
-        sorted_keys, sorted_values, level_first, num_levels.data(), total, capacity, g, metric, thickness);
-    PF_CUDA_CHECK_LAUNCH(stream);
-  }
-
-  // The PSD-only path after the EDT in `d` (coverage_kernels.cuh): counts into `counts`.
-  void psd_by_classes(const uint8_t* mask, const V* d, int64_t* counts, cudaStream_t stream) {
-    const int n = int(edges.size()), classes = n + 2;
-    PF_CUDA_CHECK(cudaMemsetAsync(status.data(), 0, sizeof(kernels::Status), stream));
-    PF_CUDA_CHECK(cudaMemsetAsync(class_count.data(), 0, class_count.bytes(), stream));
-    PF_CUDA_CHECK(cudaMemsetAsync(class_newly.data(), 0, class_newly.bytes(), stream));
+  // Steps 1–3 of coverage_kernels.cuh on the distances `d`: the centres of `set`'s classes,
+  // their rows numbered; the coverage bitmap cleared.
+  void find_centres(const uint8_t* mask, const V* d, ClassSet& set, cudaStream_t stream) {
+    const int n = set.size(), classes = n + 2;
+    PF_CUDA_CHECK(cudaMemsetAsync(status.data(), 0, status.bytes(), stream));
+    PF_CUDA_CHECK(cudaMemsetAsync(set.count.data(), 0, set.count.bytes(), stream));
+    PF_CUDA_CHECK(cudaMemsetAsync(set.newly.data(), 0, set.newly.bytes(), stream));
     PF_CUDA_CHECK(cudaMemsetAsync(phase_total.data(), 0, phase_total.bytes(), stream));
     PF_CUDA_CHECK(cudaMemsetAsync(coverage.data(), 0, coverage.bytes(), stream));
     kernels::count_classes<M><<<unsigned(chunks), kernels::kCentreThreads, kernels::class_pass_shared(classes, n), stream>>>(
-        mask, d, g, table, metric, voxels, d_edges.data(), n, class_count.data(), centre_bits.data(), phase_total.data(),
-        status.data());
+        mask, d, g, table, metric, voxels, set.d_edges.data(), n, set.count.data(), centre_bits.data(),
+        phase_total.data(), status.data());
     PF_CUDA_CHECK_LAUNCH(stream);
-    // The centre total goes where synchronize() reads it for the map path too.
-    unsigned int* total = chunk_counts.data() + chunks;
-    kernels::place_classes<<<1, 1, 0, stream>>>(class_count.data(), n, class_start.data(), class_cursor.data(), total,
+    kernels::place_classes<<<1, 1, 0, stream>>>(set.count.data(), n, set.start.data(), set.cursor.data(), total.data(),
                                                 capacity, status.data());
     PF_CUDA_CHECK_LAUNCH(stream);
     kernels::write_classes<M><<<unsigned(chunks), kernels::kCentreThreads, kernels::class_pass_shared(2 * classes, n),
-                                 stream>>>(
-        d, g, metric, voxels, centre_bits.data(), d_edges.data(), n, class_cursor.data(), capacity, keys[0].data(),
-        values[0].data(), centre_box.data(), centre_rows.data());
+                                 stream>>>(d, g, metric, voxels, centre_bits.data(), set.d_edges.data(), n,
+                                           set.cursor.data(), capacity, centre_r2.data(), centre_index.data(),
+                                           centre_cut.data(), centre_rows.data());
     PF_CUDA_CHECK_LAUNCH(stream);
     kernels::clear_rows<<<unsigned(std::min<int64_t>(1024, (capacity + 256) / 256)), 256, 0, stream>>>(
-        centre_rows.data(), total, capacity);
+        centre_rows.data(), total.data(), capacity);
     PF_CUDA_CHECK_LAUNCH(stream);
-    std::size_t bytes = rows_scan_bytes;
-    PF_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(temp.data(), bytes, centre_rows.data(), centre_rows.data(),
-                                                capacity + 1, stream));
-    for (int q = n + 1; q >= 1; --q) {  // largest class first
-      kernels::paint_class<M><<<unsigned(paint_blocks), 256, 0, stream>>>(
-          q, keys[0].data(), values[0].data(), centre_box.data(), centre_rows.data(), class_start.data(), class_count.data(),
-          capacity, g,
-          metric, coverage.data(), words_per_row, class_newly.data());
+    std::size_t bytes = scan_bytes;
+    PF_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(temp.data(), bytes, centre_rows.data(), centre_rows.data(), capacity + 1, stream));
+  }
+
+  // Step 4 for class q of `set`: its union into the coverage bitmap.
+  void paint_union(ClassSet& set, int q, cudaStream_t stream) {
+    kernels::paint_class<M><<<unsigned(paint_blocks), 256, 0, stream>>>(
+        q, centre_r2.data(), centre_index.data(), centre_cut.data(), centre_rows.data(), set.start.data(),
+        set.count.data(), capacity, g, metric, coverage.data(), words_per_row, set.newly.data());
+    PF_CUDA_CHECK_LAUNCH(stream);
+  }
+
+  // The thickness map of the distances `d` into `thickness`, which may hold `d` itself
+  // (isotropic: the centres are found before the map is cleared).
+  void thickness_map(const uint8_t* mask, const V* d, float* thickness, cudaStream_t stream) {
+    find_centres(mask, d, bands, stream);
+    PF_CUDA_CHECK(cudaMemsetAsync(thickness, 0, std::size_t(voxels) * sizeof(float), stream));
+    for (int q = bands.size() + 1; q >= 1; --q) {  // largest band first
+      kernels::paint_class_values<M><<<unsigned(paint_blocks), 256, 0, stream>>>(
+          q, centre_r2.data(), centre_index.data(), centre_cut.data(), centre_rows.data(), bands.start.data(),
+          bands.count.data(), capacity, g, metric, coverage.data(), words_per_row, thickness);
       PF_CUDA_CHECK_LAUNCH(stream);
+      paint_union(bands, q, stream);
     }
-    kernels::counts_from_classes<<<1, 1, 0, stream>>>(class_newly.data(), n, phase_total.data(), counts);
+  }
+
+  // The PSD-only path on the distances `d`: counts into `counts`.
+  void psd_counts(const uint8_t* mask, const V* d, int64_t* counts, cudaStream_t stream) {
+    find_centres(mask, d, psd, stream);
+    for (int q = psd.size() + 1; q >= 1; --q) paint_union(psd, q, stream);  // largest class first
+    kernels::counts_from_classes<<<1, 1, 0, stream>>>(psd.newly.data(), psd.size(), phase_total.data(), counts);
     PF_CUDA_CHECK_LAUNCH(stream);
   }
 };
@@ -318,39 +294,23 @@ struct ThicknessContext::Impl {
 };
 
 WorkspaceSize ThicknessContext::workspace_size(const ContextConfig& config) {
-  // Mirrors Engine's allocations without making them (CUB answers its temporaries' sizes).
+  // Mirrors Engine's allocations without making them (CUB answers its scan's size).
   validate_shape(config.shape);
   validate_spacing(config.spacing);
   WorkspaceSize w;
-  const int64_t voxels = config.shape.voxels();
+  const Shape& s = config.shape;
+  const int64_t voxels = s.voxels();
   const bool isotropic = config.spacing.isotropic();
   const std::size_t value = isotropic ? sizeof(uint32_t) : sizeof(double);
   const int64_t capacity = std::max<int64_t>(1, std::min<int64_t>(voxels, int64_t(std::ceil(config.centre_capacity * double(voxels)))));
-  const bool psd = !config.psd_edges.empty();
-  w.distance = !psd && isotropic ? 0 : std::size_t(voxels) * value;
-  w.centres = 2 * std::size_t(capacity) * (value + sizeof(uint32_t));
-  // CUB's radix sort of `capacity` pairs takes a few histograms; the scans less.
-  std::size_t scan = 0, sort = 0, rows_scan = 0;
-  PF_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(nullptr, scan, static_cast<unsigned int*>(nullptr),
-                                              static_cast<unsigned int*>(nullptr), voxels / kernels::kCentreChunk + 2));
-  if (isotropic) {
-    cub::DoubleBuffer<uint32_t> k, v;
-    PF_CUDA_CHECK(cub::DeviceRadixSort::SortPairsDescending(nullptr, sort, k, v, capacity, 0, 32));
-  } else {
-    cub::DoubleBuffer<double> k;
-    cub::DoubleBuffer<uint32_t> v;
-    PF_CUDA_CHECK(cub::DeviceRadixSort::SortPairsDescending(nullptr, sort, k, v, capacity, 0, 64));
-  }
-  if (psd) {
-    PF_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(nullptr, rows_scan, static_cast<unsigned long long*>(nullptr),
-                                                static_cast<unsigned long long*>(nullptr), capacity + 1));
-    const Shape& s = config.shape;
-    w.coverage = std::size_t(capacity + 1) * sizeof(unsigned long long) + std::size_t(capacity) * 8 +
-                 std::size_t((s.nx + 31) / 32 * s.ny * s.nz + (voxels + 31) / 32) * sizeof(unsigned int);
-  }
-  w.sort = std::max({scan, sort, rows_scan});
-  // Flags, level starts' count, PSD class counters, containment tables (≤ 1 MiB).
-  w.small = (std::size_t(1) << 20) + (config.psd_edges.size() + 2) * 20;
+  w.distance = config.psd_edges.empty() && isotropic ? 0 : std::size_t(voxels) * value;
+  w.centres = std::size_t(capacity) * (value + sizeof(uint32_t) + sizeof(kernels::RowCut)) +
+              std::size_t(capacity + 1) * sizeof(unsigned long long);
+  PF_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(nullptr, w.sort, static_cast<unsigned long long*>(nullptr),
+                                              static_cast<unsigned long long*>(nullptr), capacity + 1));
+  w.coverage = std::size_t((s.nx + 31) / 32 * s.ny * s.nz + (voxels + 31) / 32) * sizeof(unsigned int);
+  // Flags, counters, bands and edges, containment tables (≤ 1 MiB).
+  w.small = (std::size_t(1) << 20) + (config.psd_edges.size() + 2) * 28;
   return w;
 }
 
@@ -389,7 +349,7 @@ void ThicknessContext::thickness_async(const uint8_t* d_mask, float* d_thickness
       // them (4 bytes per voxel saved); anisotropic distances are doubles and need their own.
       V* d = std::is_same_v<V, uint32_t> ? reinterpret_cast<V*>(d_thickness) : e.distance.data();
       e.distance_transform(d_mask, d, m_impl->stream.get());
-      e.paint(d_mask, d, d_thickness, m_impl->stream.get());
+      e.thickness_map(d_mask, d, d_thickness, m_impl->stream.get());
     });
   });
 }
@@ -399,7 +359,7 @@ void ThicknessContext::psd_async(const uint8_t* d_mask, int64_t* d_counts) {
   m_impl->replay(1, d_mask, d_counts, [&] {
     m_impl->with_engine([&](auto& e) {
       e.distance_transform(d_mask, e.distance.data(), m_impl->stream.get());
-      e.psd_by_classes(d_mask, e.distance.data(), d_counts, m_impl->stream.get());
+      e.psd_counts(d_mask, e.distance.data(), d_counts, m_impl->stream.get());
     });
   });
 }
@@ -436,7 +396,7 @@ void ThicknessContext::synchronize() {
   const cudaStream_t s = m_impl->stream.get();
   m_impl->with_engine([&](auto& e) {
     PF_CUDA_CHECK(cudaMemcpyAsync(m_impl->host_status, e.status.data(), sizeof(kernels::Status), cudaMemcpyDeviceToHost, s));
-    PF_CUDA_CHECK(cudaMemcpyAsync(m_impl->host_total, e.chunk_counts.data() + e.chunks, sizeof(unsigned int), cudaMemcpyDeviceToHost, s));
+    PF_CUDA_CHECK(cudaMemcpyAsync(m_impl->host_total, e.total.data(), sizeof(unsigned int), cudaMemcpyDeviceToHost, s));
   });
   PF_CUDA_CHECK(cudaStreamSynchronize(s));
   m_impl->last_total = *m_impl->host_total;
