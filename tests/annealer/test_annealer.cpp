@@ -151,6 +151,24 @@ TEST_CASE("anneal.metropolis_statistics") {
   CHECK(std::abs(double(accepted) - expected) <= 4 * std::sqrt(variance) + 1);
 }
 
+TEST_CASE("anneal.quality_against_targets") {
+  const uint64_t seed = testing::fresh_seed();
+  CAPTURE(seed);
+  const Shape shape{24, 20, 16};
+  const Mask reference = generate_blobs(shape, 0.35, 0.3, seed);  // features of a few voxels
+  const Targets t = Targets::from_image(reference, Boundary::periodic, 10, false, Backend::cpu);
+  // The reference against its own descriptors: nothing to gain.
+  const Quality self = quality(reference, t, Boundary::periodic, Backend::cpu);
+  CHECK(self.pore_psd_l1 < 1e-12);
+  CHECK(self.s2_rms < 1e-12);
+  // White noise of the same porosity: every pore voxel in the first bins, S2 without range.
+  const Mask noise = generate_noise(shape, t.porosity, seed + 1);
+  const Quality far = quality(noise, t, Boundary::periodic, Backend::cpu);
+  CHECK(far.pore_psd_l1 > 1.0);
+  CHECK(far.pore_psd_l1 <= 2.0);
+  CHECK(far.s2_rms > 0.02);
+}
+
 TEST_CASE("anneal.bad_parameters") {
   Config c = small_config({10, 10, 10}, 3);
   auto refused = [](Config bad, const char* fragment) {

@@ -98,6 +98,7 @@ TEST_CASE("cli.run.end_to_end") {
   CHECK(xdmf.find("final.h5:/volume") != std::string::npos);
   CHECK(xdmf.find("Dimensions=\"16 16 16\"") != std::string::npos);
   CHECK(slurp(rd / "summary.json").find("\"stop_reason\": \"max_evaluations\"") != std::string::npos);
+  CHECK(slurp(rd / "summary.json").find("\"quality\": {\"start\": {\"pore_psd_l1\": ") != std::string::npos);
   CHECK(slurp(rd / "energy.csv").find("evaluations,stage,temperature,energy") == 0);
   // An existing run is refused and left alone; --force replaces it; no temporaries remain.
   const auto before = fs::last_write_time(rd / "final.h5");
