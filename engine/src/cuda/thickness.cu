@@ -67,7 +67,6 @@ struct ClassSet {
     newly = DeviceBuffer<unsigned long long>(classes, stream, what);
   }
   int size() const { return int(edges.size()); }
-  bool empty() const { return edges.empty(); }
 };
 
 // The map's radius bands: 0, then geometric steps of 15 % from the smallest possible radius
