@@ -9,11 +9,12 @@
 #include "poreforge/io.hpp"
 #include "poreforge/local_thickness.hpp"
 
+#include "device_loop.hpp"
+
 namespace poreforge::anneal {
 namespace {
 
-// Lanes of a step's Philox draws: proposal attempts for each phase, then the acceptance.
-constexpr uint32_t kAcceptLane = 0xFFFFu;
+using detail::kAcceptLane;
 // Trial moves for T0 draw from steps far past any run's end, so they never reuse a run's draws.
 constexpr uint64_t kTrialStepBase = uint64_t(1) << 62;
 
@@ -169,6 +170,7 @@ Annealer::Annealer(Config config)
     t0 = count ? -(uphill / count) / std::log(m_config.schedule.initial_acceptance) : 1e-6;
   }
   m_progress.temperature = t0;
+  start_device_loop();
 }
 
 Annealer::Annealer(Config config, Snapshot snap)
@@ -199,9 +201,43 @@ Annealer::Annealer(Config config, Snapshot snap)
   m_stall = snap.stall;
   m_stage_energies = std::move(snap.stage_energies);
   m_norm = snap.norm;
+  start_device_loop();
+}
+
+Annealer::~Annealer() = default;
+Annealer::Annealer(Annealer&&) = default;
+Annealer& Annealer::operator=(Annealer&&) = default;
+
+void Annealer::start_device_loop() {
+  if (m_backend != Backend::cuda || m_config.host_loop) return;
+#ifdef POREFORGE_HAVE_CUDA
+  m_device = std::make_unique<detail::DeviceLoop>(m_config, snapshot(), m_counts);
+  // The device loop has its own engine contexts; the host loop's are not needed any more.
+  m_pore_evaluator.reset();
+  m_solid_evaluator.reset();
+#endif
+}
+
+const Mask& Annealer::structure() const {
+#ifdef POREFORGE_HAVE_CUDA
+  if (m_device && m_stale) {
+    m_pore = m_device->structure();
+    m_counts = m_device->counts();
+    m_stale = false;
+  }
+#endif
+  return m_pore;
+}
+
+const DirectionalCounts& Annealer::counts() const {
+  structure();  // refreshes both host copies
+  return m_counts;
 }
 
 Snapshot Annealer::snapshot() const {
+#ifdef POREFORGE_HAVE_CUDA
+  if (m_device) return m_device->snapshot();
+#endif
   Snapshot s;
   s.pore = m_pore;
   s.solid_voxels = m_voxels[0];
@@ -218,11 +254,8 @@ void Annealer::make_evaluators() {
   if (w.pore_psd > 0) m_pore_evaluator = make_psd_evaluator(m_pore, m_config.boundary, m_pore_bins, m_config.backend);
   if (w.solid_psd > 0)
     m_solid_evaluator = make_psd_evaluator(complement(m_pore), m_config.boundary, *m_solid_bins, m_config.backend);
-}
-
-Backend Annealer::backend() const {
   const PsdEvaluator* e = m_pore_evaluator ? m_pore_evaluator.get() : m_solid_evaluator.get();
-  return e ? e->backend() : Backend::cpu;
+  m_backend = e ? e->backend() : Backend::cpu;
 }
 
 std::vector<double> Annealer::s2_of(const DirectionalCounts& counts) const {
@@ -257,12 +290,13 @@ Energy Annealer::energy_of(const Descriptors& d) const {
 
 Energy Annealer::evaluate_from_scratch() const {
   // Everything recomputed: S2 counted afresh, PSDs by one-shot engine calls (not the evaluators).
-  const DirectionalCounts fresh(m_pore);
+  const Mask& pore = structure();
+  const DirectionalCounts fresh(pore);
   const auto& w = m_config.weights;
   Descriptors d;
-  if (w.pore_psd > 0) d.pore_psd = pore_size_distribution(m_pore, m_config.boundary, m_pore_bins, backend()).fraction;
+  if (w.pore_psd > 0) d.pore_psd = pore_size_distribution(pore, m_config.boundary, m_pore_bins, backend()).fraction;
   if (w.solid_psd > 0)
-    d.solid_psd = pore_size_distribution(complement(m_pore), m_config.boundary, *m_solid_bins, backend()).fraction;
+    d.solid_psd = pore_size_distribution(complement(pore), m_config.boundary, *m_solid_bins, backend()).fraction;
   if (w.s2 > 0) d.s2 = s2_of(fresh);
   return energy_of(d);
 }
@@ -313,6 +347,26 @@ void Annealer::swap(int64_t pore_voxel, int64_t solid_voxel) {
 }
 
 bool Annealer::step() {
+  if (!m_device) return host_step();
+  const int64_t accepted = m_progress.accepted;
+  advance(1);
+  return m_progress.accepted > accepted;
+}
+
+const Progress& Annealer::advance(int64_t steps) {
+#ifdef POREFORGE_HAVE_CUDA
+  if (m_device) {
+    m_device->advance(steps);
+    m_progress = m_device->progress();
+    m_stale = true;
+    return m_progress;
+  }
+#endif
+  for (int64_t k = 0; k < steps && m_progress.stopped == StopReason::none; ++k) host_step();
+  return m_progress;
+}
+
+bool Annealer::host_step() {
   const uint64_t step = uint64_t(m_progress.evaluations);
   const int64_t p = propose(1, step, 0), q = propose(0, step, 1);
   swap(p, q);
@@ -363,7 +417,7 @@ void Annealer::end_stage() {
 Progress Annealer::run(const std::function<void(const Progress&)>& report, int64_t every) {
   int64_t reported = -1;
   while (m_progress.stopped == StopReason::none) {
-    step();
+    advance(every > 0 ? every - m_progress.evaluations % every : m_config.stopping.max_evaluations);
     if (report && every > 0 && m_progress.evaluations % every == 0) {
       report(m_progress);
       reported = m_progress.evaluations;

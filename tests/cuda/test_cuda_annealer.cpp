@@ -1,6 +1,7 @@
 // The annealer on the CUDA backend: the device-resident PSD evaluator against the CPU after
-// random changes, and a whole annealing run that must equal the CPU run step for step (PSD
-// counts are exact integers and the loop is the same host code, so the runs are identical).
+// random changes, and whole annealing runs — driven from the host, and on the device — that
+// must equal the CPU run step for step (PSD counts are exact integers, and the device loop
+// does the host loop's arithmetic in the host loop's order).
 #include <doctest/doctest.h>
 
 #include <random>
@@ -41,10 +42,10 @@ TEST_CASE("anneal.cuda.evaluator_matches_cpu_after_changes" * PF_GPU_DECORATORS)
   }
 }
 
-TEST_CASE("anneal.cuda.run_equals_cpu_run" * PF_GPU_DECORATORS) {
-  const uint64_t seed = testing::fresh_seed();
-  CAPTURE(seed);
-  const Shape shape{20, 18, 16};
+namespace {
+
+// A small reconstruction problem with every term weighted.
+anneal::Config small_problem(Shape shape, uint64_t seed) {
   anneal::Config c;
   c.shape = shape;
   c.boundary = Boundary::periodic;
@@ -55,17 +56,106 @@ TEST_CASE("anneal.cuda.run_equals_cpu_run" * PF_GPU_DECORATORS) {
   c.schedule.trial_moves = 50;
   c.schedule.stage_length = 100;
   c.stopping.max_evaluations = 600;
+  return c;
+}
+
+void check_same_run(const anneal::Annealer& got, const anneal::Annealer& expected) {
+  const auto &a = expected.progress(), &b = got.progress();
+  CHECK(b.evaluations == a.evaluations);
+  CHECK(b.accepted == a.accepted);
+  CHECK(b.rejected == a.rejected);
+  CHECK(b.stage == a.stage);
+  CHECK(b.stopped == a.stopped);
+  CHECK(b.temperature == a.temperature);
+  CHECK(b.energy.total == a.energy.total);
+  CHECK(b.energy.pore_psd == a.energy.pore_psd);
+  CHECK(b.energy.solid_psd == a.energy.solid_psd);
+  CHECK(b.energy.s2 == a.energy.s2);
+  CHECK(b.best.total == a.best.total);
+  CHECK(b.last_delta == a.last_delta);
+  CHECK(got.structure().values() == expected.structure().values());
+  CHECK(got.counts() == expected.counts());
+}
+
+}  // namespace
+
+// The three loops — CPU, CUDA driven from the host, CUDA on the device — are one algorithm
+// with one random stream and exact integer descriptors: the same seed gives the same run.
+TEST_CASE("anneal.cuda.run_equals_cpu_run" * PF_GPU_DECORATORS) {
+  const uint64_t seed = testing::fresh_seed();
+  CAPTURE(seed);
+  anneal::Config c = small_problem({20, 18, 16}, seed);
   c.backend = Backend::cpu;
   anneal::Annealer cpu(c);
   c.backend = Backend::cuda;
-  anneal::Annealer gpu(c);
-  REQUIRE(gpu.backend() == Backend::cuda);
-  CHECK(gpu.progress().temperature == cpu.progress().temperature);
-  const auto a = cpu.run(), b = gpu.run();
-  CHECK(b.evaluations == a.evaluations);
-  CHECK(b.accepted == a.accepted);
-  CHECK(b.energy.total == a.energy.total);
-  CHECK(gpu.structure().values() == cpu.structure().values());
-  const auto scratch = gpu.evaluate_from_scratch();
-  CHECK(scratch.total == doctest::Approx(b.energy.total).epsilon(1e-12));
+  c.host_loop = true;
+  anneal::Annealer host(c);
+  c.host_loop = false;
+  anneal::Annealer device(c);
+  REQUIRE(host.backend() == Backend::cuda);
+  REQUIRE_FALSE(host.device_loop());
+  REQUIRE(device.device_loop());
+  CHECK(device.progress().temperature == cpu.progress().temperature);
+  cpu.run();
+  host.run();
+  device.run();
+  check_same_run(host, cpu);
+  check_same_run(device, cpu);
+  CHECK(device.counts() == anneal::DirectionalCounts(device.structure()));
+  const auto scratch = device.evaluate_from_scratch();
+  CHECK(scratch.total == doctest::Approx(device.progress().energy.total).epsilon(1e-12));
+}
+
+// The other branches of a step on the device: interface-biased proposals, the Aarts–Korst
+// schedule, open boundaries, a stop by stalling, steps taken one by one and in batches.
+TEST_CASE("anneal.cuda.device_loop_variants_equal_host_loop" * PF_GPU_DECORATORS) {
+  const uint64_t seed = testing::fresh_seed();
+  CAPTURE(seed);
+  anneal::Config c = small_problem({17, 23, 12}, seed);
+  c.boundary = Boundary::open;
+  c.moves.interface_bias = 1.5;
+  c.schedule.kind = anneal::Schedule::Kind::aarts_korst;
+  c.schedule.stage_length = 37;
+  c.stopping.stall_stages = 3;
+  c.stopping.max_evaluations = 3000;
+  c.backend = Backend::cpu;
+  anneal::Annealer cpu(c);
+  c.backend = Backend::cuda;
+  anneal::Annealer device(c);
+  REQUIRE(device.device_loop());
+  for (int k = 0; k < 5; ++k) CHECK(device.step() == cpu.step());
+  cpu.advance(250);
+  device.advance(250);
+  check_same_run(device, cpu);
+  cpu.run();
+  device.run({}, 333);
+  check_same_run(device, cpu);
+  CHECK(device.progress().stopped != anneal::StopReason::none);
+}
+
+// A device run interrupted by a snapshot and resumed equals the run that went straight on; the
+// snapshot is the host loop's snapshot of the same run.
+TEST_CASE("anneal.cuda.device_loop_resume_is_exact" * PF_GPU_DECORATORS) {
+  const uint64_t seed = testing::fresh_seed();
+  CAPTURE(seed);
+  anneal::Config c = small_problem({16, 16, 16}, seed);
+  c.schedule.stage_length = 70;  // the snapshot falls inside a stage
+  c.backend = Backend::cuda;
+  anneal::Annealer straight(c), interrupted(c);
+  c.host_loop = true;
+  anneal::Annealer host(c);
+  interrupted.advance(300);
+  host.advance(300);
+  const anneal::Snapshot snap = interrupted.snapshot(), host_snap = host.snapshot();
+  CHECK(snap.pore.values() == host_snap.pore.values());
+  CHECK(snap.pore_voxels == host_snap.pore_voxels);
+  CHECK(snap.solid_voxels == host_snap.solid_voxels);
+  CHECK(snap.stage_energies == host_snap.stage_energies);
+  CHECK(snap.stall == host_snap.stall);
+  c.host_loop = false;
+  anneal::Annealer resumed(c, snap);
+  REQUIRE(resumed.device_loop());
+  straight.run();
+  resumed.run();
+  check_same_run(resumed, straight);
 }

@@ -24,16 +24,17 @@
 //     the containment test runs once.
 //  2. place_classes (one thread): class regions, largest class first; the total and overflow.
 //  3. write_classes: each marked centre into its class region (block-reserved ranges), with
-//     its row cut and its number of rows; an exclusive scan of those gives row numbers.
+//     its row cut and its number of rows; an exclusive scan of those gives row numbers
+//     (scan_tiles, scan_tile_sums, add_tile_offsets: over the centres found, not the capacity).
 //  4. Per class, largest first: paint_class_values (map only), then paint_class: each thread
 //     walks runs of consecutive rows.
 //  5. counts_from_classes (PSD): running sums → at_least[edges], above, phase.
 #include <cuda_runtime.h>
 
 #include <cub/block/block_reduce.cuh>
+#include <cub/block/block_scan.cuh>
 
 #include <algorithm>
-#include <climits>
 #include <type_traits>
 
 #include "thickness_kernels.cuh"
@@ -233,12 +234,67 @@ __global__ void write_classes(const typename M::value_type* __restrict__ d2, Geo
   }
 }
 
-// Slots past the centres count no rows (so the scan's last entry is the total).
-__global__ void clear_rows(unsigned long long* __restrict__ centre_rows, const unsigned int* __restrict__ total,
-                           int64_t capacity) {
-  const int64_t used = *total < capacity ? int64_t(*total) : capacity;
-  for (int64_t i = used + blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i <= capacity; i += int64_t(gridDim.x) * blockDim.x)
-    centre_rows[i] = 0;
+// The exclusive scan of the centres' row counts, in place over entries 0 … used (used =
+// the centres found, at most the capacity; entry `used` becomes the total). A library scan
+// must be told its length on the host, so it ran over the whole capacity — with room for a
+// centre at every voxel (the annealer's contexts), clearing and scanning the unused slots cost
+// more than a tenth of a 250³ PSD evaluation. Tiles of kScanTile entries: each tile is scanned
+// on its own (scan_tiles), the tile totals are scanned (scan_tile_sums), every tile gets its
+// offset (add_tile_offsets). Grids are sized for the capacity and loop; tiles past `used` do
+// nothing.
+constexpr int kScanThreads = 256, kScanItems = 8, kScanTile = kScanThreads * kScanItems;
+
+// Tiles of the scan for a capacity (its capacity + 1 entries).
+inline int64_t scan_tile_count(int64_t capacity) { return capacity / kScanTile + 1; }
+
+__device__ inline int64_t used_centres(const unsigned int* total, int64_t capacity) {
+  return *total < capacity ? int64_t(*total) : capacity;
+}
+
+__global__ void scan_tiles(unsigned long long* __restrict__ centre_rows, const unsigned int* __restrict__ total,
+                           int64_t capacity, unsigned long long* __restrict__ tile_sums) {
+  using Scan = cub::BlockScan<unsigned long long, kScanThreads>;
+  __shared__ typename Scan::TempStorage scratch;
+  const int64_t used = used_centres(total, capacity);
+  for (int64_t tile = blockIdx.x; tile * kScanTile <= used; tile += gridDim.x) {
+    const int64_t first = tile * kScanTile + int64_t(threadIdx.x) * kScanItems;
+    unsigned long long items[kScanItems];
+    for (int k = 0; k < kScanItems; ++k) items[k] = first + k < used ? centre_rows[first + k] : 0;
+    unsigned long long tile_total;
+    Scan(scratch).ExclusiveSum(items, items, tile_total);
+    for (int k = 0; k < kScanItems; ++k)
+      if (first + k <= used) centre_rows[first + k] = items[k];
+    if (threadIdx.x == 0) tile_sums[tile] = tile_total;
+    __syncthreads();  // scratch is reused by the next tile
+  }
+}
+
+// One block: the tile totals' exclusive scan, a block's width at a time with a carry.
+__global__ void scan_tile_sums(unsigned long long* __restrict__ tile_sums, const unsigned int* __restrict__ total,
+                               int64_t capacity) {
+  using Scan = cub::BlockScan<unsigned long long, kScanThreads>;
+  __shared__ typename Scan::TempStorage scratch;
+  const int64_t tiles = used_centres(total, capacity) / kScanTile + 1;
+  unsigned long long carry = 0;
+  for (int64_t base = 0; base < tiles; base += kScanThreads) {
+    const int64_t t = base + threadIdx.x;
+    unsigned long long value = t < tiles ? tile_sums[t] : 0, chunk_total;
+    Scan(scratch).ExclusiveSum(value, value, chunk_total);
+    if (t < tiles) tile_sums[t] = value + carry;
+    carry += chunk_total;
+    __syncthreads();
+  }
+}
+
+__global__ void add_tile_offsets(unsigned long long* __restrict__ centre_rows, const unsigned int* __restrict__ total,
+                                 int64_t capacity, const unsigned long long* __restrict__ tile_sums) {
+  const int64_t used = used_centres(total, capacity);
+  for (int64_t tile = blockIdx.x; tile * kScanTile <= used; tile += gridDim.x) {
+    const unsigned long long offset = tile_sums[tile];
+    if (offset == 0) continue;
+    const int64_t end = std::min<int64_t>(used, tile * kScanTile + kScanTile - 1);
+    for (int64_t i = tile * kScanTile + threadIdx.x; i <= end; i += blockDim.x) centre_rows[i] += offset;
+  }
 }
 
 // The bitmap: bit x of voxel row (y, z) is bit x % 32 of word (z·words_per_row + x / 32)·ny + y

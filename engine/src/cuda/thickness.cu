@@ -2,7 +2,6 @@
 // one-shot helpers built on it.
 #include <cuda_runtime.h>
 
-#include <cub/device/device_scan.cuh>
 
 #include <algorithm>
 #include <cmath>
@@ -107,8 +106,7 @@ struct Engine {
   DeviceBuffer<unsigned int> total;  // centres found by the last evaluation
   DeviceBuffer<unsigned long long> phase_total;
   DeviceBuffer<kernels::Status> status;
-  DeviceBuffer<unsigned char> temp;  // the row scan's CUB temporaries
-  std::size_t scan_bytes = 0;
+  DeviceBuffer<unsigned long long> tile_sums;  // the row scan's tile totals
   ClassSet bands, psd;  // the map's radius bands; the PSD edges (empty: no PSD path)
   int64_t words_per_row = 0;
   int paint_blocks = 0;
@@ -168,8 +166,7 @@ struct Engine {
     status = DeviceBuffer<kernels::Status>(1, stream, "status flags");
     bands = ClassSet(band_edges(m, max_r2), stream, "radius bands");
     if (!c.psd_edges.empty()) psd = ClassSet(c.psd_edges, stream, "PSD edges");
-    PF_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(nullptr, scan_bytes, centre_rows.data(), centre_rows.data(), capacity + 1, stream));
-    temp = DeviceBuffer<unsigned char>(scan_bytes, stream, "CUB temporaries");
+    tile_sums = DeviceBuffer<unsigned long long>(std::size_t(kernels::scan_tile_count(capacity)), stream, "the row scan's tile totals");
 
     // Containment tables (host-built, exact), copied once.
     const detail::BallContainment<M> host_table(m, max_r2, std::size_t(1) << 20);
@@ -225,11 +222,15 @@ struct Engine {
                                            set.cursor.data(), capacity, centre_r2.data(), centre_index.data(),
                                            centre_cut.data(), centre_rows.data());
     PF_CUDA_CHECK_LAUNCH(stream);
-    kernels::clear_rows<<<unsigned(std::min<int64_t>(1024, (capacity + 256) / 256)), 256, 0, stream>>>(
-        centre_rows.data(), total.data(), capacity);
+    const unsigned scan_grid = unsigned(std::min<int64_t>(kernels::scan_tile_count(capacity), paint_blocks));
+    kernels::scan_tiles<<<scan_grid, kernels::kScanThreads, 0, stream>>>(centre_rows.data(), total.data(), capacity,
+                                                                          tile_sums.data());
     PF_CUDA_CHECK_LAUNCH(stream);
-    std::size_t bytes = scan_bytes;
-    PF_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(temp.data(), bytes, centre_rows.data(), centre_rows.data(), capacity + 1, stream));
+    kernels::scan_tile_sums<<<1, kernels::kScanThreads, 0, stream>>>(tile_sums.data(), total.data(), capacity);
+    PF_CUDA_CHECK_LAUNCH(stream);
+    kernels::add_tile_offsets<<<scan_grid, kernels::kScanThreads, 0, stream>>>(centre_rows.data(), total.data(), capacity,
+                                                                                tile_sums.data());
+    PF_CUDA_CHECK_LAUNCH(stream);
   }
 
   // Step 4 for class q of `set`: its union into the coverage bitmap.
@@ -305,8 +306,7 @@ WorkspaceSize ThicknessContext::workspace_size(const ContextConfig& config) {
   w.distance = config.psd_edges.empty() && isotropic ? 0 : std::size_t(voxels) * value;
   w.centres = std::size_t(capacity) * (value + sizeof(uint32_t) + sizeof(kernels::RowCut)) +
               std::size_t(capacity + 1) * sizeof(unsigned long long);
-  PF_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(nullptr, w.sort, static_cast<unsigned long long*>(nullptr),
-                                              static_cast<unsigned long long*>(nullptr), capacity + 1));
+  w.scan = std::size_t(kernels::scan_tile_count(capacity)) * sizeof(unsigned long long);
   w.coverage = std::size_t((s.nx + 31) / 32 * s.ny * s.nz + (voxels + 31) / 32) * sizeof(unsigned int);
   // Flags, counters, bands and edges, containment tables (≤ 1 MiB).
   w.small = (std::size_t(1) << 20) + (config.psd_edges.size() + 2) * 28;

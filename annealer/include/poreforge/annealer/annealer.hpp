@@ -1,10 +1,12 @@
 #pragma once
 /// Yeong–Torquato reconstruction by simulated annealing (DESIGN §1, "Energy"): swap a pore
 /// and a solid voxel (porosity is kept exactly), score the candidate with the engine, accept
-/// by Metropolis. The loop runs on the host; the PSD terms are evaluated by a PsdEvaluator of
-/// the configured backend (CUDA: mask and workspace resident on the device, only the swapped
-/// voxels sent, one round trip per evaluation). The random stream is Philox4x32-10 keyed by
-/// the seed and counted by the step, so a seed gives the same run every time.
+/// by Metropolis. On the CPU backend the loop runs on the host with the CPU engine. On the
+/// CUDA backend the whole loop runs on the device (proposals, incremental S2, the engine's PSD,
+/// acceptance, rollback, schedule) and the host reads the progress once per batch of steps;
+/// `Config::host_loop` keeps the loop on the host with only the PSD on the device (one round
+/// trip per step). The random stream is Philox4x32-10 keyed by the seed and counted by the
+/// step, so a seed gives the same run every time, on either loop.
 #include <array>
 #include <cstdint>
 #include <functional>
@@ -82,6 +84,9 @@ struct Config {
   /// Start from this structure (pore = 1) instead of a seeded random one; its porosity must
   /// be the target's (round(porosity·N) pore voxels).
   std::optional<Mask> initial;
+  /// CUDA backend: drive the loop from the host, the engine's PSD on the device (a round trip
+  /// per step), instead of the device-resident loop. For cross-checks and comparisons.
+  bool host_loop = false;
 };
 
 /// Throws InputError naming the parameter when a config is unusable.
@@ -125,6 +130,10 @@ struct Snapshot {
   std::array<double, 3> norm{1, 1, 1};
 };
 
+namespace detail {
+class DeviceLoop;
+}
+
 class Annealer {
  public:
   /// Validates, draws the initial structure (exact porosity, from the seed), scores it and
@@ -133,23 +142,32 @@ class Annealer {
   /// Continues a run from a snapshot taken with the same config (max_evaluations aside).
   /// Throws InputError when the snapshot does not fit the config.
   Annealer(Config config, Snapshot snapshot);
+  ~Annealer();
+  Annealer(Annealer&&);
+  Annealer& operator=(Annealer&&);
   Snapshot snapshot() const;
 
   /// Runs until a stopping rule fires; `report` (optional) is called every `every` evaluations
   /// and at the end.
   Progress run(const std::function<void(const Progress&)>& report = {}, int64_t every = 1000);
+  /// Runs up to `steps` proposals, fewer when a stopping rule fires. On the device loop they
+  /// are enqueued together and the progress is read back once.
+  const Progress& advance(int64_t steps);
   /// One proposal: swap, score, accept or roll back. Returns whether it was accepted.
   bool step();
 
-  const Mask& structure() const { return m_pore; }
+  /// The current structure (on the device loop, copied back when asked for).
+  const Mask& structure() const;
   const Progress& progress() const { return m_progress; }
   const Config& config() const { return m_config; }
   /// The backend that evaluates the PSD terms (CPU when no PSD term is weighted).
-  Backend backend() const;
+  Backend backend() const { return m_backend; }
+  /// Whether the loop runs on the device (CUDA backend, not `host_loop`).
+  bool device_loop() const { return m_device != nullptr; }
   /// The energy of the current structure computed from scratch (descriptors recomputed).
   Energy evaluate_from_scratch() const;
   /// The incremental two-point counts (for checks against a recount).
-  const DirectionalCounts& counts() const { return m_counts; }
+  const DirectionalCounts& counts() const;
 
  private:
   struct Descriptors {
@@ -160,6 +178,9 @@ class Annealer {
   // S2 part of the descriptors from `counts`.
   std::vector<double> s2_of(const DirectionalCounts& counts) const;
   void make_evaluators();
+  // On the CUDA backend (unless host_loop): hand the state to a device loop.
+  void start_device_loop();
+  bool host_step();
   Energy energy_of(const Descriptors& d) const;
   int64_t propose(int which, uint64_t step, uint32_t lane_base) const;  // a voxel index of phase `which`
   void swap(int64_t pore_voxel, int64_t solid_voxel);
@@ -167,8 +188,10 @@ class Annealer {
 
   Config m_config;
   Philox m_random;
-  Mask m_pore;
-  DirectionalCounts m_counts;
+  // On the device loop these two are a host copy, refreshed when asked for (m_stale).
+  mutable Mask m_pore;
+  mutable DirectionalCounts m_counts;
+  mutable bool m_stale = false;
   std::array<std::vector<int64_t>, 2> m_voxels;  // [0] solid voxels, [1] pore voxels
   std::vector<int64_t> m_slot;                   // position of each voxel in its list
   Bins m_pore_bins;
@@ -178,6 +201,8 @@ class Annealer {
   int64_t m_stall = 0;
   std::vector<double> m_stage_energies;
   std::unique_ptr<PsdEvaluator> m_pore_evaluator, m_solid_evaluator;  // null when the weight is 0
+  Backend m_backend = Backend::cpu;
+  std::unique_ptr<detail::DeviceLoop> m_device;  // the loop's state lives there when set
 };
 
 }  // namespace poreforge::anneal

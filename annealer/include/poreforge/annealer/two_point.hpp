@@ -4,6 +4,7 @@
 /// the pairs (p, p ± r·e_a), so a swap costs O(Σ_a n_a/2) instead of a new FFT.
 #include <array>
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "poreforge/volume.hpp"
@@ -15,6 +16,9 @@ class DirectionalCounts {
   DirectionalCounts() = default;
   /// Counts from scratch (O(N · Σ n_a/2)).
   explicit DirectionalCounts(const Mask& phase);
+  /// Counts known already (kept elsewhere, e.g. on the device): axis a holds n_a/2 + 1 entries.
+  DirectionalCounts(Shape shape, std::array<std::vector<int64_t>, 3> counts)
+      : m_shape(shape), m_counts(std::move(counts)) {}
 
   /// Updates the counts for voxel `index` changing to `value` (0 or 1) in `phase`, which must
   /// still hold the old value; then writes the new value into `phase`.

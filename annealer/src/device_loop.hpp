@@ -1,0 +1,47 @@
+#pragma once
+/// The annealing loop on the device (CUDA builds only; no CUDA types here). Proposal, swap,
+/// incremental S2, the PSD terms by the engine's ThicknessContexts, energy, Metropolis
+/// acceptance, rollback, schedule and stopping rules all run in stream order on the device.
+/// The host enqueues a batch of steps and reads the progress back once per batch through a
+/// pinned asynchronous copy; the structure, the voxel lists and the S2 counts come back only
+/// when asked for (snapshot, counts).
+///
+/// Each step is the host loop's Annealer::step() to the bit: the same Philox draws, the same
+/// arithmetic in the same order, no FMA contraction — so for a seed the device loop gives the
+/// run the host loop gives.
+#include <cstdint>
+#include <memory>
+
+#include "poreforge/annealer/annealer.hpp"
+
+namespace poreforge::anneal::detail {
+
+/// The Philox lane of a step's acceptance draw (proposal attempts take lanes 0, 1, 2, …).
+constexpr uint32_t kAcceptLane = 0xFFFFu;
+
+class DeviceLoop {
+ public:
+  /// Uploads the state of `start` (its S2 counts are `counts`) and makes the engine contexts.
+  /// Throws RuntimeError naming the bytes when the device has no room.
+  DeviceLoop(const Config& config, const Snapshot& start, const DirectionalCounts& counts);
+  ~DeviceLoop();
+  DeviceLoop(const DeviceLoop&) = delete;
+  DeviceLoop& operator=(const DeviceLoop&) = delete;
+
+  /// Runs up to `steps` steps (fewer when a stopping rule fires), then waits for them and reads
+  /// the progress back.
+  void advance(int64_t steps);
+
+  const Progress& progress() const;
+  /// The whole state, copied back from the device.
+  Snapshot snapshot() const;
+  Mask structure() const;
+  DirectionalCounts counts() const;
+
+  struct Impl;
+
+ private:
+  std::unique_ptr<Impl> m_impl;
+};
+
+}  // namespace poreforge::anneal::detail
