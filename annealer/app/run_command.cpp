@@ -290,6 +290,7 @@ anneal::Config annealer_config(const RunConfig& rc, Backend backend) {
   c.moves = rc.moves;
   c.seed = rc.seed;
   c.backend = backend;
+  c.host_loop = rc.host_loop;
   return c;
 }
 
@@ -354,7 +355,8 @@ Runner add_run_command(CLI::App& app, const std::string& command_line) {
     run.log.open(run.dir / "run.log");
     run.say("target    " + (run.rc.target_image.empty() ? run.rc.target_descriptors : run.rc.target_image));
     run.say("backend   " + (run.backend == Backend::cuda ? "cuda: " + cuda_device_description()
-                                                         : "cpu: " + std::to_string(cpu_threads()) + " threads"));
+                                                         : "cpu: " + std::to_string(cpu_threads()) + " threads") +
+            (annealer.device_loop() ? ", the loop on the device" : ", the loop on the host"));
     char start_line[128];
     std::snprintf(start_line, sizeof start_line, "start     T0 %.4g, energy %.5f, porosity %.4f",
                   annealer.progress().temperature, annealer.progress().energy.total, run.config.targets.porosity);

@@ -30,6 +30,7 @@ struct RunConfig {
   anneal::Schedule schedule;
   anneal::Stopping stopping;
   anneal::Moves moves;
+  bool host_loop = false;  ///< CUDA: the loop on the host, the PSD on the device (for comparisons)
   std::string initial = "noise";  ///< noise | blobs: the starting structure, porosity-matched
   double initial_blobiness = 1.0; ///< blobs: PoreSpy's blobiness (larger, smaller features)
   uint64_t seed = 1;

@@ -43,8 +43,11 @@ std::string slurp(const fs::path& p) {
 }  // namespace
 
 TEST_CASE("config.defaults_and_overrides") {
-  const auto c = parse_run_config(minimal, "run.yaml", {"annealing.alpha=0.97", "domain.shape=[32, 16, 8]"});
+  const auto c = parse_run_config(minimal, "run.yaml",
+                                  {"annealing.alpha=0.97", "domain.shape=[32, 16, 8]", "annealing.host_loop=true"});
   CHECK(c.schedule.alpha == 0.97);
+  CHECK(c.host_loop);
+  CHECK_FALSE(parse_run_config(minimal, "run.yaml").host_loop);
   CHECK(c.shape == Shape{32, 16, 8});
   CHECK(c.boundary == "periodic");
   CHECK(c.stopping.max_evaluations == 200000);
@@ -54,6 +57,7 @@ TEST_CASE("config.defaults_and_overrides") {
   CHECK(again.schedule.alpha == 0.97);
   CHECK(again.shape == c.shape);
   CHECK(again.target_descriptors == "d.h5");
+  CHECK(again.host_loop);
 }
 
 TEST_CASE("config.errors_name_key_and_line") {
@@ -71,6 +75,7 @@ TEST_CASE("config.errors_name_key_and_line") {
   refused("target:\n  descriptors: [d.h5\n", "not valid YAML");
   refused(std::string(minimal) + "initial:\n  structure: spheres\n", "initial.structure must be one of noise, blobs");
   refused(std::string(minimal) + "initial:\n  blobiness: 0\n", "initial.blobiness must lie in (0");
+  refused(std::string(minimal) + "annealing:\n  host_loop: sometimes\n", "annealing.host_loop must be true or false");
 }
 
 TEST_CASE("cli.run.end_to_end") {
