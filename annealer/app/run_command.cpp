@@ -72,6 +72,7 @@ struct Session {
   RunConfig rc;
   anneal::Config config;
   Backend backend = Backend::cpu;
+  std::optional<anneal::BlobCandidate> blob_choice;  // `blobiness: auto`: the size chosen
   fs::path dir;
   std::vector<HistoryRow> history;
   std::string command_line;
@@ -340,9 +341,27 @@ Runner add_run_command(CLI::App& app, const std::string& command_line) {
     } else {
       run.config.targets = anneal::Targets::from_descriptor_file(run.rc.target_descriptors);
     }
-    if (run.rc.initial == "blobs")  // seeded from the run's seed, exactly the target's pore count
+    // Blobs are seeded from the run's seed, with exactly the target's pore count. `auto`
+    // measures a range of blob sizes against the target PSD and keeps the nearest; the
+    // resolved config written with the run then names the size chosen, so it makes the
+    // same start again.
+    if (run.rc.initial == "blobs" && run.rc.initial_blobiness_auto) {
+      if (!o->quiet) std::fprintf(run.text_stream(), "choosing the blob size by the target pore PSD:\n");
+      anneal::BlobStart start = anneal::choose_blob_start(
+          run.config.shape, run.config.targets, run.config.boundary, run.rc.seed, run.backend,
+          [&](const anneal::BlobCandidate& c) {
+            if (!o->quiet)
+              std::fprintf(run.text_stream(), "  blobiness %.4g (sigma %.3g voxels): pore-PSD L1 %.4f\n", c.blobiness,
+                           c.sigma, c.pore_psd_l1);
+          });
+      run.config.initial = std::move(start.structure);
+      run.rc.initial_blobiness = start.chosen.blobiness;
+      run.rc.initial_blobiness_auto = false;
+      run.blob_choice = start.chosen;
+    } else if (run.rc.initial == "blobs") {
       run.config.initial = generate_blobs(run.config.shape, run.config.targets.porosity, run.rc.initial_blobiness,
                                           run.rc.seed);
+    }
     anneal::Annealer annealer(run.config);  // validates before the run directory exists
 
     run.dir = fs::path(run.rc.output_directory) / run.rc.name;
@@ -351,12 +370,18 @@ Runner add_run_command(CLI::App& app, const std::string& command_line) {
       fs::remove_all(run.dir);
     }
     fs::create_directories(run.dir);
-    write_text(run.dir / "config.yaml", resolved);
+    write_text(run.dir / "config.yaml", run.rc.to_yaml());  // with a chosen blob size, if any
     run.log.open(run.dir / "run.log");
     run.say("target    " + (run.rc.target_image.empty() ? run.rc.target_descriptors : run.rc.target_image));
     run.say("backend   " + (run.backend == Backend::cuda ? "cuda: " + cuda_device_description()
                                                          : "cpu: " + std::to_string(cpu_threads()) + " threads") +
             (annealer.device_loop() ? ", the loop on the device" : ", the loop on the host"));
+    if (run.blob_choice) {
+      char line[160];
+      std::snprintf(line, sizeof line, "initial   blobs, blobiness %.4g (sigma %.3g voxels) chosen by the target pore PSD: L1 %.4f",
+                    run.blob_choice->blobiness, run.blob_choice->sigma, run.blob_choice->pore_psd_l1);
+      run.say(line);
+    }
     char start_line[128];
     std::snprintf(start_line, sizeof start_line, "start     T0 %.4g, energy %.5f, porosity %.4f",
                   annealer.progress().temperature, annealer.progress().energy.total, run.config.targets.porosity);

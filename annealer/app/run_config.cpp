@@ -215,7 +215,14 @@ RunConfig parse_run_config(const std::string& text, const std::string& source, c
 
   Section init = doc.child("initial");
   init.optional("structure", [&](auto& v, auto& k) { c.initial = one_of(init, v, k, {"noise", "blobs"}); });
-  ranged(init, "blobiness", c.initial_blobiness, 0.0, 1e6, true);
+  init.optional("blobiness", [&](const YAML::Node& v, const std::string& k) {
+    if (v.IsScalar() && v.Scalar() == "auto") {
+      c.initial_blobiness_auto = true;
+      return;
+    }
+    c.initial_blobiness = init.scalar<double>(v, k, "a number or auto");
+    in_range(init, v, k, c.initial_blobiness, 0.0, 1e6, true);
+  });
   init.finish();
 
   Section output = doc.child("output");
@@ -285,7 +292,10 @@ std::string RunConfig::to_yaml() const {
   y << YAML::Key << "moves" << YAML::Value << YAML::BeginMap << YAML::Key << "interface_bias" << YAML::Value
     << moves.interface_bias << YAML::EndMap;
   y << YAML::Key << "initial" << YAML::Value << YAML::BeginMap << YAML::Key << "structure" << YAML::Value << initial
-    << YAML::Key << "blobiness" << YAML::Value << initial_blobiness << YAML::EndMap;
+    << YAML::Key << "blobiness" << YAML::Value;
+  if (initial_blobiness_auto) y << "auto";
+  else y << initial_blobiness;
+  y << YAML::EndMap;
   y << YAML::Key << "output" << YAML::Value << YAML::BeginMap << YAML::Key << "directory" << YAML::Value
     << output_directory << YAML::Key << "report_every" << YAML::Value << report_every << YAML::Key << "tiff"
     << YAML::Value << tiff << YAML::EndMap;

@@ -33,6 +33,7 @@ struct RunConfig {
   bool host_loop = false;  ///< CUDA: the loop on the host, the PSD on the device (for comparisons)
   std::string initial = "noise";  ///< noise | blobs: the starting structure, porosity-matched
   double initial_blobiness = 1.0; ///< blobs: PoreSpy's blobiness (larger, smaller features)
+  bool initial_blobiness_auto = false;  ///< blobs, `blobiness: auto`: the size nearest the target PSD
   uint64_t seed = 1;
   std::string backend = "auto";
   // output

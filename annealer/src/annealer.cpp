@@ -6,6 +6,7 @@
 
 #include "poreforge/correlation.hpp"
 #include "poreforge/error.hpp"
+#include "poreforge/generators.hpp"
 #include "poreforge/io.hpp"
 #include "poreforge/local_thickness.hpp"
 
@@ -425,6 +426,42 @@ Progress Annealer::run(const std::function<void(const Progress&)>& report, int64
   }
   if (report && reported != m_progress.evaluations) report(m_progress);  // the end, once
   return m_progress;
+}
+
+BlobStart choose_blob_start(Shape shape, const Targets& targets, Boundary boundary, uint64_t seed, Backend backend,
+                            const std::function<void(const BlobCandidate&)>& tried) {
+  validate_shape(shape);
+  double extent_sum = 0;  // generate_blobs' σ = mean extent / 40 / blobiness, over the axes present
+  int dims = 0;
+  for (int a = 0; a < 3; ++a)
+    if (shape.extent(a) > 1) {
+      extent_sum += double(shape.extent(a));
+      ++dims;
+    }
+  const double mean_extent = dims ? extent_sum / dims : 1.0;
+  const Bins bins = Bins::from_edges(targets.pore_edges);
+  BlobStart best;
+  best.chosen.pore_psd_l1 = std::numeric_limits<double>::infinity();
+  int worse = 0;
+  for (double sigma = 1.0; worse < 3 && (sigma <= mean_extent / 5 || best.tried.empty()); sigma *= 1.25) {
+    BlobCandidate c;
+    c.sigma = sigma;
+    c.blobiness = mean_extent / 40.0 / sigma;
+    Mask m = generate_blobs(shape, targets.porosity, c.blobiness, seed);
+    const auto psd = pore_size_distribution(m, boundary, bins, backend);
+    for (std::size_t i = 0; i < psd.fraction.size() && i < targets.pore_psd.size(); ++i)
+      c.pore_psd_l1 += std::abs(psd.fraction[i] - targets.pore_psd[i]);
+    best.tried.push_back(c);
+    if (tried) tried(c);
+    if (c.pore_psd_l1 < best.chosen.pore_psd_l1) {
+      best.chosen = c;
+      best.structure = std::move(m);
+      worse = 0;
+    } else {
+      ++worse;
+    }
+  }
+  return best;
 }
 
 Quality quality(const Mask& pore, const Targets& targets, Boundary boundary, Backend backend) {

@@ -169,6 +169,30 @@ TEST_CASE("anneal.quality_against_targets") {
   CHECK(far.s2_rms > 0.02);
 }
 
+TEST_CASE("anneal.blob_start_nearest_the_target") {
+  // A reference made of blobs of one size: the chosen start is a blobs structure of about that
+  // size (σ on a ×1.25 grid), with the target's pore count, and it is the best of those tried.
+  const uint64_t seed = testing::fresh_seed();
+  CAPTURE(seed);
+  const Shape shape{40, 40, 40};
+  const double reference_sigma = 3.0;
+  const Mask reference = generate_blobs(shape, 0.4, 40.0 / 40.0 / reference_sigma, seed);
+  const Targets t = Targets::from_image(reference, Boundary::periodic, 10, false, Backend::cpu);
+  int heard = 0;
+  const BlobStart start = choose_blob_start(shape, t, Boundary::periodic, seed + 1, Backend::cpu,
+                                            [&](const BlobCandidate&) { ++heard; });
+  CHECK(heard == int(start.tried.size()));
+  REQUIRE(start.tried.size() >= 4);
+  CHECK(start.chosen.sigma >= reference_sigma / 1.6);
+  CHECK(start.chosen.sigma <= reference_sigma * 1.6);
+  for (const BlobCandidate& c : start.tried) CHECK(start.chosen.pore_psd_l1 <= c.pore_psd_l1);
+  CHECK(start.chosen.pore_psd_l1 < 0.5 * start.tried.front().pore_psd_l1);  // far better than σ = 1
+  CHECK(count_phase(start.structure) == count_phase(reference));
+  CHECK(quality(start.structure, t, Boundary::periodic).pore_psd_l1 == doctest::Approx(start.chosen.pore_psd_l1));
+  CHECK(start.structure.values() ==
+        generate_blobs(shape, t.porosity, start.chosen.blobiness, seed + 1).values());  // the same start again
+}
+
 TEST_CASE("anneal.bad_parameters") {
   Config c = small_config({10, 10, 10}, 3);
   auto refused = [](Config bad, const char* fragment) {

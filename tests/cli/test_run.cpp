@@ -58,6 +58,9 @@ TEST_CASE("config.defaults_and_overrides") {
   CHECK(again.shape == c.shape);
   CHECK(again.target_descriptors == "d.h5");
   CHECK(again.host_loop);
+  const auto automatic = parse_run_config(minimal, "run.yaml", {"initial.structure=blobs", "initial.blobiness=auto"});
+  CHECK(automatic.initial_blobiness_auto);
+  CHECK(parse_run_config(automatic.to_yaml(), "resolved.yaml").initial_blobiness_auto);
 }
 
 TEST_CASE("config.errors_name_key_and_line") {
@@ -76,6 +79,7 @@ TEST_CASE("config.errors_name_key_and_line") {
   refused(std::string(minimal) + "initial:\n  structure: spheres\n", "initial.structure must be one of noise, blobs");
   refused(std::string(minimal) + "initial:\n  blobiness: 0\n", "initial.blobiness must lie in (0");
   refused(std::string(minimal) + "annealing:\n  host_loop: sometimes\n", "annealing.host_loop must be true or false");
+  refused(std::string(minimal) + "initial:\n  blobiness: large\n", "initial.blobiness must be a number or auto");
 }
 
 TEST_CASE("cli.run.end_to_end") {
