@@ -192,6 +192,7 @@ struct Session {
       if (g_signal) {
         if (mode == "live") std::printf("\n");
         checkpoint(a);
+        write_history();
         const int code = 128 + int(g_signal);
         say("interrupted by signal " + std::to_string(int(g_signal)) + " after " + std::to_string(p.evaluations) +
             " evaluations; checkpoint written: resume with `poreforge resume " +
@@ -207,15 +208,20 @@ struct Session {
     return 0;
   }
 
-  void write_outputs(const anneal::Annealer& a) {
-    const anneal::Progress& p = a.progress();
-    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  // energy.csv: the history so far (at the end, and when a signal stops the run).
+  void write_history() {
     std::ostringstream csv;
     csv << "evaluations,stage,temperature,energy,pore_psd,solid_psd,s2,accepted,rejected\n";
     for (const auto& r : history)
       csv << int64_t(r[0]) << "," << int64_t(r[1]) << "," << r[2] << "," << r[3] << "," << r[4] << "," << r[5] << ","
           << r[6] << "," << int64_t(r[7]) << "," << int64_t(r[8]) << "\n";
     write_text(dir / "energy.csv", csv.str());
+  }
+
+  void write_outputs(const anneal::Annealer& a) {
+    const anneal::Progress& p = a.progress();
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    write_history();
     {
       OutputFile final_h5((dir / "final.h5").string(), true);
       final_h5.write_volume("/volume", a.structure());

@@ -443,7 +443,7 @@ BlobStart choose_blob_start(Shape shape, const Targets& targets, Boundary bounda
   BlobStart best;
   best.chosen.pore_psd_l1 = std::numeric_limits<double>::infinity();
   int worse = 0;
-  for (double sigma = 1.0; worse < 3 && (sigma <= mean_extent / 5 || best.tried.empty()); sigma *= 1.25) {
+  for (double sigma = 1.0; worse < 3 && (sigma <= mean_extent / 4 || best.tried.empty()); sigma *= 1.25) {
     BlobCandidate c;
     c.sigma = sigma;
     c.blobiness = mean_extent / 40.0 / sigma;

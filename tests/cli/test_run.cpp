@@ -177,14 +177,18 @@ TEST_CASE("cli.run.resume_and_signals") {
   CHECK(shell(cli + " resume " + (dir / "cut.h5").string() + " > /dev/null 2>&1") != 0);
   CHECK(shell(cli + " resume " + (dir / "ref.h5").string() + " > /dev/null 2>&1") != 0);
 
-  // SIGINT to a running child: it finishes the step, writes a checkpoint and exits 130; the
-  // checkpoint resumes.
+  // SIGINT to a running child: it finishes the step, writes a checkpoint and its history and
+  // exits 130; the checkpoint resumes.
   const std::string long_run = cli + " run " + config("interrupted", 100000000) + " --quiet > /dev/null 2>&1";
   const int status = std::system(("( " + long_run + " ) & pid=$!; "
                                   "for i in $(seq 1 200); do [ -d " + (dir / "results/interrupted/checkpoints").string() +
                                   " ] && break; sleep 0.05; done; sleep 0.3; kill -INT $pid; wait $pid")
                                      .c_str());
   CHECK(WEXITSTATUS(status) == 130);
+  // The history so far is written too (the energy plot of an interrupted run).
+  const std::string history = slurp(dir / "results/interrupted/energy.csv");
+  CHECK(history.find("evaluations,stage,temperature,energy,") == 0);
+  CHECK(history.find("\n0,") != std::string::npos);
   std::vector<fs::path> ckpts;
   for (auto& e : fs::directory_iterator(dir / "results/interrupted/checkpoints")) ckpts.push_back(e.path());
   REQUIRE(!ckpts.empty());

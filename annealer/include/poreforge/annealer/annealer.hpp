@@ -110,7 +110,7 @@ struct BlobCandidate {
 /// pores but do not grow one past the start's largest (a larger inscribed ball needs many
 /// coordinated swaps, each uphill alone), so a start whose pores already reach the target's
 /// largest bins is what lets the PSD term converge. Tries σ = 1, 1.25, 1.25², … voxels up to a
-/// fifth of the mean extent, stopping three sizes past the best; every candidate is generated
+/// quarter of the mean extent, stopping three sizes past the best; every candidate is generated
 /// from `seed` and measured with the engine on `backend`; `tried` (optional) hears of each.
 struct BlobStart {
   Mask structure;
