@@ -25,6 +25,14 @@ double squared_error(const std::vector<double>& a, const std::vector<double>& b)
   return e;
 }
 
+// L1 distance between pore-PSD fractions and the target's, on the target's bins.
+double pore_psd_l1(const std::vector<double>& fraction, const Targets& targets) {
+  double l1 = 0;
+  for (std::size_t i = 0; i < fraction.size() && i < targets.pore_psd.size(); ++i)
+    l1 += std::abs(fraction[i] - targets.pore_psd[i]);
+  return l1;
+}
+
 std::vector<double> concat_s2(const std::array<std::vector<double>, 3>& s2, const std::array<std::size_t, 3>& len) {
   std::vector<double> out;
   for (int a = 0; a < 3; ++a) out.insert(out.end(), s2[a].begin(), s2[a].begin() + std::ptrdiff_t(len[a]));
@@ -431,26 +439,17 @@ Progress Annealer::run(const std::function<void(const Progress&)>& report, int64
 BlobStart choose_blob_start(Shape shape, const Targets& targets, Boundary boundary, uint64_t seed, Backend backend,
                             const std::function<void(const BlobCandidate&)>& tried) {
   validate_shape(shape);
-  double extent_sum = 0;  // generate_blobs' σ = mean extent / 40 / blobiness, over the axes present
-  int dims = 0;
-  for (int a = 0; a < 3; ++a)
-    if (shape.extent(a) > 1) {
-      extent_sum += double(shape.extent(a));
-      ++dims;
-    }
-  const double mean_extent = dims ? extent_sum / dims : 1.0;
+  const double unit_sigma = blob_sigma(shape, 1.0);  // σ ∝ 1 / blobiness; a quarter of the extent is 10 units
   const Bins bins = Bins::from_edges(targets.pore_edges);
   BlobStart best;
   best.chosen.pore_psd_l1 = std::numeric_limits<double>::infinity();
   int worse = 0;
-  for (double sigma = 1.0; worse < 3 && (sigma <= mean_extent / 4 || best.tried.empty()); sigma *= 1.25) {
+  for (double sigma = 1.0; worse < 3 && (sigma <= 10 * unit_sigma || best.tried.empty()); sigma *= 1.25) {
     BlobCandidate c;
     c.sigma = sigma;
-    c.blobiness = mean_extent / 40.0 / sigma;
+    c.blobiness = unit_sigma / sigma;
     Mask m = generate_blobs(shape, targets.porosity, c.blobiness, seed);
-    const auto psd = pore_size_distribution(m, boundary, bins, backend);
-    for (std::size_t i = 0; i < psd.fraction.size() && i < targets.pore_psd.size(); ++i)
-      c.pore_psd_l1 += std::abs(psd.fraction[i] - targets.pore_psd[i]);
+    c.pore_psd_l1 = pore_psd_l1(pore_size_distribution(m, boundary, bins, backend).fraction, targets);
     best.tried.push_back(c);
     if (tried) tried(c);
     if (c.pore_psd_l1 < best.chosen.pore_psd_l1) {
@@ -466,9 +465,8 @@ BlobStart choose_blob_start(Shape shape, const Targets& targets, Boundary bounda
 
 Quality quality(const Mask& pore, const Targets& targets, Boundary boundary, Backend backend) {
   Quality q;
-  const auto psd = pore_size_distribution(pore, boundary, Bins::from_edges(targets.pore_edges), backend);
-  for (std::size_t i = 0; i < psd.fraction.size() && i < targets.pore_psd.size(); ++i)
-    q.pore_psd_l1 += std::abs(psd.fraction[i] - targets.pore_psd[i]);
+  q.pore_psd_l1 =
+      pore_psd_l1(pore_size_distribution(pore, boundary, Bins::from_edges(targets.pore_edges), backend).fraction, targets);
   const auto s2 = two_point_correlation(pore).directional;
   double sum = 0;
   int64_t n = 0;

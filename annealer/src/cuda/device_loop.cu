@@ -16,6 +16,7 @@ namespace poreforge::anneal::detail {
 namespace {
 
 using cuda::DeviceBuffer;
+using cuda::upload_async;
 
 // StopReason as the device stores it.
 constexpr int32_t kRunning = 0, kMaxEvaluations = 1, kEnergyTolerance = 2, kNoImprovement = 3;
@@ -273,13 +274,6 @@ Energy energy_of(const Terms& t) {
 }
 
 template <class T>
-DeviceBuffer<T> upload(const T* host, std::size_t count, cudaStream_t s, const char* what) {
-  DeviceBuffer<T> d(count, s, what);
-  if (count) PF_CUDA_CHECK(cudaMemcpyAsync(d.data(), host, d.bytes(), cudaMemcpyHostToDevice, s));
-  return d;
-}
-
-template <class T>
 void download(const DeviceBuffer<T>& d, T* host, std::size_t count, cudaStream_t s) {
   if (count) PF_CUDA_CHECK(cudaMemcpyAsync(host, d.data(), count * sizeof(T), cudaMemcpyDeviceToHost, s));
 }
@@ -410,26 +404,27 @@ DeviceLoop::DeviceLoop(const Config& config, const Snapshot& start, const Direct
 
   // Device state: the structure (and its complement when the solid PSD is weighted), the voxel
   // lists and their slots, the S2 counts, the targets, the stage's energies, the scalars.
-  m.pore = upload(start.pore.data(), std::size_t(n), s, "the annealer's structure");
+  m.pore = upload_async(start.pore.data(), std::size_t(n), s, "the annealer's structure");
   std::vector<int64_t> slot(static_cast<std::size_t>(n));
   for (int which = 0; which < 2; ++which) {
     const auto& list = which ? start.pore_voxels : start.solid_voxels;
     for (std::size_t k = 0; k < list.size(); ++k) slot[std::size_t(list[k])] = int64_t(k);
-    m.list[which] = upload(list.data(), list.size(), s, which ? "the pore-voxel list" : "the solid-voxel list");
+    m.list[which] = upload_async(list.data(), list.size(), s, which ? "the pore-voxel list" : "the solid-voxel list");
   }
-  m.slot = upload(slot.data(), slot.size(), s, "the voxel-list slots");
-  m.s2_counts = upload(host_counts.data(), host_counts.size(), s, "the S2 counts");
+  m.slot = upload_async(slot.data(), slot.size(), s, "the voxel-list slots");
+  m.s2_counts = upload_async(host_counts.data(), host_counts.size(), s, "the S2 counts");
   m.s2_delta = DeviceBuffer<int64_t>(host_counts.size(), s, "the S2 change of a swap");
-  m.s2_target = upload(s2_target.data(), s2_target.size(), s, "the S2 target");
-  m.psd_target[0] = upload(t.pore_psd.data(), t.pore_psd.size(), s, "the pore-PSD target");
-  m.psd_target[1] = upload(t.solid_psd.data(), t.solid_psd.size(), s, "the solid-PSD target");
+  m.s2_target = upload_async(s2_target.data(), s2_target.size(), s, "the S2 target");
+  m.psd_target[0] = upload_async(t.pore_psd.data(), t.pore_psd.size(), s, "the pore-PSD target");
+  m.psd_target[1] = upload_async(t.solid_psd.data(), t.solid_psd.size(), s, "the solid-PSD target");
   const std::size_t stage_room = std::size_t(sc.stage_length) + start.stage_energies.size();
   m.stage_energies = DeviceBuffer<double>(stage_room, s, "the stage's energies");
   PF_CUDA_CHECK(cudaMemcpyAsync(m.stage_energies.data(), start.stage_energies.data(),
                                 start.stage_energies.size() * sizeof(double), cudaMemcpyHostToDevice, s));
+  Mask solid;  // lives until the synchronisation below, like every host source of an upload
   if (config.weights.solid_psd > 0) {
-    Mask solid = complement(start.pore);
-    m.solid = upload(solid.data(), std::size_t(n), s, "the annealer's solid phase");
+    solid = complement(start.pore);
+    m.solid = upload_async(solid.data(), std::size_t(n), s, "the annealer's solid phase");
   }
 
   // The engine contexts: room for a centre at every voxel, so no structure overflows them.
@@ -463,7 +458,7 @@ DeviceLoop::DeviceLoop(const Config& config, const Snapshot& start, const Direct
   st.energy = terms_of(p.energy);
   st.best = terms_of(p.best);
   st.stopped = kRunning;
-  m.state = upload(&st, 1, s, "the loop's state");
+  m.state = upload_async(&st, 1, s, "the loop's state");
 
   Buffers& B = m.buffers;
   B.pore = m.pore.data();

@@ -13,6 +13,8 @@ namespace poreforge {
 /// filter truncated at 4 sigma with reflected borders. Throws InputError for porosity
 /// outside (0, 1) or blobiness ≤ 0.
 Mask generate_blobs(Shape shape, double porosity, double blobiness, uint64_t seed);
+/// The Gaussian's width in voxels that generate_blobs uses for `blobiness` on `shape`.
+double blob_sigma(Shape shape, double blobiness);
 
 /// Overlapping solid spheres of radius `radius` voxels placed uniformly (periodically
 /// wrapped) until the pore fraction drops to `porosity`; pore = 1, like PoreSpy's

@@ -108,15 +108,7 @@ Mask generate_blobs(Shape shape, double porosity, double blobiness, uint64_t see
     const double u1 = uniform(seed, 1, i), u2 = uniform(seed, 2, i);
     v[i] = static_cast<float>(std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586 * u2));
   }
-  // PoreSpy: sigma = mean(shape) / 40 / blobiness, over the axes the image has.
-  double extent_sum = 0;
-  int dims = 0;
-  for (int a = 0; a < 3; ++a)
-    if (shape.extent(a) > 1) {
-      extent_sum += static_cast<double>(shape.extent(a));
-      ++dims;
-    }
-  const double sigma = dims ? extent_sum / dims / 40.0 / blobiness : 1.0;
+  const double sigma = blob_sigma(shape, blobiness);
   const int64_t radius = static_cast<int64_t>(4.0 * sigma + 0.5);  // scipy's truncate = 4
   std::vector<float> kernel(static_cast<std::size_t>(2 * radius + 1));
   double sum = 0;
@@ -127,6 +119,18 @@ Mask generate_blobs(Shape shape, double porosity, double blobiness, uint64_t see
   for (auto& k : kernel) k = static_cast<float>(k / sum);
   for (int axis = 0; axis < 3; ++axis) gaussian_along(v, shape, axis, kernel);
   return threshold_count(v, shape, std::llround(porosity * static_cast<double>(n)));
+}
+
+double blob_sigma(Shape shape, double blobiness) {
+  // PoreSpy: sigma = mean(shape) / 40 / blobiness, over the axes the image has.
+  double extent_sum = 0;
+  int dims = 0;
+  for (int a = 0; a < 3; ++a)
+    if (shape.extent(a) > 1) {
+      extent_sum += static_cast<double>(shape.extent(a));
+      ++dims;
+    }
+  return dims ? extent_sum / dims / 40.0 / blobiness : 1.0;
 }
 
 Mask generate_spheres(Shape shape, double porosity, double radius, uint64_t seed) {

@@ -54,6 +54,15 @@ class DeviceBuffer {
   cudaStream_t m_stream = nullptr;
 };
 
+// A device copy of `count` host values, in stream order (the host memory must stay valid until
+// the stream has copied it).
+template <class T>
+DeviceBuffer<T> upload_async(const T* host, std::size_t count, cudaStream_t stream, const char* what) {
+  DeviceBuffer<T> d(count, stream, what);
+  if (count) PF_CUDA_CHECK(cudaMemcpyAsync(d.data(), host, d.bytes(), cudaMemcpyHostToDevice, stream));
+  return d;
+}
+
 // A non-blocking stream, destroyed with its owner.
 class Stream {
  public:

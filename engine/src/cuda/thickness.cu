@@ -413,9 +413,7 @@ namespace {
 
 template <class T>
 DeviceBuffer<T> upload(const std::vector<T>& host, cudaStream_t s, const char* what) {
-  DeviceBuffer<T> d(host.size(), s, what);
-  PF_CUDA_CHECK(cudaMemcpyAsync(d.data(), host.data(), d.bytes(), cudaMemcpyHostToDevice, s));
-  return d;
+  return upload_async(host.data(), host.size(), s, what);
 }
 
 template <class T>
