@@ -14,6 +14,7 @@
 
 #include "commands.hpp"
 #include "poreforge/annealer/annealer.hpp"
+#include "poreforge/annealer/start.hpp"
 #include "poreforge/backend.hpp"
 #include "poreforge/correlation.hpp"
 #include "poreforge/error.hpp"
@@ -72,7 +73,8 @@ struct Session {
   RunConfig rc;
   anneal::Config config;
   Backend backend = Backend::cpu;
-  std::optional<anneal::BlobCandidate> blob_choice;  // `blobiness: auto`: the size chosen
+  std::optional<anneal::BlobCandidate> blob_start;  // a blobs start: its size and how near the target
+  bool blob_size_searched = false;                   // `blobiness: auto`
   fs::path dir;
   std::vector<HistoryRow> history;
   std::string command_line;
@@ -350,23 +352,32 @@ Runner add_run_command(CLI::App& app, const std::string& command_line) {
     // Blobs are seeded from the run's seed, with exactly the target's pore count. `auto`
     // measures a range of blob sizes against the target PSD and keeps the nearest; the
     // resolved config written with the run then names the size chosen, so it makes the
-    // same start again.
-    if (run.rc.initial == "blobs" && run.rc.initial_blobiness_auto) {
-      if (!o->quiet) std::fprintf(run.text_stream(), "choosing the blob size by the target pore PSD:\n");
-      anneal::BlobStart start = anneal::choose_blob_start(
-          run.config.shape, run.config.targets, run.config.boundary, run.rc.seed, run.backend,
-          [&](const anneal::BlobCandidate& c) {
-            if (!o->quiet)
-              std::fprintf(run.text_stream(), "  blobiness %.4g (sigma %.3g voxels): pore-PSD L1 %.4f\n", c.blobiness,
-                           c.sigma, c.pore_psd_l1);
-          });
-      run.config.initial = std::move(start.structure);
-      run.rc.initial_blobiness = start.chosen.blobiness;
-      run.rc.initial_blobiness_auto = false;
-      run.blob_choice = start.chosen;
-    } else if (run.rc.initial == "blobs") {
-      run.config.initial = generate_blobs(run.config.shape, run.config.targets.porosity, run.rc.initial_blobiness,
-                                          run.rc.seed);
+    // same start again (planting, if asked, is a function of the same seed and targets).
+    if (run.rc.initial == "blobs") {
+      const bool plant = run.rc.initial_plant_large_pores;
+      anneal::BlobCandidate chosen;
+      if (run.rc.initial_blobiness_auto) {
+        if (!o->quiet) std::fprintf(run.text_stream(), "choosing the blob size by the target pore PSD:\n");
+        anneal::BlobStart start = anneal::choose_blob_start(
+            run.config.shape, run.config.spacing, run.config.targets, run.config.boundary, run.rc.seed, plant,
+            run.backend, [&](const anneal::BlobCandidate& c) {
+              if (o->quiet) return;
+              std::fprintf(run.text_stream(), "  blobiness %.4g (sigma %.3g voxels): pore-PSD L1 %.4f", c.blobiness,
+                           c.sigma, c.blobs_psd_l1);
+              if (c.planted_balls) std::fprintf(run.text_stream(), ", %.4f with %d large pores planted", c.pore_psd_l1, c.planted_balls);
+              std::fprintf(run.text_stream(), "\n");
+            });
+        run.config.initial = std::move(start.structure);
+        chosen = start.chosen;
+        run.rc.initial_blobiness = chosen.blobiness;
+        run.rc.initial_blobiness_auto = false;
+        run.blob_size_searched = true;
+      } else {
+        run.config.initial = anneal::make_blob_start(run.config.shape, run.config.spacing, run.config.targets,
+                                                     run.config.boundary, run.rc.initial_blobiness, plant, run.rc.seed,
+                                                     run.backend, &chosen);
+      }
+      run.blob_start = chosen;
     }
     anneal::Annealer annealer(run.config);  // validates before the run directory exists
 
@@ -382,10 +393,15 @@ Runner add_run_command(CLI::App& app, const std::string& command_line) {
     run.say("backend   " + (run.backend == Backend::cuda ? "cuda: " + cuda_device_description()
                                                          : "cpu: " + std::to_string(cpu_threads()) + " threads") +
             (annealer.device_loop() ? ", the loop on the device" : ", the loop on the host"));
-    if (run.blob_choice) {
-      char line[160];
-      std::snprintf(line, sizeof line, "initial   blobs, blobiness %.4g (sigma %.3g voxels) chosen by the target pore PSD: L1 %.4f",
-                    run.blob_choice->blobiness, run.blob_choice->sigma, run.blob_choice->pore_psd_l1);
+    if (run.blob_start) {
+      const anneal::BlobCandidate& b = *run.blob_start;
+      char line[256];
+      int n = std::snprintf(line, sizeof line, "initial   blobs, blobiness %.4g (sigma %.3g voxels)%s: pore-PSD L1 %.4f",
+                            b.blobiness, b.sigma, run.blob_size_searched ? " chosen by the target pore PSD" : "",
+                            b.blobs_psd_l1);
+      if (b.planted_balls)
+        std::snprintf(line + n, sizeof line - std::size_t(n), "; %d large pores planted (%lld voxels): L1 %.4f",
+                      b.planted_balls, static_cast<long long>(b.planted_voxels), b.pore_psd_l1);
       run.say(line);
     }
     char start_line[128];

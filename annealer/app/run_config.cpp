@@ -223,6 +223,10 @@ RunConfig parse_run_config(const std::string& text, const std::string& source, c
     c.initial_blobiness = init.scalar<double>(v, k, "a number or auto");
     in_range(init, v, k, c.initial_blobiness, 0.0, 1e6, true);
   });
+  init.optional("plant_large_pores", [&](const YAML::Node& v, const std::string& k) {
+    c.initial_plant_large_pores = init.scalar<bool>(v, k, "true or false");
+    if (c.initial_plant_large_pores && c.initial != "blobs") init.fail(k, v, "plants into a blobs start (initial.structure: blobs)");
+  });
   init.finish();
 
   Section output = doc.child("output");
@@ -295,7 +299,7 @@ std::string RunConfig::to_yaml() const {
     << YAML::Key << "blobiness" << YAML::Value;
   if (initial_blobiness_auto) y << "auto";
   else y << initial_blobiness;
-  y << YAML::EndMap;
+  y << YAML::Key << "plant_large_pores" << YAML::Value << initial_plant_large_pores << YAML::EndMap;
   y << YAML::Key << "output" << YAML::Value << YAML::BeginMap << YAML::Key << "directory" << YAML::Value
     << output_directory << YAML::Key << "report_every" << YAML::Value << report_every << YAML::Key << "tiff"
     << YAML::Value << tiff << YAML::EndMap;

@@ -34,6 +34,7 @@ struct RunConfig {
   std::string initial = "noise";  ///< noise | blobs: the starting structure, porosity-matched
   double initial_blobiness = 1.0; ///< blobs: PoreSpy's blobiness (larger, smaller features)
   bool initial_blobiness_auto = false;  ///< blobs, `blobiness: auto`: the size nearest the target PSD
+  bool initial_plant_large_pores = false;  ///< blobs: balls for the target's PSD bins the blobs miss
   uint64_t seed = 1;
   std::string backend = "auto";
   // output

@@ -6,7 +6,6 @@
 
 #include "poreforge/correlation.hpp"
 #include "poreforge/error.hpp"
-#include "poreforge/generators.hpp"
 #include "poreforge/io.hpp"
 #include "poreforge/local_thickness.hpp"
 
@@ -23,14 +22,6 @@ double squared_error(const std::vector<double>& a, const std::vector<double>& b)
   double e = 0;
   for (std::size_t i = 0; i < std::min(a.size(), b.size()); ++i) e += (a[i] - b[i]) * (a[i] - b[i]);
   return e;
-}
-
-// L1 distance between pore-PSD fractions and the target's, on the target's bins.
-double pore_psd_l1(const std::vector<double>& fraction, const Targets& targets) {
-  double l1 = 0;
-  for (std::size_t i = 0; i < fraction.size() && i < targets.pore_psd.size(); ++i)
-    l1 += std::abs(fraction[i] - targets.pore_psd[i]);
-  return l1;
 }
 
 std::vector<double> concat_s2(const std::array<std::vector<double>, 3>& s2, const std::array<std::size_t, 3>& len) {
@@ -436,31 +427,11 @@ Progress Annealer::run(const std::function<void(const Progress&)>& report, int64
   return m_progress;
 }
 
-BlobStart choose_blob_start(Shape shape, const Targets& targets, Boundary boundary, uint64_t seed, Backend backend,
-                            const std::function<void(const BlobCandidate&)>& tried) {
-  validate_shape(shape);
-  const double unit_sigma = blob_sigma(shape, 1.0);  // σ ∝ 1 / blobiness; a quarter of the extent is 10 units
-  const Bins bins = Bins::from_edges(targets.pore_edges);
-  BlobStart best;
-  best.chosen.pore_psd_l1 = std::numeric_limits<double>::infinity();
-  int worse = 0;
-  for (double sigma = 1.0; worse < 3 && (sigma <= 10 * unit_sigma || best.tried.empty()); sigma *= 1.25) {
-    BlobCandidate c;
-    c.sigma = sigma;
-    c.blobiness = unit_sigma / sigma;
-    Mask m = generate_blobs(shape, targets.porosity, c.blobiness, seed);
-    c.pore_psd_l1 = pore_psd_l1(pore_size_distribution(m, boundary, bins, backend).fraction, targets);
-    best.tried.push_back(c);
-    if (tried) tried(c);
-    if (c.pore_psd_l1 < best.chosen.pore_psd_l1) {
-      best.chosen = c;
-      best.structure = std::move(m);
-      worse = 0;
-    } else {
-      ++worse;
-    }
-  }
-  return best;
+double pore_psd_l1(const std::vector<double>& fraction, const Targets& targets) {
+  double l1 = 0;
+  for (std::size_t i = 0; i < fraction.size() && i < targets.pore_psd.size(); ++i)
+    l1 += std::abs(fraction[i] - targets.pore_psd[i]);
+  return l1;
 }
 
 Quality quality(const Mask& pore, const Targets& targets, Boundary boundary, Backend backend) {

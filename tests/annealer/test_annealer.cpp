@@ -6,6 +6,7 @@
 
 #include "poreforge/annealer/annealer.hpp"
 #include "poreforge/annealer/philox.hpp"
+#include "poreforge/annealer/start.hpp"
 #include "poreforge/annealer/two_point.hpp"
 #include "poreforge/correlation.hpp"
 #include "poreforge/error.hpp"
@@ -179,7 +180,7 @@ TEST_CASE("anneal.blob_start_nearest_the_target") {
   const Mask reference = generate_blobs(shape, 0.4, 40.0 / 40.0 / reference_sigma, seed);
   const Targets t = Targets::from_image(reference, Boundary::periodic, 10, false, Backend::cpu);
   int heard = 0;
-  const BlobStart start = choose_blob_start(shape, t, Boundary::periodic, seed + 1, Backend::cpu,
+  const BlobStart start = choose_blob_start(shape, {}, t, Boundary::periodic, seed + 1, false, Backend::cpu,
                                             [&](const BlobCandidate&) { ++heard; });
   CHECK(heard == int(start.tried.size()));
   REQUIRE(start.tried.size() >= 4);
@@ -191,6 +192,99 @@ TEST_CASE("anneal.blob_start_nearest_the_target") {
   CHECK(quality(start.structure, t, Boundary::periodic).pore_psd_l1 == doctest::Approx(start.chosen.pore_psd_l1));
   CHECK(start.structure.values() ==
         generate_blobs(shape, t.porosity, start.chosen.blobiness, seed + 1).values());  // the same start again
+  CHECK(start.chosen.planted_balls == 0);
+  CHECK(start.chosen.blobs_psd_l1 == start.chosen.pore_psd_l1);
+}
+
+namespace {
+
+// Targets with pore volume only in bins [0, 1) … [top−1, top): `tail` of it in the top bin.
+Targets tail_targets(int top, double tail, double porosity) {
+  Targets t;
+  t.porosity = porosity;
+  for (int b = 0; b <= top; ++b) t.pore_edges.push_back(b);
+  t.pore_psd.assign(std::size_t(top), 0.0);
+  t.pore_psd[0] = 1 - tail;
+  t.pore_psd[std::size_t(top - 1)] = tail;
+  return t;
+}
+
+int64_t ball_voxels(double radius) {
+  int64_t n = 0;
+  const int64_t h = int64_t(radius);
+  for (int64_t z = -h; z <= h; ++z)
+    for (int64_t y = -h; y <= h; ++y)
+      for (int64_t x = -h; x <= h; ++x) n += double(x * x + y * y + z * z) < radius * radius;
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("anneal.plan_large_pores_meets_the_missing_volume") {
+  const Shape shape{60, 60, 60};
+  const int64_t pore_voxels = 50000;
+  std::vector<double> start_fraction(10, 0.0);
+  start_fraction[0] = 1;  // a start with all its pore volume in the first bin
+  const uint64_t seed = testing::fresh_seed();
+  CAPTURE(seed);
+  const int64_t whole = ball_voxels(9.5);  // the top bin [9, 10): radius 9.5
+  SUBCASE("periodic: whole balls, as many as the volume holds") {
+    const Targets t = tail_targets(10, 2.6 * double(whole) / double(pore_voxels), 0.25);
+    const auto balls = plan_large_pores(start_fraction, t, shape, {}, Boundary::periodic, pore_voxels, seed);
+    REQUIRE(balls.size() == 3);  // two whole balls, and a third nearer 0.6 of one missing than none
+    for (const PlantedBall& b : balls) {
+      CHECK(b.radius == 9.5);
+      CHECK(b.inside == whole);
+    }
+  }
+  SUBCASE("periodic: less than half a ball is left out") {
+    const Targets t = tail_targets(10, 0.4 * double(whole) / double(pore_voxels), 0.25);
+    CHECK(plan_large_pores(start_fraction, t, shape, {}, Boundary::periodic, pore_voxels, seed).empty());
+  }
+  SUBCASE("open: the rest of the bin as a ball in a corner, cut by its faces") {
+    const double wanted = 0.4 * double(whole);
+    const Targets t = tail_targets(10, wanted / double(pore_voxels), 0.25);
+    const auto balls = plan_large_pores(start_fraction, t, shape, {}, Boundary::open, pore_voxels, seed);
+    REQUIRE(balls.size() == 1);
+    CHECK(double(balls[0].inside) == doctest::Approx(wanted).epsilon(0.1));
+    int faces_near = 0;  // a corner: within the radius of a face along every axis
+    for (int a = 0; a < 3; ++a)
+      faces_near += balls[0].centre[a] < 10 || balls[0].centre[a] >= shape.extent(a) - 10;
+    CHECK(faces_near == 3);
+  }
+  SUBCASE("a start that holds the target's PSD gets nothing") {
+    const Targets t = tail_targets(10, 0.5, 0.25);
+    CHECK(plan_large_pores(t.pore_psd, t, shape, {}, Boundary::open, pore_voxels, seed).empty());
+    CHECK(plan_large_pores(t.pore_psd, t, shape, {}, Boundary::periodic, pore_voxels, seed).empty());
+  }
+}
+
+TEST_CASE("anneal.planted_start_reaches_the_targets_large_pores") {
+  // A reference of small blobs and one large ball: blobs alone miss the ball's bins; the
+  // planted start holds them, keeps the pore count, and is nearer the target.
+  const uint64_t seed = testing::fresh_seed();
+  CAPTURE(seed);
+  const Shape shape{48, 48, 48};
+  Mask reference = generate_blobs(shape, 0.2, 2.0, seed);
+  for (int64_t z = 0; z < 48; ++z)
+    for (int64_t y = 0; y < 48; ++y)
+      for (int64_t x = 0; x < 48; ++x)
+        if ((x - 20) * (x - 20) + (y - 24) * (y - 24) + (z - 26) * (z - 26) < 11 * 11) reference(x, y, z) = 1;
+  for (const Boundary boundary : {Boundary::open, Boundary::periodic}) {
+    CAPTURE(to_string(boundary));
+    const Targets t = Targets::from_image(reference, boundary, 12, false, Backend::cpu);
+    BlobCandidate plain, planted;
+    const Mask blobs = make_blob_start(shape, {}, t, boundary, 2.0, false, seed + 1, Backend::cpu, &plain);
+    const Mask start = make_blob_start(shape, {}, t, boundary, 2.0, true, seed + 1, Backend::cpu, &planted);
+    CHECK(blobs.values() == generate_blobs(shape, t.porosity, 2.0, seed + 1).values());
+    CHECK(plain.planted_balls == 0);
+    REQUIRE(planted.planted_balls >= 1);
+    CHECK(planted.blobs_psd_l1 == plain.pore_psd_l1);
+    CHECK(count_phase(start) == count_phase(reference));
+    CHECK(planted.pore_psd_l1 < 0.6 * plain.pore_psd_l1);
+    CHECK(quality(start, t, boundary).pore_psd_l1 == doctest::Approx(planted.pore_psd_l1));
+    CHECK(make_blob_start(shape, {}, t, boundary, 2.0, true, seed + 1, Backend::cpu).values() == start.values());
+  }
 }
 
 TEST_CASE("anneal.bad_parameters") {

@@ -61,6 +61,11 @@ TEST_CASE("config.defaults_and_overrides") {
   const auto automatic = parse_run_config(minimal, "run.yaml", {"initial.structure=blobs", "initial.blobiness=auto"});
   CHECK(automatic.initial_blobiness_auto);
   CHECK(parse_run_config(automatic.to_yaml(), "resolved.yaml").initial_blobiness_auto);
+  CHECK_FALSE(automatic.initial_plant_large_pores);
+  const auto planted =
+      parse_run_config(minimal, "run.yaml", {"initial.structure=blobs", "initial.plant_large_pores=true"});
+  CHECK(planted.initial_plant_large_pores);
+  CHECK(parse_run_config(planted.to_yaml(), "resolved.yaml").initial_plant_large_pores);
 }
 
 TEST_CASE("config.errors_name_key_and_line") {
@@ -80,6 +85,10 @@ TEST_CASE("config.errors_name_key_and_line") {
   refused(std::string(minimal) + "initial:\n  blobiness: 0\n", "initial.blobiness must lie in (0");
   refused(std::string(minimal) + "annealing:\n  host_loop: sometimes\n", "annealing.host_loop must be true or false");
   refused(std::string(minimal) + "initial:\n  blobiness: large\n", "initial.blobiness must be a number or auto");
+  refused(std::string(minimal) + "initial:\n  plant_large_pores: true\n",
+          "initial.plant_large_pores plants into a blobs start (initial.structure: blobs)");
+  refused(std::string(minimal) + "initial:\n  structure: blobs\n  plant_large_pores: 3\n",
+          "initial.plant_large_pores must be true or false");
 }
 
 TEST_CASE("cli.run.end_to_end") {

@@ -3,6 +3,7 @@
 /// random numbers come from a counter-based hash of (seed, voxel index), not from <random>'s
 /// implementation-defined distributions.
 #include <cstdint>
+#include <vector>
 
 #include "poreforge/volume.hpp"
 
@@ -13,6 +14,12 @@ namespace poreforge {
 /// filter truncated at 4 sigma with reflected borders. Throws InputError for porosity
 /// outside (0, 1) or blobiness ≤ 0.
 Mask generate_blobs(Shape shape, double porosity, double blobiness, uint64_t seed);
+/// The smoothed noise that generate_blobs thresholds (its lowest values become phase), for
+/// callers that shape a blobs structure further. Throws InputError for blobiness ≤ 0.
+std::vector<float> blob_field(Shape shape, double blobiness, uint64_t seed);
+/// The `count` lowest values of `field` as phase (1), ties broken by index so that exactly
+/// `count` voxels are phase. Throws InputError when `field` does not have one value per voxel.
+Mask lowest_values(const std::vector<float>& field, Shape shape, int64_t count);
 /// The Gaussian's width in voxels that generate_blobs uses for `blobiness` on `shape`.
 double blob_sigma(Shape shape, double blobiness);
 

@@ -64,27 +64,6 @@ void gaussian_along(std::vector<float>& v, const Shape& s, int axis, const std::
   }
 }
 
-// Marks the `keep` smallest values as phase (ties broken by index, so the count is exact).
-Mask threshold_count(const std::vector<float>& v, Shape shape, int64_t keep) {
-  Mask mask(shape);
-  if (keep <= 0) return mask;
-  std::vector<float> sorted(v);
-  std::nth_element(sorted.begin(), sorted.begin() + (keep - 1), sorted.end());
-  const float t = sorted[keep - 1];
-  int64_t taken = 0;
-  for (std::size_t i = 0; i < v.size(); ++i)
-    if (v[i] < t) {
-      mask[i] = 1;
-      ++taken;
-    }
-  for (std::size_t i = 0; i < v.size() && taken < keep; ++i)
-    if (v[i] == t) {
-      mask[i] = 1;
-      ++taken;
-    }
-  return mask;
-}
-
 }  // namespace
 
 Mask generate_noise(Shape shape, double porosity, uint64_t seed) {
@@ -97,9 +76,8 @@ Mask generate_noise(Shape shape, double porosity, uint64_t seed) {
   return mask;
 }
 
-Mask generate_blobs(Shape shape, double porosity, double blobiness, uint64_t seed) {
+std::vector<float> blob_field(Shape shape, double blobiness, uint64_t seed) {
   validate_shape(shape);
-  check_porosity(porosity);
   if (!(blobiness > 0)) throw InputError("blobiness must be positive (got " + std::to_string(blobiness) + ")");
   const int64_t n = shape.voxels();
   std::vector<float> v(static_cast<std::size_t>(n));
@@ -118,7 +96,37 @@ Mask generate_blobs(Shape shape, double porosity, double blobiness, uint64_t see
   }
   for (auto& k : kernel) k = static_cast<float>(k / sum);
   for (int axis = 0; axis < 3; ++axis) gaussian_along(v, shape, axis, kernel);
-  return threshold_count(v, shape, std::llround(porosity * static_cast<double>(n)));
+  return v;
+}
+
+Mask lowest_values(const std::vector<float>& v, Shape shape, int64_t keep) {
+  if (v.size() != static_cast<std::size_t>(shape.voxels()))
+    throw InputError("lowest_values: " + std::to_string(v.size()) + " values for a " + to_string(shape) + " volume");
+  if (keep < 0 || keep > shape.voxels())
+    throw InputError("lowest_values: " + std::to_string(keep) + " phase voxels asked of " + std::to_string(shape.voxels()));
+  Mask mask(shape);
+  if (keep == 0) return mask;
+  std::vector<float> sorted(v);
+  std::nth_element(sorted.begin(), sorted.begin() + (keep - 1), sorted.end());
+  const float t = sorted[keep - 1];
+  int64_t taken = 0;
+  for (std::size_t i = 0; i < v.size(); ++i)
+    if (v[i] < t) {
+      mask[i] = 1;
+      ++taken;
+    }
+  for (std::size_t i = 0; i < v.size() && taken < keep; ++i)
+    if (v[i] == t) {
+      mask[i] = 1;
+      ++taken;
+    }
+  return mask;
+}
+
+Mask generate_blobs(Shape shape, double porosity, double blobiness, uint64_t seed) {
+  validate_shape(shape);
+  check_porosity(porosity);
+  return lowest_values(blob_field(shape, blobiness, seed), shape, std::llround(porosity * static_cast<double>(shape.voxels())));
 }
 
 double blob_sigma(Shape shape, double blobiness) {

@@ -99,27 +99,8 @@ struct Quality {
   double pore_psd_l1 = 0, s2_rms = 0;
 };
 Quality quality(const Mask& pore, const Targets& targets, Boundary boundary, Backend backend = Backend::cpu);
-
-/// A porosity-matched blobs start (generate_blobs) and how near its pore PSD is to the target.
-struct BlobCandidate {
-  double blobiness = 0, sigma = 0;  ///< sigma: the Gaussian's width in voxels
-  double pore_psd_l1 = 0;           ///< L1 distance to the target pore PSD, on its bins
-};
-
-/// The blobs start whose pore PSD is nearest the target's. Single swaps shrink and reshape
-/// pores but do not grow one past the start's largest (a larger inscribed ball needs many
-/// coordinated swaps, each uphill alone), so a start whose pores already reach the target's
-/// largest bins is what lets the PSD term converge. Tries σ = 1, 1.25, 1.25², … voxels up to a
-/// quarter of the mean extent, stopping three sizes past the best; every candidate is generated
-/// from `seed` and measured with the engine on `backend`; `tried` (optional) hears of each.
-struct BlobStart {
-  Mask structure;
-  BlobCandidate chosen;
-  std::vector<BlobCandidate> tried;
-};
-BlobStart choose_blob_start(Shape shape, const Targets& targets, Boundary boundary, uint64_t seed,
-                            Backend backend = Backend::cpu,
-                            const std::function<void(const BlobCandidate&)>& tried = {});
+/// L1 distance between pore-PSD fractions (on the target's bins) and the target's.
+double pore_psd_l1(const std::vector<double>& fraction, const Targets& targets);
 
 enum class StopReason { none, max_evaluations, energy_tolerance, no_improvement };
 std::string to_string(StopReason r);

@@ -1,0 +1,67 @@
+#pragma once
+/// Starting structures shaped by the targets. Single swaps shrink and reshape pores but do not
+/// grow one past the start's largest (a larger inscribed ball needs many coordinated swaps, each
+/// uphill alone), so what the start holds at the large end of the pore-size distribution is
+/// what the reconstruction can keep. Two levers: the blob size (a blobs start whose PSD is
+/// nearest the target's), and balls planted for the pore volume the blobs lack in each bin.
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "poreforge/annealer/annealer.hpp"
+
+namespace poreforge::anneal {
+
+/// A porosity-matched blobs start and how near its pore PSD is to the target's.
+struct BlobCandidate {
+  double blobiness = 0, sigma = 0;  ///< sigma: the Gaussian's width in voxels
+  double pore_psd_l1 = 0;           ///< L1 distance to the target pore PSD of the start returned
+  double blobs_psd_l1 = 0;          ///< the same for the blobs alone (before any planting)
+  int planted_balls = 0;
+  int64_t planted_voxels = 0;       ///< voxels inside planted balls (pore in the start)
+};
+
+/// A ball planted into a start: centre in voxels (inside the volume), radius in physical units,
+/// and how many of its voxels lie inside the volume.
+struct PlantedBall {
+  std::array<int64_t, 3> centre{};
+  double radius = 0;
+  int64_t inside = 0;
+};
+
+/// Balls for the pore volume a start lacks in the target's PSD bins above the first
+/// (`start_fraction`: the start's PSD on the target's bins), bin by bin from the top down: bin b
+/// misses D = (target_b − kept·start_b)·pore_voxels voxels, where `kept` is the share of the
+/// start's own pore voxels left once the balls take theirs (the plan is made three times to
+/// settle it). It gets whole balls of the bin's mid radius while D is at least a ball, then one
+/// more ball when that brings the bin nearer D than none does. Under the `open` boundary that
+/// last ball may sit in a corner of the volume, its centre 0…R voxels from the three faces, so
+/// that the part inside matches D — how a finite sample's own largest pores show (cut by its
+/// faces) and what a periodic volume cannot hold. Balls are not checked for overlap; planting
+/// stops before the balls alone would exceed `pore_voxels`. Positions come from `seed`.
+std::vector<PlantedBall> plan_large_pores(const std::vector<double>& start_fraction, const Targets& targets,
+                                          Shape shape, Spacing spacing, Boundary boundary, int64_t pore_voxels,
+                                          uint64_t seed);
+
+/// A blobs start with exactly the target's pore count (round(porosity·N)) on `spacing`: the
+/// lowest values of blob_field(shape, blobiness, seed); with `plant_large_pores`, the balls of
+/// plan_large_pores are pore and the blob field's lowest values fill the rest of the count.
+/// The PSDs are measured with the engine on `backend`; `report` (optional) receives the figures.
+Mask make_blob_start(Shape shape, Spacing spacing, const Targets& targets, Boundary boundary, double blobiness,
+                     bool plant_large_pores, uint64_t seed, Backend backend = Backend::cpu,
+                     BlobCandidate* report = nullptr);
+
+/// The blobs start whose pore PSD is nearest the target's: tries σ = 1, 1.25, 1.25², … voxels up
+/// to a quarter of the mean extent, stopping three sizes past the best; each candidate is a
+/// make_blob_start from `seed` (with planting, if asked); `tried` (optional) hears of each.
+struct BlobStart {
+  Mask structure;
+  BlobCandidate chosen;
+  std::vector<BlobCandidate> tried;
+};
+BlobStart choose_blob_start(Shape shape, Spacing spacing, const Targets& targets, Boundary boundary, uint64_t seed,
+                            bool plant_large_pores, Backend backend = Backend::cpu,
+                            const std::function<void(const BlobCandidate&)>& tried = {});
+
+}  // namespace poreforge::anneal

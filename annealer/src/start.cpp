@@ -1,0 +1,231 @@
+#include "poreforge/annealer/start.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "poreforge/annealer/philox.hpp"
+#include "poreforge/error.hpp"
+#include "poreforge/generators.hpp"
+#include "poreforge/local_thickness.hpp"
+#include "poreforge/psd.hpp"
+
+namespace poreforge::anneal {
+namespace {
+
+// Planting draws its positions from the run's seed on a lane of its own, apart from the
+// annealer's proposal and acceptance lanes.
+constexpr uint32_t kPlantLane = 0x504c4e54u;  // "PLNT"
+
+// Half-widths in voxels of a ball of physical radius `radius` (0 along an axis of extent 1).
+std::array<int64_t, 3> half_widths(double radius, Spacing spacing, Shape shape) {
+  std::array<int64_t, 3> h{};
+  for (int a = 0; a < 3; ++a)
+    h[a] = shape.extent(a) > 1 ? static_cast<int64_t>(std::floor(radius / spacing.along(a))) : 0;
+  return h;
+}
+
+// Calls visit(index) for every voxel of the open ball |x − c| < radius (physical units) that
+// lies in the volume; under `periodic` positions wrap (the caller keeps balls narrower than the
+// volume, so no voxel is visited twice).
+template <class Visit>
+void for_each_ball_voxel(const PlantedBall& ball, Spacing spacing, Shape shape, Boundary boundary, Visit visit) {
+  const auto h = half_widths(ball.radius, spacing, shape);
+  const double r2 = ball.radius * ball.radius;
+  for (int64_t dz = -h[2]; dz <= h[2]; ++dz)
+    for (int64_t dy = -h[1]; dy <= h[1]; ++dy)
+      for (int64_t dx = -h[0]; dx <= h[0]; ++dx) {
+        const double px = double(dx) * spacing.x, py = double(dy) * spacing.y, pz = double(dz) * spacing.z;
+        if (px * px + py * py + pz * pz >= r2) continue;
+        int64_t p[3] = {ball.centre[0] + dx, ball.centre[1] + dy, ball.centre[2] + dz};
+        bool inside = true;
+        for (int a = 0; a < 3; ++a) {
+          const int64_t n = shape.extent(a);
+          if (boundary == Boundary::periodic) p[a] = ((p[a] % n) + n) % n;
+          else if (p[a] < 0 || p[a] >= n) inside = false;
+        }
+        if (inside) visit((p[2] * shape.ny + p[1]) * shape.nx + p[0]);
+      }
+}
+
+int64_t count_inside(const PlantedBall& ball, Spacing spacing, Shape shape, Boundary boundary) {
+  int64_t n = 0;
+  for_each_ball_voxel(ball, spacing, shape, boundary, [&](int64_t) { ++n; });
+  return n;
+}
+
+double psd_l1(const Mask& structure, const Targets& targets, Boundary boundary, Backend backend,
+              std::vector<double>* fraction = nullptr) {
+  auto psd = pore_size_distribution(structure, boundary, Bins::from_edges(targets.pore_edges), backend).fraction;
+  const double l1 = pore_psd_l1(psd, targets);
+  if (fraction) *fraction = std::move(psd);
+  return l1;
+}
+
+// One plan (see plan_large_pores) for a start that keeps the share `kept` of its own pore
+// voxels once the balls take theirs.
+std::vector<PlantedBall> plan_round(const std::vector<double>& start_fraction, double kept, const Targets& targets,
+                                    Shape shape, Spacing spacing, Boundary boundary, int64_t pore_voxels, uint64_t seed) {
+  const auto& edges = targets.pore_edges;
+  const int bins = static_cast<int>(std::min({targets.pore_psd.size(), edges.size() - 1, start_fraction.size()}));
+  const Philox random(seed);
+  std::vector<PlantedBall> balls;
+  int64_t planted = 0;
+  uint64_t draws = 0;
+  unsigned corners_used = 0;  // partial balls go to different corners while there are any left
+  auto plant = [&](PlantedBall& ball) {
+    ball.inside = count_inside(ball, spacing, shape, boundary);
+    if (ball.inside == 0 || planted + ball.inside > pore_voxels) return false;
+    planted += ball.inside;
+    balls.push_back(ball);
+    return true;
+  };
+  for (int b = bins - 1; b >= 1; --b) {
+    double deficit = (targets.pore_psd[b] - kept * start_fraction[b]) * double(pore_voxels);  // voxels missing
+    if (deficit < 1) continue;
+    const double radius = 0.5 * (edges[b] + edges[b + 1]);
+    const auto h = half_widths(radius, spacing, shape);
+    // A ball that wraps onto itself in a periodic volume is no longer a ball of this radius.
+    bool fits = true;
+    for (int a = 0; a < 3; ++a) fits &= boundary != Boundary::periodic || 2 * h[a] + 1 < shape.extent(a);
+    if (!fits) continue;
+    PlantedBall probe;  // a whole ball, to count its voxels
+    probe.radius = radius;
+    probe.centre = h;
+    const int64_t full = count_inside(probe, spacing, Shape{2 * h[0] + 1, 2 * h[1] + 1, 2 * h[2] + 1}, Boundary::open);
+
+    // A uniform position: anywhere when the volume tiles space, else wholly inside where it
+    // has room (centred where it has none).
+    auto anywhere = [&](const PhiloxBlock& w) {
+      std::array<int64_t, 3> centre{};
+      for (int a = 0; a < 3; ++a) {
+        const int64_t n = shape.extent(a);
+        const int64_t lo = boundary == Boundary::periodic ? 0 : h[a];
+        const int64_t room = boundary == Boundary::periodic ? n : n - 2 * h[a];
+        centre[a] = room > 0 ? lo + int64_t(Philox::unit(w[a]) * double(room)) : n / 2;
+      }
+      return centre;
+    };
+    // Whole balls while the bin still holds at least one.
+    while (deficit >= double(full)) {
+      const PhiloxBlock w = random.draw(draws++, kPlantLane);
+      PlantedBall ball;
+      ball.radius = radius;
+      ball.centre = anywhere(w);
+      if (!plant(ball)) break;
+      deficit -= double(ball.inside);
+    }
+    if (deficit < 1) continue;
+
+    // The rest: one more ball if it brings the bin nearer its target volume than none does.
+    const PhiloxBlock w = random.draw(draws++, kPlantLane);
+    PlantedBall best;
+    best.radius = radius;
+    double best_miss = deficit;  // planting nothing misses by the whole deficit
+    unsigned corner = w[3] % 8;
+    if (boundary == Boundary::open) {
+      // In a corner chosen at random, the centre `depth` voxels in from each of its faces: from
+      // an eighth of the ball inside (depth 0) to all of it.
+      for (int k = 0; k < 8 && (corners_used >> corner & 1); ++k) corner = (corner + 1) % 8;
+      const int64_t deepest = std::max({h[0], h[1], h[2]});
+      for (int64_t depth = 0; depth <= deepest; ++depth) {
+        PlantedBall ball;
+        ball.radius = radius;
+        for (int a = 0; a < 3; ++a) {
+          const int64_t n = shape.extent(a);
+          const int64_t in = std::min(n - 1, deepest > 0 ? (depth * h[a] + deepest / 2) / deepest : 0);
+          ball.centre[a] = n == 1 ? 0 : (corner >> a & 1) ? n - 1 - in : in;
+        }
+        const double miss = std::abs(double(count_inside(ball, spacing, shape, boundary)) - deficit);
+        if (miss < best_miss) {
+          best_miss = miss;
+          best = ball;
+        }
+      }
+    } else if (std::abs(double(full) - deficit) < deficit) {
+      best.centre = anywhere(w);
+      best_miss = 0;
+    }
+    if (best_miss < deficit && plant(best) && boundary == Boundary::open) corners_used |= 1u << corner;
+  }
+  return balls;
+}
+
+}  // namespace
+
+std::vector<PlantedBall> plan_large_pores(const std::vector<double>& start_fraction, const Targets& targets,
+                                          Shape shape, Spacing spacing, Boundary boundary, int64_t pore_voxels,
+                                          uint64_t seed) {
+  // Planted voxels take part of the pore count from the start, whose own bins shrink in
+  // proportion: the plan is made three times, each for the share the last one left.
+  std::vector<PlantedBall> balls;
+  for (int round = 0; round < 3; ++round) {
+    int64_t planted = 0;
+    for (const PlantedBall& b : balls) planted += b.inside;
+    const double kept = 1 - double(planted) / double(pore_voxels);
+    balls = plan_round(start_fraction, kept, targets, shape, spacing, boundary, pore_voxels, seed);
+  }
+  return balls;
+}
+
+Mask make_blob_start(Shape shape, Spacing spacing, const Targets& targets, Boundary boundary, double blobiness,
+                     bool plant_large_pores, uint64_t seed, Backend backend, BlobCandidate* report) {
+  validate_shape(shape);
+  validate_spacing(spacing);
+  BlobCandidate c;
+  c.blobiness = blobiness;
+  c.sigma = blob_sigma(shape, blobiness);
+  const int64_t pore_voxels = std::llround(targets.porosity * double(shape.voxels()));
+  std::vector<float> field = blob_field(shape, blobiness, seed);
+  Mask start = lowest_values(field, shape, pore_voxels);
+  start.set_spacing(spacing);
+  std::vector<double> fraction;
+  c.blobs_psd_l1 = c.pore_psd_l1 = psd_l1(start, targets, boundary, backend, &fraction);
+  if (plant_large_pores) {
+    const auto balls = plan_large_pores(fraction, targets, shape, spacing, boundary, pore_voxels, seed);
+    if (!balls.empty()) {
+      // Planted voxels take the field's lowest value, so they are pore and the blobs keep the
+      // rest of the count where their own field is lowest.
+      for (const PlantedBall& ball : balls)
+        for_each_ball_voxel(ball, spacing, shape, boundary,
+                            [&](int64_t i) { field[std::size_t(i)] = -std::numeric_limits<float>::infinity(); });
+      c.planted_balls = static_cast<int>(balls.size());
+      c.planted_voxels = std::count(field.begin(), field.end(), -std::numeric_limits<float>::infinity());
+      start = lowest_values(field, shape, pore_voxels);
+      start.set_spacing(spacing);
+      c.pore_psd_l1 = psd_l1(start, targets, boundary, backend);
+    }
+  }
+  if (report) *report = c;
+  return start;
+}
+
+BlobStart choose_blob_start(Shape shape, Spacing spacing, const Targets& targets, Boundary boundary, uint64_t seed,
+                            bool plant_large_pores, Backend backend,
+                            const std::function<void(const BlobCandidate&)>& tried) {
+  validate_shape(shape);
+  const double unit_sigma = blob_sigma(shape, 1.0);  // σ ∝ 1 / blobiness; a quarter of the extent is 10 units
+  BlobStart best;
+  best.chosen.pore_psd_l1 = std::numeric_limits<double>::infinity();
+  int worse = 0;
+  // Blobs alone get monotonically worse past the best size, so three worse sizes end the
+  // search; with planting the figure is not monotone (small blobs leave every larger bin to
+  // balls, large ones only the tail), so every size up to a quarter of the extent is tried.
+  for (double sigma = 1.0; (worse < 3 || plant_large_pores) && (sigma <= 10 * unit_sigma || best.tried.empty());
+       sigma *= 1.25) {
+    BlobCandidate c;
+    Mask m = make_blob_start(shape, spacing, targets, boundary, unit_sigma / sigma, plant_large_pores, seed, backend, &c);
+    best.tried.push_back(c);
+    if (tried) tried(c);
+    if (c.pore_psd_l1 < best.chosen.pore_psd_l1) {
+      best.chosen = c;
+      best.structure = std::move(m);
+      worse = 0;
+    } else {
+      ++worse;
+    }
+  }
+  return best;
+}
+
+}  // namespace poreforge::anneal
