@@ -364,7 +364,8 @@ Runner add_run_command(CLI::App& app, const std::string& command_line) {
               if (o->quiet) return;
               std::fprintf(run.text_stream(), "  blobiness %.4g (sigma %.3g voxels): pore-PSD L1 %.4f", c.blobiness,
                            c.sigma, c.blobs_psd_l1);
-              if (c.planted_balls) std::fprintf(run.text_stream(), ", %.4f with %d large pores planted", c.pore_psd_l1, c.planted_balls);
+              if (c.planted_balls)
+                std::fprintf(run.text_stream(), ", %.4f with %d large pores planted", c.pore_psd_l1, c.planted_balls);
               std::fprintf(run.text_stream(), "\n");
             });
         run.config.initial = std::move(start.structure);

@@ -162,7 +162,7 @@ std::vector<PlantedBall> plan_large_pores(const std::vector<double>& start_fract
   for (int round = 0; round < 3; ++round) {
     int64_t planted = 0;
     for (const PlantedBall& b : balls) planted += b.inside;
-    const double kept = 1 - double(planted) / double(pore_voxels);
+    const double kept = pore_voxels > 0 ? 1 - double(planted) / double(pore_voxels) : 1.0;
     balls = plan_round(start_fraction, kept, targets, shape, spacing, boundary, pore_voxels, seed);
   }
   return balls;
@@ -208,13 +208,15 @@ BlobStart choose_blob_start(Shape shape, Spacing spacing, const Targets& targets
   BlobStart best;
   best.chosen.pore_psd_l1 = std::numeric_limits<double>::infinity();
   int worse = 0;
-  // Blobs alone get monotonically worse past the best size, so three worse sizes end the
-  // search; with planting the figure is not monotone (small blobs leave every larger bin to
-  // balls, large ones only the tail), so every size up to a quarter of the extent is tried.
+  // Without planting, three worse sizes in a row end the search (the blobs' error grows past
+  // the best size, if not strictly); with planting it jumps between sizes (small blobs leave
+  // every larger bin to balls, large ones only the tail), so every size up to a quarter of
+  // the extent is tried.
   for (double sigma = 1.0; (worse < 3 || plant_large_pores) && (sigma <= 10 * unit_sigma || best.tried.empty());
        sigma *= 1.25) {
     BlobCandidate c;
-    Mask m = make_blob_start(shape, spacing, targets, boundary, unit_sigma / sigma, plant_large_pores, seed, backend, &c);
+    Mask m =
+        make_blob_start(shape, spacing, targets, boundary, unit_sigma / sigma, plant_large_pores, seed, backend, &c);
     best.tried.push_back(c);
     if (tried) tried(c);
     if (c.pore_psd_l1 < best.chosen.pore_psd_l1) {

@@ -53,8 +53,9 @@ Mask make_blob_start(Shape shape, Spacing spacing, const Targets& targets, Bound
                      BlobCandidate* report = nullptr);
 
 /// The blobs start whose pore PSD is nearest the target's: tries σ = 1, 1.25, 1.25², … voxels up
-/// to a quarter of the mean extent, stopping three sizes past the best; each candidate is a
-/// make_blob_start from `seed` (with planting, if asked); `tried` (optional) hears of each.
+/// to a quarter of the mean extent — without planting stopping three sizes past the best, with
+/// planting every size (its error jumps between sizes); each candidate
+/// is a make_blob_start from `seed`; `tried` (optional) hears of each.
 struct BlobStart {
   Mask structure;
   BlobCandidate chosen;
