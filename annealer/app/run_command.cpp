@@ -18,7 +18,6 @@
 #include "poreforge/backend.hpp"
 #include "poreforge/correlation.hpp"
 #include "poreforge/error.hpp"
-#include "poreforge/generators.hpp"
 #include "poreforge/io.hpp"
 #include "poreforge/local_thickness.hpp"
 #include "checkpoint.hpp"

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <limits>
 
 #include "poreforge/correlation.hpp"
 #include "poreforge/error.hpp"
