@@ -16,8 +16,9 @@
 //    by atomicMax to the voxels of its rows not yet covered (by a larger band), then the
 //    band's union is added to the bitmap. Any order within a band is right.
 //
-// Either way a ball skips the rows that a face neighbour of no smaller radius paints
-// (row_cut), which is exact for both: the skipped row is covered by a ball at least as large.
+// Either way a ball skips the voxels that a face neighbour of no smaller radius paints
+// (row_cut: whole rows toward ±y and ±z, the ends of rows toward ±x), which is exact for
+// both: a skipped voxel is covered by a ball at least as large.
 //
 //  1. count_classes: centres per class (block histograms), phase voxels, the no-background
 //     flag; a bit per voxel marks the centres (a warp's ballot is one word: no atomics), so
@@ -53,60 +54,86 @@ __device__ int coverage_class(const M& m, typename M::value_type r2, const doubl
   return a == n && r > edges[n - 1] ? n + 1 : a;
 }
 
-// Half-extents of a ball's bounding box of rows: along y and z (0 along a flat axis).
-template <class M>
-__device__ void row_reach(const M& m, typename M::value_type r2, const Geometry& g, int64_t& ry, int64_t& rz) {
-  ry = g.ny > 1 ? detail::chord_half_width(m, r2, 1, 0, 0) : 0;
-  rz = g.nz > 1 ? detail::chord_half_width(m, r2, 2, 0, 0) : 0;
-}
+// Where face neighbours take over a centre's voxels, toward +y, −y, +z, −z, +x, −x: the
+// voxels at offset t ≥ from along that direction are painted by the neighbour (kNoCut: none).
+// Five bits a field in one word (the map's memory target counts every byte of a centre);
+// `from` ≤ 1 always, and is clamped at −29, which only keeps more voxels.
+constexpr int kNoCut = 127;
+struct RowCut {
+  enum Side { plus_y, minus_y, plus_z, minus_z, plus_x, minus_x };
+  static constexpr int kBias = 29, kNone = 31;
+  uint32_t bits = 0x3FFFFFFFu;  // every field kNone
 
-// The rows a centre paints: dy in [y0, y1], dz in [z0, z1] (empty when y0 > y1 or z0 > z1).
+  __host__ __device__ int from(int side) const {
+    const int field = int(bits >> (5 * side)) & 31;
+    return field == kNone ? kNoCut : field - kBias;
+  }
+  __host__ __device__ void set(int side, int64_t from) {
+    const uint32_t field = uint32_t((from > -kBias ? from : -kBias) + kBias);
+    bits = (bits & ~(31u << (5 * side))) | (field << (5 * side));
+  }
+};
+
+// The voxels a centre paints: rows dy in [y0, y1], dz in [z0, z1] (dy fastest; empty when
+// y0 > y1 or z0 > z1), and in each row the part of the ball's chord with dx in [x0, x1].
+// The x-cuts leave no voxel in a row whose chord is shorter than max(0, x0, −x1), so the rows
+// reach only as far as the ball shrunk by that much: rows_r2 = r2 − that². Rows outside the
+// volume along a non-periodic axis are left out.
 struct RowBox {
-  int y0, y1, z0, z1;
+  int y0, y1, z0, z1, x0, x1;
   __device__ int64_t rows() const {
     return y1 < y0 || z1 < z0 ? 0 : int64_t(y1 - y0 + 1) * int64_t(z1 - z0 + 1);
   }
 };
 
-// Where face neighbours take over a centre's rows, toward +y, −y, +z, −z: the rows at offset
-// t ≥ from along that direction are painted by the neighbour (kNoCut: none). Four bytes per
-// centre; `from` is clamped at −127, which only keeps more rows.
-struct RowCut {
-  int8_t from[4];
-};
-constexpr int8_t kNoCut = 127;
-
-// The centre's rows: its bounding box of rows less the cuts.
+// The rows and x-range of a centre of squared radius r2 at (cy, cz), less its cuts.
 template <class M>
-__device__ RowBox box_of(const M& m, typename M::value_type r2, const Geometry& g, RowCut cut) {
-  int64_t ry, rz;
-  row_reach(m, r2, g, ry, rz);
-  RowBox box{-int(ry), int(ry), -int(rz), int(rz)};
-  if (cut.from[0] != kNoCut) box.y1 = min(box.y1, cut.from[0] - 1);
-  if (cut.from[1] != kNoCut) box.y0 = max(box.y0, 1 - cut.from[1]);
-  if (cut.from[2] != kNoCut) box.z1 = min(box.z1, cut.from[2] - 1);
-  if (cut.from[3] != kNoCut) box.z0 = max(box.z0, 1 - cut.from[3]);
+__device__ RowBox box_of(const M& m, typename M::value_type r2, const Geometry& g, RowCut cut, int cy, int cz) {
+  using V = typename M::value_type;
+  constexpr int kFar = 1 << 20;  // beyond any extent (below 2^15)
+  RowBox box{0, -1, 0, -1, -kFar, kFar};
+  if (cut.from(RowCut::plus_x) != kNoCut) box.x1 = cut.from(RowCut::plus_x) - 1;
+  if (cut.from(RowCut::minus_x) != kNoCut) box.x0 = 1 - cut.from(RowCut::minus_x);
+  if (box.x0 > box.x1) return box;  // both x-neighbours together hold the whole ball
+  const int shortest = max(0, max(box.x0, -box.x1));
+  V rows_r2 = r2;
+  if constexpr (std::is_same_v<M, detail::VoxelMetric>) {  // the only metric with cuts
+    if (uint64_t(shortest) * uint64_t(shortest) >= uint64_t(r2)) return box;
+    rows_r2 = r2 - V(shortest * shortest);
+  }
+  int64_t ry = g.ny > 1 ? detail::chord_half_width(m, rows_r2, 1, 0, 0) : 0;
+  int64_t rz;
+  if constexpr (std::is_same_v<M, detail::VoxelMetric>) rz = g.nz > 1 ? (g.ny > 1 ? ry : detail::chord_half_width(m, rows_r2, 2, 0, 0)) : 0;
+  else rz = g.nz > 1 ? detail::chord_half_width(m, rows_r2, 2, 0, 0) : 0;
+  box.y0 = -int(ry), box.y1 = int(ry), box.z0 = -int(rz), box.z1 = int(rz);
+  if (cut.from(RowCut::plus_y) != kNoCut) box.y1 = min(box.y1, cut.from(RowCut::plus_y) - 1);
+  if (cut.from(RowCut::minus_y) != kNoCut) box.y0 = max(box.y0, 1 - cut.from(RowCut::minus_y));
+  if (cut.from(RowCut::plus_z) != kNoCut) box.z1 = min(box.z1, cut.from(RowCut::plus_z) - 1);
+  if (cut.from(RowCut::minus_z) != kNoCut) box.z0 = max(box.z0, 1 - cut.from(RowCut::minus_z));
+  if (g.along(1) != Boundary::periodic) box.y0 = max(box.y0, -cy), box.y1 = min(box.y1, int(g.ny) - 1 - cy);
+  if (g.along(2) != Boundary::periodic) box.z0 = max(box.z0, -cz), box.z1 = min(box.z1, int(g.nz) - 1 - cz);
   return box;
 }
 
-// With isotropic integer distances, a face neighbour c' = c + e (e = ±ŷ or ±ẑ) in the phase
-// with R'² = R² + Δ, Δ ≥ 0, holds each row of c at offset t along e with 2t ≥ 1 − Δ: that
-// row's chord is |w|² < R² − t² − u², c''s at the same voxels is |w|² < R'² − (t − 1)² − u²,
-// and R² − t² ≤ R'² − (t − 1)² exactly then. The neighbour's class is at least c's, so it is
-// painted in this or an earlier class — or, if it is not a kept centre, the ball containing
-// it is — with a radius no smaller. Its own rows may be cut in turn, by a neighbour whose
-// radius is no smaller: along such a chain either R² grows or |t| shrinks, so the chain ends
-// at a centre that paints the row. Anisotropic spacing keeps whole boxes (its ties are
-// decided in floating point).
+// With isotropic integer distances, a face neighbour c' = c + e (e = ±x̂, ±ŷ or ±ẑ) in the
+// phase with R'² = R² + Δ, Δ ≥ 0, holds each voxel of c's ball at offset t along e with
+// 2t ≥ 1 − Δ: the voxel is |w|² + t² < R², and |w|² + (t − 1)² < R'² follows exactly then.
+// The neighbour's class is at least c's, so it is painted in this or an earlier class — or,
+// if it is not a kept centre, the ball containing it is — with a radius no smaller. Along y
+// and z a cut drops whole rows, along x the end of every row. The neighbour's voxels may be
+// cut in turn, by a neighbour whose radius is no smaller: along such a chain either R² grows
+// or the voxel's offset |t|₁ shrinks, so the chain ends at a centre that paints the voxel.
+// Where both x-neighbours cut, with one of them larger, c paints nothing. Anisotropic
+// spacing keeps whole balls (its ties are decided in floating point).
 template <class M>
 __device__ RowCut row_cut(const typename M::value_type* d2, int64_t i, const Geometry& g) {
   using V = typename M::value_type;
-  RowCut cut{{kNoCut, kNoCut, kNoCut, kNoCut}};
+  RowCut cut;
   if constexpr (std::is_same_v<M, detail::VoxelMetric>) {
     const V r2 = d2[i];
     int64_t x, y, z;
     g.split(uint32_t(i), x, y, z);
-    auto look = [&](int axis, int64_t coordinate, int64_t extent, int64_t stride, int8_t& plus, int8_t& minus) {
+    auto look = [&](int axis, int64_t coordinate, int64_t extent, int64_t stride, int plus, int minus) {
       if (extent == 1) return;
       const bool wrap = g.along(axis) == Boundary::periodic;
       for (int side = -1; side <= 1; side += 2) {
@@ -117,12 +144,12 @@ __device__ RowCut row_cut(const typename M::value_type* d2, int64_t i, const Geo
         }
         const V other = d2[i + (c - coordinate) * stride];
         if (other == V(0) || other == M::infinity || other < r2) continue;
-        const int64_t from = -((int64_t(other) - int64_t(r2) - 1) >> 1);  // ⌈(1 − Δ) / 2⌉ ≤ 1
-        (side > 0 ? plus : minus) = int8_t(from > -127 ? from : -127);
+        cut.set(side > 0 ? plus : minus, -((int64_t(other) - int64_t(r2) - 1) >> 1));  // ⌈(1 − Δ) / 2⌉ ≤ 1
       }
     };
-    look(1, y, g.ny, g.nx, cut.from[0], cut.from[1]);
-    look(2, z, g.nz, g.nx * g.ny, cut.from[2], cut.from[3]);
+    look(0, x, g.nx, 1, RowCut::plus_x, RowCut::minus_x);
+    look(1, y, g.ny, g.nx, RowCut::plus_y, RowCut::minus_y);
+    look(2, z, g.nz, g.nx * g.ny, RowCut::plus_z, RowCut::minus_z);
   }
   return cut;
 }
@@ -227,10 +254,12 @@ __global__ void write_classes(const typename M::value_type* __restrict__ d2, Geo
     if (slot >= capacity) continue;  // overflow: place_classes has raised the flag
     const int64_t i = striped_voxel(k);
     const RowCut cut = row_cut<M>(d2, i, g);
+    int64_t x, y, z;
+    g.split(uint32_t(i), x, y, z);
     centre_r2[slot] = d2[i];
     centre_index[slot] = static_cast<uint32_t>(i);
     centre_cut[slot] = cut;
-    centre_rows[slot] = static_cast<unsigned long long>(box_of(m, d2[i], g, cut).rows());
+    centre_rows[slot] = static_cast<unsigned long long>(box_of(m, d2[i], g, cut, int(y), int(z)).rows());
   }
 }
 
@@ -339,7 +368,7 @@ __device__ void walk_class_rows(int q, const typename M::value_type* __restrict_
     int64_t k = lo;
     V r2{};
     float value = 0;
-    int cx = 0, cy = 0, cz = 0, y0 = 0, z0 = 0, side = 1;
+    int cx = 0, cy = 0, cz = 0, y0 = 0, z0 = 0, x0 = 0, x1 = 0, side = 1;
     float inv_side = 1.0f;
     unsigned long long own_first = 0, own_end = 0;
     auto load = [&] {
@@ -347,8 +376,9 @@ __device__ void walk_class_rows(int q, const typename M::value_type* __restrict_
       value = m.radius(r2);
       int64_t x, y, z;
       g.split(centre_index[k], x, y, z);
-      const RowBox box = box_of(m, r2, g, centre_cut[k]);
-      cx = int(x), cy = int(y), cz = int(z), y0 = box.y0, z0 = box.z0;
+      cx = int(x), cy = int(y), cz = int(z);
+      const RowBox box = box_of(m, r2, g, centre_cut[k], cy, cz);
+      y0 = box.y0, z0 = box.z0, x0 = box.x0, x1 = box.x1;
       side = box.y1 - box.y0 + 1;  // ≥ 1 whenever the centre owns rows
       inv_side = 1.0f / float(side);
       own_first = row_start[k];
@@ -367,7 +397,8 @@ __device__ void walk_class_rows(int q, const typename M::value_type* __restrict_
       while ((zi + 1) * side <= local) ++zi;
       const int dz = z0 + zi, dy = y0 + local - zi * side;
       const int w = int(detail::chord_half_width(m, r2, 0, dy, dz));
-      if (w < 0) continue;  // a corner of the box
+      const int from = max(-w, x0), to = min(w, x1);
+      if (from > to) continue;  // a corner of the box (w < 0), or a chord the x-cuts take
       int y = cy + dy, z = cz + dz;
       if (y < 0 || y >= ny) {
         if (!wrap_y) continue;
@@ -378,7 +409,7 @@ __device__ void walk_class_rows(int q, const typename M::value_type* __restrict_
         z = ((z % nz) + nz) % nz;
       }
       unsigned int* words = bitmap + int64_t(z) * plane_words + y;
-      const int a = cx - w, b = cx + w;
+      const int a = cx + from, b = cx + to;
       if (!wrap_x) {
         run(words, a > 0 ? a : 0, b < nx - 1 ? b : nx - 1, y, z, value);
       } else if (b - a + 1 >= nx) {
