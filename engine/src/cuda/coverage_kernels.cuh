@@ -12,9 +12,10 @@
 //    class sets for the first time, summed from the top class down, are the counts.
 //  - Thickness map: the thresholds are radius bands (band_edges). A voxel's thickness lies
 //    in the first band whose union covers it, and is the largest radius among that band's
-//    balls that cover it. So each band is painted twice: first every ball writes its radius
-//    by atomicMax to the voxels of its rows not yet covered (by a larger band), then the
-//    band's union is added to the bitmap. Any order within a band is right.
+//    balls that cover it. So every ball of a band writes its radius by atomicMax to the
+//    voxels of its rows not yet covered (by a larger band), and the band's union is added to
+//    the bitmap for the bands below — in the next band's launch (paint_band). Any order
+//    within a band is right.
 //
 // Either way a ball skips the voxels that a face neighbour of no smaller radius paints
 // (row_cut: whole rows toward ±y and ±z, the ends of rows toward ±x), which is exact for
@@ -27,8 +28,8 @@
 //  3. write_classes: each marked centre into its class region (block-reserved ranges), with
 //     its row cut and its number of rows; an exclusive scan of those gives row numbers
 //     (scan_tiles, scan_tile_sums, add_tile_offsets: over the centres found, not the capacity).
-//  4. Per class, largest first: paint_class_values (map only), then paint_class: each thread
-//     walks runs of consecutive rows.
+//  4. Per class, largest first: paint_class (PSD: the union), or paint_band (map: band q's
+//     values and band q + 1's union in one launch); each thread walks runs of consecutive rows.
 //  5. counts_from_classes (PSD): running sums → at_least[edges], above, phase.
 #include <cuda_runtime.h>
 
@@ -214,6 +215,7 @@ __global__ void place_classes(const unsigned int* __restrict__ class_count, int 
                               unsigned int* __restrict__ class_start, unsigned int* __restrict__ class_cursor,
                               unsigned int* __restrict__ total, int64_t capacity, Status* status) {
   unsigned long long offset = 0;
+  class_start[num_edges + 2] = class_cursor[num_edges + 2] = 0;  // the empty class above the top (paint_band)
   for (int q = num_edges + 1; q >= 1; --q) {
     class_start[q] = class_cursor[q] = static_cast<unsigned int>(offset);
     offset += class_count[q];
@@ -329,37 +331,38 @@ __global__ void add_tile_offsets(unsigned long long* __restrict__ centre_rows, c
 // The bitmap: bit x of voxel row (y, z) is bit x % 32 of word (z·words_per_row + x / 32)·ny + y
 // — y fastest, so the consecutive rows of a ball (dy fastest) are adjacent words, one cache line.
 
-constexpr int kRowsPerThread = 16;
+constexpr int kMaxRowsPerThread = 16;
 
-// Step 4's walk over the rows of class q: rows [row_start[s], row_start[e]) of its centres
-// [s, e), where centre k owns rows row_start[k] … row_start[k+1] − 1 of its box (box_of),
-// dy fastest. A thread takes kRowsPerThread consecutive rows, so it looks a centre up once
-// per run of its rows (a look-up costs as much as a few rows, and small balls have few).
-// For each row that meets the volume, `run(row_words, a, b, y, z, value)` gets the row's
-// first bitmap word and each clipped x-run [a, b]; rows outside the ball (box corners) give
-// none, and a periodic ball wider than the period gives some voxels twice.
+// Step 4's walk over the rows of the centres [s, e) (one class, or two adjacent ones): rows
+// [row_start[s], row_start[e]), where centre k owns rows row_start[k] … row_start[k+1] − 1 of
+// its box (box_of), dy fastest. A thread takes a run of consecutive rows, so it looks a
+// centre up once per run (a look-up costs as much as a few rows, and small balls have few):
+// up to kMaxRowsPerThread, fewer when the grid has threads to spare — a run is a chain of
+// dependent loads, and in a small class the longest chain is the launch's time. For each row that meets the volume, `run(row_words, a, b, y, z, value, k)` gets
+// the row's first bitmap word and each clipped x-run [a, b] of centre k; rows outside the
+// ball (box corners) give none, and a periodic ball wider than the period gives some voxels
+// twice.
 template <class M, class Run>
-__device__ void walk_class_rows(int q, const typename M::value_type* __restrict__ centre_r2,
-                                const uint32_t* __restrict__ centre_index, const RowCut* __restrict__ centre_cut,
-                                const unsigned long long* __restrict__ row_start,
-                                const unsigned int* __restrict__ class_start, const unsigned int* __restrict__ class_count,
-                                int64_t capacity, const Geometry& g, const M& m, unsigned int* bitmap,
-                                int64_t words_per_row, Run&& run) {
+__device__ void walk_rows(int64_t s, int64_t e, const typename M::value_type* __restrict__ centre_r2,
+                          const uint32_t* __restrict__ centre_index, const RowCut* __restrict__ centre_cut,
+                          const unsigned long long* __restrict__ row_start, const Geometry& g, const M& m,
+                          unsigned int* bitmap, int64_t words_per_row, Run&& run) {
   using V = typename M::value_type;
-  const int64_t s = class_start[q];
-  const int64_t e = s + class_count[q] < capacity ? s + class_count[q] : capacity;
   if (s >= e) return;
   const unsigned long long begin = row_start[s], end = row_start[e];
-  const unsigned long long runs = (end - begin + kRowsPerThread - 1) / kRowsPerThread;
+  if (begin == end) return;  // every centre's rows were cut
+  const unsigned long long threads = uint64_t(gridDim.x) * blockDim.x;
+  const unsigned long long spread = (end - begin + threads - 1) / threads;  // ≥ 1
+  const unsigned long long per_thread = spread < kMaxRowsPerThread ? spread : kMaxRowsPerThread;
+  const unsigned long long runs = (end - begin + per_thread - 1) / per_thread;
   const bool wrap_x = g.along(0) == Boundary::periodic, wrap_y = g.along(1) == Boundary::periodic,
              wrap_z = g.along(2) == Boundary::periodic;
-  const unsigned long long threads = uint64_t(gridDim.x) * blockDim.x;
   const int64_t plane_words = words_per_row * g.ny;
   // Extents are below 2^15 (validate_shape), so coordinates and offsets are ints.
   const int nx = int(g.nx), ny = int(g.ny), nz = int(g.nz);
   for (unsigned long long r = blockIdx.x * uint64_t(blockDim.x) + threadIdx.x; r < runs; r += threads) {
-    const unsigned long long first = begin + r * kRowsPerThread;
-    const unsigned long long last = first + kRowsPerThread < end ? first + kRowsPerThread : end;
+    const unsigned long long first = begin + r * per_thread;
+    const unsigned long long last = first + per_thread < end ? first + per_thread : end;
     int64_t lo = s, hi = e - 1;  // the last centre k with row_start[k] ≤ first
     while (lo < hi) {
       const int64_t mid = (lo + hi + 1) / 2;
@@ -411,17 +414,17 @@ __device__ void walk_class_rows(int q, const typename M::value_type* __restrict_
       unsigned int* words = bitmap + int64_t(z) * plane_words + y;
       const int a = cx + from, b = cx + to;
       if (!wrap_x) {
-        run(words, a > 0 ? a : 0, b < nx - 1 ? b : nx - 1, y, z, value);
+        run(words, a > 0 ? a : 0, b < nx - 1 ? b : nx - 1, y, z, value, k);
       } else if (b - a + 1 >= nx) {
-        run(words, 0, nx - 1, y, z, value);
+        run(words, 0, nx - 1, y, z, value, k);
       } else if (a < 0) {
-        run(words, a + nx, nx - 1, y, z, value);
-        run(words, 0, b, y, z, value);
+        run(words, a + nx, nx - 1, y, z, value, k);
+        run(words, 0, b, y, z, value, k);
       } else if (b >= nx) {
-        run(words, a, nx - 1, y, z, value);
-        run(words, 0, b - nx, y, z, value);
+        run(words, a, nx - 1, y, z, value, k);
+        run(words, 0, b - nx, y, z, value, k);
       } else {
-        run(words, a, b, y, z, value);
+        run(words, a, b, y, z, value, k);
       }
     }
   }
@@ -434,8 +437,29 @@ __device__ inline unsigned int run_bits(int w, int a, int b) {
   return (to == 31 ? 0xFFFFFFFFu : ((1u << (to + 1)) - 1u)) & ~((1u << from) - 1u);
 }
 
-// Step 4, the union: sets the bits of class q's rows; counts the bits set for the first time
-// into class_newly[q].
+// Centres [begin, end) of class q (clamped to the capacity: overflow is flagged elsewhere).
+__device__ inline void class_range(int q, const unsigned int* class_start, const unsigned int* class_count,
+                                   int64_t capacity, int64_t& begin, int64_t& end) {
+  begin = class_start[q];
+  end = begin + class_count[q] < capacity ? begin + class_count[q] : capacity;
+}
+
+// Sets the bits of the x-run [a, b] in the row whose first word is `words`; returns how many
+// were not set before.
+__device__ inline unsigned int union_run(unsigned int* words, int stride, int a, int b) {
+  unsigned int fresh = 0;
+  for (int w = a >> 5; w <= (b >> 5); ++w) {
+    const unsigned int bits = run_bits(w, a, b);
+    unsigned int* word = words + int64_t(w) * stride;
+    // A stale read only costs an atomic: the atomic's old value decides.
+    if ((*word & bits) == bits) continue;
+    fresh += __popc(bits & ~atomicOr(word, bits));
+  }
+  return fresh;
+}
+
+// Step 4 of the PSD path, the union: sets the bits of class q's rows; counts the bits set
+// for the first time into class_newly[q].
 template <class M>
 __global__ void paint_class(int q, const typename M::value_type* __restrict__ centre_r2,
                             const uint32_t* __restrict__ centre_index, const RowCut* __restrict__ centre_cut,
@@ -444,47 +468,53 @@ __global__ void paint_class(int q, const typename M::value_type* __restrict__ ce
                             int64_t capacity, Geometry g, M m, unsigned int* __restrict__ bitmap, int64_t words_per_row,
                             unsigned long long* __restrict__ class_newly) {
   const int stride = int(g.ny);
+  int64_t begin, end;
+  class_range(q, class_start, class_count, capacity, begin, end);
   unsigned long long fresh = 0;
-  walk_class_rows(q, centre_r2, centre_index, centre_cut, row_start, class_start, class_count, capacity, g, m, bitmap,
-                  words_per_row, [&](unsigned int* words, int a, int b, int, int, float) {
-                    for (int w = a >> 5; w <= (b >> 5); ++w) {
-                      const unsigned int bits = run_bits(w, a, b);
-                      unsigned int* word = words + int64_t(w) * stride;
-                      // A stale read only costs an atomic: the atomic's old value decides.
-                      if ((*word & bits) == bits) continue;
-                      fresh += __popc(bits & ~atomicOr(word, bits));
-                    }
-                  });
+  walk_rows(begin, end, centre_r2, centre_index, centre_cut, row_start, g, m, bitmap, words_per_row,
+            [&](unsigned int* words, int a, int b, int, int, float, int64_t) { fresh += union_run(words, stride, a, b); });
   for (int o = 16; o > 0; o >>= 1) fresh += __shfl_down_sync(0xFFFFFFFFu, fresh, o);
   if ((threadIdx.x & 31) == 0 && fresh) atomicAdd(&class_newly[q], fresh);
 }
 
-// Step 4, the map's values for band q (before its union): every ball of the band writes its
-// radius, by atomicMax on the float's bits (non-negative floats order as their bits), to the
-// voxels of its rows that no larger band covers. The bitmap is only read here.
+// Step 4 of the map, band q: every ball of band q writes its radius, by atomicMax on the
+// float's bits (non-negative floats order as their bits), to the voxels of its rows that no
+// larger band covers; in the same launch the balls of band q + 1 add their union to the
+// bitmap (class_count[q + 1] must exist: the caller passes q + 1 = top + 1, an empty class,
+// for the top band). The skip is only a saving — an extra atomicMax by a smaller ball leaves
+// the larger value — so reading band q + 1's bits while they are being set is exact: a voxel
+// skipped for one of them lies in a larger ball. One launch a band instead of two; band 1's
+// union is never painted, nothing reads it.
 template <class M>
-__global__ void paint_class_values(int q, const typename M::value_type* __restrict__ centre_r2,
-                                   const uint32_t* __restrict__ centre_index, const RowCut* __restrict__ centre_cut,
-                                   const unsigned long long* __restrict__ row_start,
-                                   const unsigned int* __restrict__ class_start,
-                                   const unsigned int* __restrict__ class_count, int64_t capacity, Geometry g, M m,
-                                   const unsigned int* __restrict__ bitmap, int64_t words_per_row,
-                                   float* __restrict__ thickness) {
+__global__ void paint_band(int q, const typename M::value_type* __restrict__ centre_r2,
+                           const uint32_t* __restrict__ centre_index, const RowCut* __restrict__ centre_cut,
+                           const unsigned long long* __restrict__ row_start,
+                           const unsigned int* __restrict__ class_start, const unsigned int* __restrict__ class_count,
+                           int64_t capacity, Geometry g, M m, unsigned int* bitmap, int64_t words_per_row,
+                           float* __restrict__ thickness) {
   const int stride = int(g.ny);
-  walk_class_rows(q, centre_r2, centre_index, centre_cut, row_start, class_start, class_count, capacity, g, m,
-                  const_cast<unsigned int*>(bitmap), words_per_row,
-                  [&](unsigned int* words, int a, int b, int y, int z, float value) {
-                    const int64_t row_base = (int64_t(z) * g.ny + y) * g.nx;
-                    const int bits_of_value = __float_as_int(value);
-                    for (int w = a >> 5; w <= (b >> 5); ++w) {
-                      unsigned int open = run_bits(w, a, b) & ~words[int64_t(w) * stride];
-                      while (open) {
-                        const int bit = __ffs(open) - 1;
-                        open &= open - 1;
-                        atomicMax(reinterpret_cast<int*>(thickness) + row_base + w * 32 + bit, bits_of_value);
-                      }
-                    }
-                  });
+  int64_t larger_begin, larger_end, begin, end;
+  class_range(q + 1, class_start, class_count, capacity, larger_begin, larger_end);
+  class_range(q, class_start, class_count, capacity, begin, end);
+  // Class q + 1's centres lie just before class q's (place_classes: largest first).
+  if (larger_begin >= larger_end) larger_begin = begin;
+  walk_rows(larger_begin, end, centre_r2, centre_index, centre_cut, row_start, g, m, bitmap, words_per_row,
+            [&](unsigned int* words, int a, int b, int y, int z, float value, int64_t k) {
+              if (k < begin) {  // band q + 1: the union
+                union_run(words, stride, a, b);
+                return;
+              }
+              const int64_t row_base = (int64_t(z) * g.ny + y) * g.nx;
+              const int bits_of_value = __float_as_int(value);
+              for (int w = a >> 5; w <= (b >> 5); ++w) {
+                unsigned int open = run_bits(w, a, b) & ~words[int64_t(w) * stride];
+                while (open) {
+                  const int bit = __ffs(open) - 1;
+                  open &= open - 1;
+                  atomicMax(reinterpret_cast<int*>(thickness) + row_base + w * 32 + bit, bits_of_value);
+                }
+              }
+            });
 }
 
 // Step 5 (one thread). counts: at_least[edges], above, phase voxels.

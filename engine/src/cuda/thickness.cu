@@ -57,7 +57,7 @@ struct ClassSet {
 
   ClassSet() = default;
   ClassSet(std::vector<double> e, cudaStream_t stream, const char* what) : edges(std::move(e)) {
-    const std::size_t classes = edges.size() + 2;
+    const std::size_t classes = edges.size() + 3;  // 0 … n + 1, and an empty one above (paint_band)
     d_edges = DeviceBuffer<double>(edges.size(), stream, what);
     PF_CUDA_CHECK(cudaMemcpyAsync(d_edges.data(), edges.data(), d_edges.bytes(), cudaMemcpyHostToDevice, stream));
     count = DeviceBuffer<unsigned int>(classes, stream, what);
@@ -246,12 +246,11 @@ struct Engine {
   void thickness_map(const uint8_t* mask, const V* d, float* thickness, cudaStream_t stream) {
     find_centres(mask, d, bands, stream);
     PF_CUDA_CHECK(cudaMemsetAsync(thickness, 0, std::size_t(voxels) * sizeof(float), stream));
-    for (int q = bands.size() + 1; q >= 1; --q) {  // largest band first
-      kernels::paint_class_values<M><<<unsigned(paint_blocks), 256, 0, stream>>>(
+    for (int q = bands.size() + 1; q >= 1; --q) {  // largest band first; band q + 1's union with it
+      kernels::paint_band<M><<<unsigned(paint_blocks), 256, 0, stream>>>(
           q, centre_r2.data(), centre_index.data(), centre_cut.data(), centre_rows.data(), bands.start.data(),
           bands.count.data(), capacity, g, metric, coverage.data(), words_per_row, thickness);
       PF_CUDA_CHECK_LAUNCH(stream);
-      paint_union(bands, q, stream);
     }
   }
 
@@ -309,7 +308,7 @@ WorkspaceSize ThicknessContext::workspace_size(const ContextConfig& config) {
   w.scan = std::size_t(kernels::scan_tile_count(capacity)) * sizeof(unsigned long long);
   w.coverage = std::size_t((s.nx + 31) / 32 * s.ny * s.nz + (voxels + 31) / 32) * sizeof(unsigned int);
   // Flags, counters, bands and edges, containment tables (≤ 1 MiB).
-  w.small = (std::size_t(1) << 20) + (config.psd_edges.size() + 2) * 28;
+  w.small = (std::size_t(1) << 20) + (config.psd_edges.size() + 3) * 28;
   return w;
 }
 
