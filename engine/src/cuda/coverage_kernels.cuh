@@ -39,7 +39,6 @@
 #include <algorithm>
 #include <type_traits>
 
-#include "graph_cache.cuh"
 #include "thickness_kernels.cuh"
 
 namespace poreforge::cuda::kernels {
@@ -462,13 +461,12 @@ __device__ inline unsigned int union_run(unsigned int* words, int stride, int a,
 // Step 4 of the PSD path, the union: sets the bits of class q's rows; counts the bits set
 // for the first time into class_newly[q].
 template <class M>
-__global__ void paint_class(int q, const int* __restrict__ current, const typename M::value_type* __restrict__ centre_r2,
+__global__ void paint_class(int q, const typename M::value_type* __restrict__ centre_r2,
                             const uint32_t* __restrict__ centre_index, const RowCut* __restrict__ centre_cut,
                             const unsigned long long* __restrict__ row_start,
                             const unsigned int* __restrict__ class_start, const unsigned int* __restrict__ class_count,
                             int64_t capacity, Geometry g, M m, unsigned int* __restrict__ bitmap, int64_t words_per_row,
                             unsigned long long* __restrict__ class_newly) {
-  if (current) q = *current;
   const int stride = int(g.ny);
   int64_t begin, end;
   class_range(q, class_start, class_count, capacity, begin, end);
@@ -488,13 +486,12 @@ __global__ void paint_class(int q, const int* __restrict__ current, const typena
 // skipped for one of them lies in a larger ball. One launch a band instead of two; band 1's
 // union is never painted, nothing reads it.
 template <class M>
-__global__ void paint_band(int q, const int* __restrict__ current, const typename M::value_type* __restrict__ centre_r2,
+__global__ void paint_band(int q, const typename M::value_type* __restrict__ centre_r2,
                            const uint32_t* __restrict__ centre_index, const RowCut* __restrict__ centre_cut,
                            const unsigned long long* __restrict__ row_start,
                            const unsigned int* __restrict__ class_start, const unsigned int* __restrict__ class_count,
                            int64_t capacity, Geometry g, M m, unsigned int* bitmap, int64_t words_per_row,
                            float* __restrict__ thickness) {
-  if (current) q = *current;
   const int stride = int(g.ny);
   int64_t larger_begin, larger_end, begin, end;
   class_range(q + 1, class_start, class_count, capacity, larger_begin, larger_end);
@@ -519,21 +516,6 @@ __global__ void paint_band(int q, const int* __restrict__ current, const typenam
               }
             });
 }
-
-// Step 4's loop (one thread), when the graph has loops (graph_cache.cuh): the class to paint
-// next — the top one when `first`, else the one below *current — skipping those with
-// nothing to paint (for the map a band is painted while it or the band above it has balls,
-// whose union that launch adds); the loop goes on while there is one. Classes above the
-// volume's largest ball (most of them, in a small volume) cost no launch.
-#if PF_CUDA_GRAPH_LOOPS
-__global__ void seek_class(int* __restrict__ current, bool first, int top, const unsigned int* __restrict__ class_count,
-                           bool with_band_above, cudaGraphConditionalHandle loop) {
-  int q = first ? top : *current - 1;
-  while (q >= 1 && class_count[q] == 0 && !(with_band_above && class_count[q + 1] != 0)) --q;
-  *current = q;
-  cudaGraphSetConditional(loop, q >= 1 ? 1u : 0u);
-}
-#endif
 
 // Step 5 (one thread). counts: at_least[edges], above, phase voxels.
 __global__ void counts_from_classes(const unsigned long long* __restrict__ class_newly, int num_edges,

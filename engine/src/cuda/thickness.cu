@@ -54,7 +54,6 @@ struct ClassSet {
   DeviceBuffer<double> d_edges;
   DeviceBuffer<unsigned int> count, start, cursor;
   DeviceBuffer<unsigned long long> newly;
-  DeviceBuffer<int> current;  // the class being painted (graph loops)
 
   ClassSet() = default;
   ClassSet(std::vector<double> e, cudaStream_t stream, const char* what) : edges(std::move(e)) {
@@ -65,7 +64,6 @@ struct ClassSet {
     start = DeviceBuffer<unsigned int>(classes, stream, what);
     cursor = DeviceBuffer<unsigned int>(classes, stream, what);
     newly = DeviceBuffer<unsigned long long>(classes, stream, what);
-    current = DeviceBuffer<int>(1, stream, what);
   }
   int size() const { return int(edges.size()); }
 };
@@ -110,7 +108,6 @@ struct Engine {
   DeviceBuffer<kernels::Status> status;
   DeviceBuffer<unsigned long long> tile_sums;  // the row scan's tile totals
   ClassSet bands, psd;  // the map's radius bands; the PSD edges (empty: no PSD path)
-  Stream body_stream;   // captures the bodies of graph loops
   int64_t words_per_row = 0;
   int paint_blocks = 0;
   // Containment tables on the device.
@@ -236,31 +233,12 @@ struct Engine {
     PF_CUDA_CHECK_LAUNCH(stream);
   }
 
-  // Step 4: `paint(q, current, stream)` enqueues the painting of class q (or, when `current`
-  // is given, of the class it holds) for each class of `set`, largest first. Captured into a
-  // graph with loops, the classes with nothing to paint are skipped on the device.
-  template <class Paint>
-  void paint_largest_first(ClassSet& set, bool with_band_above, cudaStream_t stream, Paint&& paint) {
-    const int top = set.size() + 1;
-#if PF_CUDA_GRAPH_LOOPS
-    if (graph_loops_available(stream)) {
-      int* current = set.current.data();
-      const unsigned int* count = set.count.data();
-      capture_while(
-          stream, body_stream.get(),
-          [&](LoopHandle loop) {
-            kernels::seek_class<<<1, 1, 0, stream>>>(current, true, top, count, with_band_above, loop);
-            PF_CUDA_CHECK_LAUNCH(stream);
-          },
-          [&](cudaStream_t body, LoopHandle loop) {
-            paint(0, current, body);
-            kernels::seek_class<<<1, 1, 0, body>>>(current, false, top, count, with_band_above, loop);
-            PF_CUDA_CHECK_LAUNCH(body);
-          });
-      return;
-    }
-#endif
-    for (int q = top; q >= 1; --q) paint(q, nullptr, stream);
+  // Step 4 for class q of `set`: its union into the coverage bitmap.
+  void paint_union(ClassSet& set, int q, cudaStream_t stream) {
+    kernels::paint_class<M><<<unsigned(paint_blocks), 256, 0, stream>>>(
+        q, centre_r2.data(), centre_index.data(), centre_cut.data(), centre_rows.data(), set.start.data(),
+        set.count.data(), capacity, g, metric, coverage.data(), words_per_row, set.newly.data());
+    PF_CUDA_CHECK_LAUNCH(stream);
   }
 
   // The thickness map of the distances `d` into `thickness`, which may hold `d` itself
@@ -268,24 +246,18 @@ struct Engine {
   void thickness_map(const uint8_t* mask, const V* d, float* thickness, cudaStream_t stream) {
     find_centres(mask, d, bands, stream);
     PF_CUDA_CHECK(cudaMemsetAsync(thickness, 0, std::size_t(voxels) * sizeof(float), stream));
-    // Band q's values with band q + 1's union, one launch a band.
-    paint_largest_first(bands, true, stream, [&](int q, const int* current, cudaStream_t s) {
-      kernels::paint_band<M><<<unsigned(paint_blocks), 256, 0, s>>>(
-          q, current, centre_r2.data(), centre_index.data(), centre_cut.data(), centre_rows.data(), bands.start.data(),
+    for (int q = bands.size() + 1; q >= 1; --q) {  // largest band first; band q + 1's union with it
+      kernels::paint_band<M><<<unsigned(paint_blocks), 256, 0, stream>>>(
+          q, centre_r2.data(), centre_index.data(), centre_cut.data(), centre_rows.data(), bands.start.data(),
           bands.count.data(), capacity, g, metric, coverage.data(), words_per_row, thickness);
-      PF_CUDA_CHECK_LAUNCH(s);
-    });
+      PF_CUDA_CHECK_LAUNCH(stream);
+    }
   }
 
   // The PSD-only path on the distances `d`: counts into `counts`.
   void psd_counts(const uint8_t* mask, const V* d, int64_t* counts, cudaStream_t stream) {
     find_centres(mask, d, psd, stream);
-    paint_largest_first(psd, false, stream, [&](int q, const int* current, cudaStream_t s) {
-      kernels::paint_class<M><<<unsigned(paint_blocks), 256, 0, s>>>(
-          q, current, centre_r2.data(), centre_index.data(), centre_cut.data(), centre_rows.data(), psd.start.data(),
-          psd.count.data(), capacity, g, metric, coverage.data(), words_per_row, psd.newly.data());
-      PF_CUDA_CHECK_LAUNCH(s);
-    });
+    for (int q = psd.size() + 1; q >= 1; --q) paint_union(psd, q, stream);  // largest class first
     kernels::counts_from_classes<<<1, 1, 0, stream>>>(psd.newly.data(), psd.size(), phase_total.data(), counts);
     PF_CUDA_CHECK_LAUNCH(stream);
   }
