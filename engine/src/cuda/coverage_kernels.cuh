@@ -437,6 +437,16 @@ __device__ inline unsigned int run_bits(int w, int a, int b) {
   return (to == 31 ? 0xFFFFFFFFu : ((1u << (to + 1)) - 1u)) & ~((1u << from) - 1u);
 }
 
+// A step-4 kernel may be launched before the previous kernel has finished (programmatic
+// dependent launch, thickness.cu's launch_painter): it waits here for that kernel's
+// completion and memory before reading anything, then lets the next one be set up.
+__device__ inline void wait_for_previous_kernel() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  cudaGridDependencySynchronize();
+  cudaTriggerProgrammaticLaunchCompletion();
+#endif
+}
+
 // Centres [begin, end) of class q (clamped to the capacity: overflow is flagged elsewhere).
 __device__ inline void class_range(int q, const unsigned int* class_start, const unsigned int* class_count,
                                    int64_t capacity, int64_t& begin, int64_t& end) {
@@ -467,6 +477,7 @@ __global__ void paint_class(int q, const typename M::value_type* __restrict__ ce
                             const unsigned int* __restrict__ class_start, const unsigned int* __restrict__ class_count,
                             int64_t capacity, Geometry g, M m, unsigned int* __restrict__ bitmap, int64_t words_per_row,
                             unsigned long long* __restrict__ class_newly) {
+  wait_for_previous_kernel();
   const int stride = int(g.ny);
   int64_t begin, end;
   class_range(q, class_start, class_count, capacity, begin, end);
@@ -492,6 +503,7 @@ __global__ void paint_band(int q, const typename M::value_type* __restrict__ cen
                            const unsigned int* __restrict__ class_start, const unsigned int* __restrict__ class_count,
                            int64_t capacity, Geometry g, M m, unsigned int* bitmap, int64_t words_per_row,
                            float* __restrict__ thickness) {
+  wait_for_previous_kernel();
   const int stride = int(g.ny);
   int64_t larger_begin, larger_end, begin, end;
   class_range(q + 1, class_start, class_count, capacity, larger_begin, larger_end);

@@ -110,6 +110,7 @@ struct Engine {
   ClassSet bands, psd;  // the map's radius bands; the PSD edges (empty: no PSD path)
   int64_t words_per_row = 0;
   int paint_blocks = 0;
+  bool early_launch = false;  // programmatic dependent launches (sm_90 and later)
   // Containment tables on the device.
   DeviceBuffer<V> table_shell, table_reach;
   DeviceBuffer<uint32_t> table_below;
@@ -151,6 +152,9 @@ struct Engine {
     PF_CUDA_CHECK(cudaGetDevice(&dev));
     PF_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
     paint_blocks = 8 * sms;
+    int major = 0;
+    PF_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
+    early_launch = major >= 9;
 
     // Workspace, once.
     if (distance_buffer) distance = DeviceBuffer<V>(voxels, stream, "squared distances");
@@ -233,12 +237,30 @@ struct Engine {
     PF_CUDA_CHECK_LAUNCH(stream);
   }
 
+  // A step-4 kernel. A painting launch is short (a class above the volume's largest ball is
+  // empty), so on sm_90 it is launched with programmatic stream serialisation: its blocks are
+  // set up while the previous kernel finishes, and wait for it in
+  // kernels::wait_for_previous_kernel before they read anything.
+  template <class... Params, class... Args>
+  void launch_painter(void (*kernel)(Params...), cudaStream_t stream, Args&&... args) {
+    cudaLaunchAttribute early{};
+    early.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    early.val.programmaticStreamSerializationAllowed = 1;
+    cudaLaunchConfig_t config{};
+    config.gridDim = dim3(unsigned(paint_blocks));
+    config.blockDim = dim3(256);
+    config.stream = stream;
+    config.attrs = &early;
+    config.numAttrs = early_launch ? 1 : 0;
+    PF_CUDA_CHECK(cudaLaunchKernelEx(&config, kernel, std::forward<Args>(args)...));
+    PF_CUDA_CHECK_LAUNCH(stream);
+  }
+
   // Step 4 for class q of `set`: its union into the coverage bitmap.
   void paint_union(ClassSet& set, int q, cudaStream_t stream) {
-    kernels::paint_class<M><<<unsigned(paint_blocks), 256, 0, stream>>>(
-        q, centre_r2.data(), centre_index.data(), centre_cut.data(), centre_rows.data(), set.start.data(),
-        set.count.data(), capacity, g, metric, coverage.data(), words_per_row, set.newly.data());
-    PF_CUDA_CHECK_LAUNCH(stream);
+    launch_painter(kernels::paint_class<M>, stream, q, centre_r2.data(), centre_index.data(), centre_cut.data(),
+                   centre_rows.data(), set.start.data(), set.count.data(), capacity, g, metric, coverage.data(),
+                   words_per_row, set.newly.data());
   }
 
   // The thickness map of the distances `d` into `thickness`, which may hold `d` itself
@@ -246,12 +268,10 @@ struct Engine {
   void thickness_map(const uint8_t* mask, const V* d, float* thickness, cudaStream_t stream) {
     find_centres(mask, d, bands, stream);
     PF_CUDA_CHECK(cudaMemsetAsync(thickness, 0, std::size_t(voxels) * sizeof(float), stream));
-    for (int q = bands.size() + 1; q >= 1; --q) {  // largest band first; band q + 1's union with it
-      kernels::paint_band<M><<<unsigned(paint_blocks), 256, 0, stream>>>(
-          q, centre_r2.data(), centre_index.data(), centre_cut.data(), centre_rows.data(), bands.start.data(),
-          bands.count.data(), capacity, g, metric, coverage.data(), words_per_row, thickness);
-      PF_CUDA_CHECK_LAUNCH(stream);
-    }
+    for (int q = bands.size() + 1; q >= 1; --q)  // largest band first; band q + 1's union with it
+      launch_painter(kernels::paint_band<M>, stream, q, centre_r2.data(), centre_index.data(), centre_cut.data(),
+                     centre_rows.data(), bands.start.data(), bands.count.data(), capacity, g, metric,
+                     coverage.data(), words_per_row, thickness);
   }
 
   // The PSD-only path on the distances `d`: counts into `counts`.
