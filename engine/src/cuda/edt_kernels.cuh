@@ -48,25 +48,27 @@ __global__ void edt_rows(const uint8_t* __restrict__ mask, typename M::value_typ
                          bool invert = false) {
   using V = typename M::value_type;
   constexpr unsigned full = 0xFFFFFFFFu;
-  constexpr long long low = -(1ll << 60), high = 1ll << 60;  // "no background on this side"
+  // Positions are below 2^15 (validate_shape): 32-bit scans, half the shuffles of 64-bit ones.
+  constexpr int low = -(1 << 30), high = 1 << 30;  // "no background on this side"
   const int lane = threadIdx.x & 31;
   const int64_t warps = (int64_t(gridDim.x) * blockDim.x) >> 5;
-  const int64_t rows = g.ny * g.nz, n = g.nx;
+  const int64_t rows = g.ny * g.nz;
+  const int n = int(g.nx);
   const Boundary b = g.along(0);
   for (int64_t row = (int64_t(blockIdx.x) * blockDim.x + threadIdx.x) >> 5; row < rows; row += warps) {
     const uint8_t* in = mask + row * n;
     V* out = d + row * n;
-    long long last = b == Boundary::wall ? -1 : low;
-    long long next = b == Boundary::wall ? n : high;
+    int last = b == Boundary::wall ? -1 : low;
+    int next = b == Boundary::wall ? n : high;
     if (b == Boundary::periodic) {  // the row's last and first background voxels, as images
-      long long last_bg = -1, first_bg = n;
-      for (int64_t p = lane; p < n; p += 32)
+      int last_bg = -1, first_bg = n;
+      for (int p = lane; p < n; p += 32)
         if ((in[p] != 0) == invert) {
           last_bg = p > last_bg ? p : last_bg;
           first_bg = p < first_bg ? p : first_bg;
         }
       for (int o = 16; o > 0; o >>= 1) {
-        const long long a = __shfl_xor_sync(full, last_bg, o), c = __shfl_xor_sync(full, first_bg, o);
+        const int a = __shfl_xor_sync(full, last_bg, o), c = __shfl_xor_sync(full, first_bg, o);
         last_bg = a > last_bg ? a : last_bg;
         first_bg = c < first_bg ? c : first_bg;
       }
@@ -75,31 +77,31 @@ __global__ void edt_rows(const uint8_t* __restrict__ mask, typename M::value_typ
         next = first_bg + n;
       }
     }
-    for (int64_t c0 = 0; c0 < n; c0 += 32) {
-      const int64_t p = c0 + lane;
-      long long v = p < n && (in[p] != 0) == invert ? p : low;
+    for (int c0 = 0; c0 < n; c0 += 32) {
+      const int p = c0 + lane;
+      int v = p < n && (in[p] != 0) == invert ? p : low;
       for (int o = 1; o < 32; o <<= 1) {
-        const long long t = __shfl_up_sync(full, v, o);
+        const int t = __shfl_up_sync(full, v, o);
         if (lane >= o && t > v) v = t;
       }
       if (last > v) v = last;
       last = __shfl_sync(full, v, 31);
       if (p < n) out[p] = v == low ? M::infinity : V(p - v);
     }
-    for (int64_t c0 = ((n - 1) / 32) * 32; c0 >= 0; c0 -= 32) {
-      const int64_t p = c0 + lane;
-      long long v = p < n && (in[p] != 0) == invert ? p : high;
+    for (int c0 = ((n - 1) / 32) * 32; c0 >= 0; c0 -= 32) {
+      const int p = c0 + lane;
+      int v = p < n && (in[p] != 0) == invert ? p : high;
       for (int o = 1; o < 32; o <<= 1) {
-        const long long t = __shfl_down_sync(full, v, o);
+        const int t = __shfl_down_sync(full, v, o);
         if (lane + o < 32 && t < v) v = t;
       }
       if (next < v) v = next;
       next = __shfl_sync(full, v, 0);
       if (p < n) {
         const V back = out[p];
-        long long dist = v == high ? -1 : v - p;
+        int dist = v == high ? -1 : v - p;
         if (back != M::infinity) {
-          const long long f = static_cast<long long>(back);
+          const int f = static_cast<int>(back);
           dist = dist < 0 || f < dist ? f : dist;
         }
         out[p] = dist < 0 ? M::infinity : m.term(dist, 0);
@@ -124,33 +126,35 @@ __global__ void edt_lines(typename M::value_type* __restrict__ d, Geometry g, in
   using V = typename M::value_type;
   extern __shared__ unsigned char shared_raw[];
   V* tile = reinterpret_cast<V*>(shared_raw);
-  const int64_t n = g.extent(axis);
+  // Extents are below 2^15 (validate_shape): 32-bit positions and offsets in the search.
+  const int n = int(g.extent(axis));
   const int tx = threadIdx.x, width = blockDim.x;
   const int64_t x = int64_t(blockIdx.x) * width + tx;
   const auto [base, stride] = Line::of(g, axis, blockIdx.y, x);
   const bool active = x < g.nx;
-  for (int64_t p = threadIdx.y; p < n; p += blockDim.y)
+  for (int p = threadIdx.y; p < n; p += blockDim.y)
     tile[p * width + tx] = active ? d[base + p * stride] : V(0);
   __syncthreads();
   if (!active) return;
   const Boundary b = g.along(axis);
-  for (int64_t p = threadIdx.y; p < n; p += blockDim.y) {
-    V best = tile[p * width + tx];
+  const V* column = tile + tx;
+  for (int p = threadIdx.y; p < n; p += blockDim.y) {
+    V best = column[p * width];
     // Offsets beyond `reach` see no more voxels: the far face (open), the wall voxel just
     // past it (wall), or half the period (periodic, where offsets ±d and ∓(n−d) coincide).
-    const int64_t reach = b == Boundary::periodic ? n / 2 : b == Boundary::wall ? (p + 1 > n - p ? p + 1 : n - p)
-                                                                              : (p > n - 1 - p ? p : n - 1 - p);
-    for (int64_t dd = 1; dd <= reach; ++dd) {
+    const int reach = b == Boundary::periodic ? n / 2 : b == Boundary::wall ? (p + 1 > n - p ? p + 1 : n - p)
+                                                                          : (p > n - 1 - p ? p : n - 1 - p);
+    for (int dd = 1; dd <= reach; ++dd) {
       const V t = m.term(dd, axis);
       if (!(t < best)) break;  // every further candidate is ≥ t ≥ best
       for (int side = -1; side <= 1; side += 2) {
-        int64_t q = p + side * dd;
+        int q = p + side * dd;
         V f;
         if (q >= 0 && q < n) {
-          f = tile[q * width + tx];
+          f = column[q * width];
         } else if (b == Boundary::periodic) {
           q = q < 0 ? q + n : q - n;
-          f = tile[q * width + tx];
+          f = column[q * width];
         } else if (b == Boundary::wall && (q == -1 || q == n)) {
           f = V(0);
         } else {
@@ -161,7 +165,7 @@ __global__ void edt_lines(typename M::value_type* __restrict__ d, Geometry g, in
         if (v < best) best = v;
       }
     }
-    d[base + p * stride] = best;
+    d[base + int64_t(p) * stride] = best;
   }
 }
 
