@@ -338,10 +338,10 @@ constexpr int kMaxRowsPerThread = 16;
 // its box (box_of), dy fastest. A thread takes a run of consecutive rows, so it looks a
 // centre up once per run (a look-up costs as much as a few rows, and small balls have few):
 // up to kMaxRowsPerThread, fewer when the grid has threads to spare — a run is a chain of
-// dependent loads, and in a small class the longest chain is the launch's time. For each row that meets the volume, `run(row_words, a, b, y, z, value, k)` gets
-// the row's first bitmap word and each clipped x-run [a, b] of centre k; rows outside the
-// ball (box corners) give none, and a periodic ball wider than the period gives some voxels
-// twice.
+// dependent loads, and in a small class the longest chain is the launch's time. For each row
+// that meets the volume, `run(row_words, a, b, y, z, value, k)` gets the row's first bitmap
+// word and each clipped x-run [a, b] of centre k; rows outside the ball (box corners) give
+// none, and a periodic ball wider than the period gives some voxels twice.
 template <class M, class Run>
 __device__ void walk_rows(int64_t s, int64_t e, const typename M::value_type* __restrict__ centre_r2,
                           const uint32_t* __restrict__ centre_index, const RowCut* __restrict__ centre_cut,
@@ -491,8 +491,8 @@ __global__ void paint_class(int q, const typename M::value_type* __restrict__ ce
 // Step 4 of the map, band q: every ball of band q writes its radius, by atomicMax on the
 // float's bits (non-negative floats order as their bits), to the voxels of its rows that no
 // larger band covers; in the same launch the balls of band q + 1 add their union to the
-// bitmap (class_count[q + 1] must exist: the caller passes q + 1 = top + 1, an empty class,
-// for the top band). The skip is only a saving — an extra atomicMax by a smaller ball leaves
+// bitmap (for the top band, q + 1 is the empty class that ClassSet keeps above the top and
+// place_classes places). The skip is only a saving — an extra atomicMax by a smaller ball leaves
 // the larger value — so reading band q + 1's bits while they are being set is exact: a voxel
 // skipped for one of them lies in a larger ball. One launch a band instead of two; band 1's
 // union is never painted, nothing reads it.

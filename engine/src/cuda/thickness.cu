@@ -70,8 +70,8 @@ struct ClassSet {
 
 // The map's radius bands: 0, then geometric steps of 15 % from the smallest possible radius
 // to the largest one the shape allows. Narrow bands keep few balls of one band over a voxel
-// (each pays an atomic there); each band costs two launches, mostly empty ones above the
-// volume's largest ball.
+// (each pays an atomic there); each band costs a launch, empty ones above the volume's
+// largest ball included.
 template <class M>
 std::vector<double> band_edges(const M& m, typename M::value_type max_r2) {
   double smallest = 0;
