@@ -127,13 +127,12 @@ __device__ RowBox box_of(const M& m, typename M::value_type r2, const Geometry& 
 // Where both x-neighbours cut, with one of them larger, c paints nothing. Anisotropic
 // spacing keeps whole balls (its ties are decided in floating point).
 template <class M>
-__device__ RowCut row_cut(const typename M::value_type* d2, int64_t i, const Geometry& g) {
+__device__ RowCut row_cut(const typename M::value_type* d2, int64_t i, int64_t x, int64_t y, int64_t z,
+                          const Geometry& g) {
   using V = typename M::value_type;
   RowCut cut;
   if constexpr (std::is_same_v<M, detail::VoxelMetric>) {
     const V r2 = d2[i];
-    int64_t x, y, z;
-    g.split(uint32_t(i), x, y, z);
     auto look = [&](int axis, int64_t coordinate, int64_t extent, int64_t stride, int plus, int minus) {
       if (extent == 1) return;
       const bool wrap = g.along(axis) == Boundary::periodic;
@@ -255,9 +254,9 @@ __global__ void write_classes(const typename M::value_type* __restrict__ d2, Geo
     const int64_t slot = int64_t(block_base[cls[k]]) + rank[k];
     if (slot >= capacity) continue;  // overflow: place_classes has raised the flag
     const int64_t i = striped_voxel(k);
-    const RowCut cut = row_cut<M>(d2, i, g);
     int64_t x, y, z;
     g.split(uint32_t(i), x, y, z);
+    const RowCut cut = row_cut<M>(d2, i, x, y, z, g);
     centre_r2[slot] = d2[i];
     centre_index[slot] = static_cast<uint32_t>(i);
     centre_cut[slot] = cut;
