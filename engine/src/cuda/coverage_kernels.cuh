@@ -39,6 +39,7 @@
 #include <algorithm>
 #include <type_traits>
 
+#include "../common/row_cuts.hpp"
 #include "thickness_kernels.cuh"
 
 namespace poreforge::cuda::kernels {
@@ -55,104 +56,12 @@ __device__ int coverage_class(const M& m, typename M::value_type r2, const doubl
   return a == n && r > edges[n - 1] ? n + 1 : a;
 }
 
-// Where face neighbours take over a centre's voxels, toward +y, −y, +z, −z, +x, −x: the
-// voxels at offset t ≥ from along that direction are painted by the neighbour (kNoCut: none).
-// Five bits a field in one word (the map's memory target counts every byte of a centre);
-// `from` ≤ 1 always, and is clamped at −29, which only keeps more voxels.
-constexpr int kNoCut = 127;
-struct RowCut {
-  enum Side { plus_y, minus_y, plus_z, minus_z, plus_x, minus_x };
-  static constexpr int kBias = 29, kNone = 31;
-  uint32_t bits = 0x3FFFFFFFu;  // every field kNone
-
-  __host__ __device__ int from(int side) const {
-    const int field = int(bits >> (5 * side)) & 31;
-    return field == kNone ? kNoCut : field - kBias;
-  }
-  __host__ __device__ void set(int side, int64_t from) {
-    const uint32_t field = uint32_t((from > -kBias ? from : -kBias) + kBias);
-    bits = (bits & ~(31u << (5 * side))) | (field << (5 * side));
-  }
-};
-
-// The voxels a centre paints: rows dy in [y0, y1], dz in [z0, z1] (dy fastest; empty when
-// y0 > y1 or z0 > z1), and in each row the part of the ball's chord with dx in [x0, x1].
-// The x-cuts leave no voxel in a row whose chord is shorter than max(0, x0, −x1), so the rows
-// reach only as far as the ball shrunk by that much: rows_r2 = r2 − that². Rows outside the
-// volume along a non-periodic axis are left out.
-struct RowBox {
-  int y0, y1, z0, z1, x0, x1;
-  __device__ int64_t rows() const {
-    return y1 < y0 || z1 < z0 ? 0 : int64_t(y1 - y0 + 1) * int64_t(z1 - z0 + 1);
-  }
-};
-
-// The rows and x-range of a centre of squared radius r2 at (cy, cz), less its cuts.
-template <class M>
-__device__ RowBox box_of(const M& m, typename M::value_type r2, const Geometry& g, RowCut cut, int cy, int cz) {
-  using V = typename M::value_type;
-  constexpr int kFar = 1 << 20;  // beyond any extent (below 2^15)
-  RowBox box{0, -1, 0, -1, -kFar, kFar};
-  if (cut.from(RowCut::plus_x) != kNoCut) box.x1 = cut.from(RowCut::plus_x) - 1;
-  if (cut.from(RowCut::minus_x) != kNoCut) box.x0 = 1 - cut.from(RowCut::minus_x);
-  if (box.x0 > box.x1) return box;  // both x-neighbours together hold the whole ball
-  const int shortest = max(0, max(box.x0, -box.x1));
-  V rows_r2 = r2;
-  if constexpr (std::is_same_v<M, detail::VoxelMetric>) {  // the only metric with cuts
-    if (uint64_t(shortest) * uint64_t(shortest) >= uint64_t(r2)) return box;
-    rows_r2 = r2 - V(shortest * shortest);
-  }
-  int64_t ry = g.ny > 1 ? detail::chord_half_width(m, rows_r2, 1, 0, 0) : 0;
-  int64_t rz;
-  if constexpr (std::is_same_v<M, detail::VoxelMetric>) rz = g.nz > 1 ? (g.ny > 1 ? ry : detail::chord_half_width(m, rows_r2, 2, 0, 0)) : 0;
-  else rz = g.nz > 1 ? detail::chord_half_width(m, rows_r2, 2, 0, 0) : 0;
-  box.y0 = -int(ry), box.y1 = int(ry), box.z0 = -int(rz), box.z1 = int(rz);
-  if (cut.from(RowCut::plus_y) != kNoCut) box.y1 = min(box.y1, cut.from(RowCut::plus_y) - 1);
-  if (cut.from(RowCut::minus_y) != kNoCut) box.y0 = max(box.y0, 1 - cut.from(RowCut::minus_y));
-  if (cut.from(RowCut::plus_z) != kNoCut) box.z1 = min(box.z1, cut.from(RowCut::plus_z) - 1);
-  if (cut.from(RowCut::minus_z) != kNoCut) box.z0 = max(box.z0, 1 - cut.from(RowCut::minus_z));
-  if (g.along(1) != Boundary::periodic) box.y0 = max(box.y0, -cy), box.y1 = min(box.y1, int(g.ny) - 1 - cy);
-  if (g.along(2) != Boundary::periodic) box.z0 = max(box.z0, -cz), box.z1 = min(box.z1, int(g.nz) - 1 - cz);
-  return box;
-}
-
-// With isotropic integer distances, a face neighbour c' = c + e (e = ±x̂, ±ŷ or ±ẑ) in the
-// phase with R'² = R² + Δ, Δ ≥ 0, holds each voxel of c's ball at offset t along e with
-// 2t ≥ 1 − Δ: the voxel is |w|² + t² < R², and |w|² + (t − 1)² < R'² follows exactly then.
-// The neighbour's class is at least c's, so it is painted in this or an earlier class — or,
-// if it is not a kept centre, the ball containing it is — with a radius no smaller. Along y
-// and z a cut drops whole rows, along x the end of every row. The neighbour's voxels may be
-// cut in turn, by a neighbour whose radius is no smaller: along such a chain either R² grows
-// or the voxel's offset |t|₁ shrinks, so the chain ends at a centre that paints the voxel.
-// Where both x-neighbours cut, with one of them larger, c paints nothing. Anisotropic
-// spacing keeps whole balls (its ties are decided in floating point).
-template <class M>
-__device__ RowCut row_cut(const typename M::value_type* d2, int64_t i, int64_t x, int64_t y, int64_t z,
-                          const Geometry& g) {
-  using V = typename M::value_type;
-  RowCut cut;
-  if constexpr (std::is_same_v<M, detail::VoxelMetric>) {
-    const V r2 = d2[i];
-    auto look = [&](int axis, int64_t coordinate, int64_t extent, int64_t stride, int plus, int minus) {
-      if (extent == 1) return;
-      const bool wrap = g.along(axis) == Boundary::periodic;
-      for (int side = -1; side <= 1; side += 2) {
-        int64_t c = coordinate + side;
-        if (c < 0 || c >= extent) {
-          if (!wrap) continue;
-          c = c < 0 ? c + extent : c - extent;
-        }
-        const V other = d2[i + (c - coordinate) * stride];
-        if (other == V(0) || other == M::infinity || other < r2) continue;
-        cut.set(side > 0 ? plus : minus, -((int64_t(other) - int64_t(r2) - 1) >> 1));  // ⌈(1 − Δ) / 2⌉ ≤ 1
-      }
-    };
-    look(0, x, g.nx, 1, RowCut::plus_x, RowCut::minus_x);
-    look(1, y, g.ny, g.nx, RowCut::plus_y, RowCut::minus_y);
-    look(2, z, g.nz, g.nx * g.ny, RowCut::plus_z, RowCut::minus_z);
-  }
-  return cut;
-}
+using detail::box_of;
+using detail::clip_chord;
+using detail::kNoCut;
+using detail::row_cut;
+using detail::RowBox;
+using detail::RowCut;
 
 // The edges in shared memory (the class look-up's binary search is a chain of dependent
 // loads), after `counters` unsigned ints of dynamic shared memory; 8-byte aligned.
@@ -398,9 +307,8 @@ __device__ void walk_rows(int64_t s, int64_t e, const typename M::value_type* __
       while (zi * side > local) --zi;
       while ((zi + 1) * side <= local) ++zi;
       const int dz = z0 + zi, dy = y0 + local - zi * side;
-      const int w = int(detail::chord_half_width(m, r2, 0, dy, dz));
-      const int from = max(-w, x0), to = min(w, x1);
-      if (from > to) continue;  // a corner of the box (w < 0), or a chord the x-cuts take
+      int from, to;
+      if (!clip_chord(int(detail::chord_half_width(m, r2, 0, dy, dz)), x0, x1, from, to)) continue;
       int y = cy + dy, z = cz + dz;
       if (y < 0 || y >= ny) {
         if (!wrap_y) continue;

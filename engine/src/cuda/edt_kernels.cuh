@@ -10,31 +10,13 @@
 //    work per voxel is proportional to its distance, and the pass runs in place.
 #include <cuda_runtime.h>
 
-#include "../common/fast_divide.hpp"
+#include "../common/geometry.hpp"
 #include "../common/metric.hpp"
 #include "poreforge/volume.hpp"
 
 namespace poreforge::cuda::kernels {
 
-struct Geometry {
-  int64_t nx, ny, nz;
-  Boundary boundary;
-  detail::FastDivisor by_nx, by_ny, by_plane;  // voxel index → coordinates without a divider
-
-  static Geometry of(const Shape& s, Boundary b) {
-    return {s.nx, s.ny, s.nz, b, detail::FastDivisor(uint32_t(s.nx)), detail::FastDivisor(uint32_t(s.ny)),
-            detail::FastDivisor(uint32_t(s.nx * s.ny))};
-  }
-  __device__ void split(uint32_t index, int64_t& x, int64_t& y, int64_t& z) const {
-    const uint32_t row = by_nx.divide(index);
-    x = index - row * uint32_t(nx);
-    z = by_ny.divide(row);
-    y = row - uint32_t(z) * uint32_t(ny);
-  }
-  __host__ __device__ int64_t extent(int axis) const { return axis == 0 ? nx : axis == 1 ? ny : nz; }
-  // Flat axes (extent 1) have no faces: the boundary mode does not apply along them.
-  __host__ __device__ Boundary along(int axis) const { return extent(axis) > 1 ? boundary : Boundary::open; }
-};
+using detail::Geometry;
 
 // x pass: d = term(distance to the nearest non-phase voxel along the row), or infinity.
 // One warp per row, 32 voxels at a time (coalesced): a prefix-max scan over the lanes finds

@@ -1,0 +1,125 @@
+#pragma once
+// Which voxels of a kept ball the CUDA painter (cuda/coverage_kernels.cuh) leaves to a face
+// neighbour of no smaller radius, and the rows it walks. Plain host/device code, so the
+// exactness of the cuts is checked on the host as well (tests/engine/test_row_cuts.cpp
+// replays the painter against the CPU map).
+#include <cstdint>
+#include <type_traits>
+
+#include "geometry.hpp"
+#include "host_device.hpp"
+#include "metric.hpp"
+
+namespace poreforge::detail {
+
+PF_HD int smaller(int a, int b) { return a < b ? a : b; }
+PF_HD int larger(int a, int b) { return a > b ? a : b; }
+
+// Where face neighbours take over a centre's voxels, toward +y, −y, +z, −z, +x, −x: the
+// voxels at offset t ≥ from along that direction are painted by the neighbour (kNoCut: none).
+// Five bits a field in one word (the map's memory target counts every byte of a centre);
+// `from` ≤ 1 always, and is clamped at −29, which only keeps more voxels.
+constexpr int kNoCut = 127;
+struct RowCut {
+  enum Side { plus_y, minus_y, plus_z, minus_z, plus_x, minus_x };
+  static constexpr int kBias = 29, kNone = 31;
+  uint32_t bits = 0x3FFFFFFFu;  // every field kNone
+
+  PF_HD int from(int side) const {
+    const int field = int(bits >> (5 * side)) & 31;
+    return field == kNone ? kNoCut : field - kBias;
+  }
+  PF_HD void set(int side, int64_t from) {
+    const uint32_t field = uint32_t((from > -kBias ? from : -kBias) + kBias);
+    bits = (bits & ~(31u << (5 * side))) | (field << (5 * side));
+  }
+};
+
+// The voxels a centre paints: rows dy in [y0, y1], dz in [z0, z1] (dy fastest; empty when
+// y0 > y1 or z0 > z1), and in each row the part of the ball's chord with dx in [x0, x1].
+// The x-cuts leave no voxel in a row whose chord is shorter than max(0, x0, −x1), so the rows
+// reach only as far as the ball shrunk by that much: rows_r2 = r2 − that². Rows outside the
+// volume along a non-periodic axis are left out.
+struct RowBox {
+  int y0, y1, z0, z1, x0, x1;
+  PF_HD int64_t rows() const {
+    return y1 < y0 || z1 < z0 ? 0 : int64_t(y1 - y0 + 1) * int64_t(z1 - z0 + 1);
+  }
+};
+
+// The rows and x-range of a centre of squared radius r2 at (cy, cz), less its cuts.
+template <class M>
+PF_HD RowBox box_of(const M& m, typename M::value_type r2, const Geometry& g, RowCut cut, int cy, int cz) {
+  using V = typename M::value_type;
+  constexpr int kFar = 1 << 20;  // beyond any extent (below 2^15)
+  RowBox box{0, -1, 0, -1, -kFar, kFar};
+  if (cut.from(RowCut::plus_x) != kNoCut) box.x1 = cut.from(RowCut::plus_x) - 1;
+  if (cut.from(RowCut::minus_x) != kNoCut) box.x0 = 1 - cut.from(RowCut::minus_x);
+  if (box.x0 > box.x1) return box;  // both x-neighbours together hold the whole ball
+  const int shortest = larger(0, larger(box.x0, -box.x1));
+  V rows_r2 = r2;
+  if constexpr (std::is_same_v<M, VoxelMetric>) {  // the only metric with cuts
+    if (uint64_t(shortest) * uint64_t(shortest) >= uint64_t(r2)) return box;
+    rows_r2 = r2 - V(shortest * shortest);
+  }
+  int64_t ry = g.ny > 1 ? chord_half_width(m, rows_r2, 1, 0, 0) : 0;
+  int64_t rz;
+  if constexpr (std::is_same_v<M, VoxelMetric>) rz = g.nz > 1 ? (g.ny > 1 ? ry : chord_half_width(m, rows_r2, 2, 0, 0)) : 0;
+  else rz = g.nz > 1 ? chord_half_width(m, rows_r2, 2, 0, 0) : 0;
+  box.y0 = -int(ry), box.y1 = int(ry), box.z0 = -int(rz), box.z1 = int(rz);
+  if (cut.from(RowCut::plus_y) != kNoCut) box.y1 = smaller(box.y1, cut.from(RowCut::plus_y) - 1);
+  if (cut.from(RowCut::minus_y) != kNoCut) box.y0 = larger(box.y0, 1 - cut.from(RowCut::minus_y));
+  if (cut.from(RowCut::plus_z) != kNoCut) box.z1 = smaller(box.z1, cut.from(RowCut::plus_z) - 1);
+  if (cut.from(RowCut::minus_z) != kNoCut) box.z0 = larger(box.z0, 1 - cut.from(RowCut::minus_z));
+  if (g.along(1) != Boundary::periodic) box.y0 = larger(box.y0, -cy), box.y1 = smaller(box.y1, int(g.ny) - 1 - cy);
+  if (g.along(2) != Boundary::periodic) box.z0 = larger(box.z0, -cz), box.z1 = smaller(box.z1, int(g.nz) - 1 - cz);
+  return box;
+}
+
+// With isotropic integer distances, a face neighbour c' = c + e (e = ±x̂, ±ŷ or ±ẑ) in the
+// phase with R'² = R² + Δ, Δ ≥ 0, holds each voxel of c's ball at offset t along e with
+// 2t ≥ 1 − Δ: the voxel is |w|² + t² < R², and |w|² + (t − 1)² < R'² follows exactly then.
+// The neighbour's class is at least c's, so it is painted in this or an earlier class — or,
+// if it is not a kept centre, the ball containing it is — with a radius no smaller. Along y
+// and z a cut drops whole rows, along x the end of every row. The neighbour's voxels may be
+// cut in turn, by a neighbour whose radius is no smaller: along such a chain either R² grows
+// or the voxel's offset |t|₁ shrinks, so the chain ends at a centre that paints the voxel.
+// Where both x-neighbours cut, with one of them larger, c paints nothing. Anisotropic
+// spacing keeps whole balls (its ties are decided in floating point).
+template <class M>
+PF_HD RowCut row_cut(const typename M::value_type* d2, int64_t i, int64_t x, int64_t y, int64_t z,
+                          const Geometry& g) {
+  using V = typename M::value_type;
+  RowCut cut;
+  if constexpr (std::is_same_v<M, VoxelMetric>) {
+    const V r2 = d2[i];
+    auto look = [&](int axis, int64_t coordinate, int64_t extent, int64_t stride, int plus, int minus) {
+      if (extent == 1) return;
+      const bool wrap = g.along(axis) == Boundary::periodic;
+      for (int side = -1; side <= 1; side += 2) {
+        int64_t c = coordinate + side;
+        if (c < 0 || c >= extent) {
+          if (!wrap) continue;
+          c = c < 0 ? c + extent : c - extent;
+        }
+        const V other = d2[i + (c - coordinate) * stride];
+        if (other == V(0) || other == M::infinity || other < r2) continue;
+        cut.set(side > 0 ? plus : minus, -((int64_t(other) - int64_t(r2) - 1) >> 1));  // ⌈(1 − Δ) / 2⌉ ≤ 1
+      }
+    };
+    look(0, x, g.nx, 1, RowCut::plus_x, RowCut::minus_x);
+    look(1, y, g.ny, g.nx, RowCut::plus_y, RowCut::minus_y);
+    look(2, z, g.nz, g.nx * g.ny, RowCut::plus_z, RowCut::minus_z);
+  }
+  return cut;
+}
+
+// The part [from, to] of a row's chord [−w, w] (w < 0: the row misses the ball) that the
+// x-cuts [x0, x1] leave; false when nothing is left.
+PF_HD bool clip_chord(int w, int x0, int x1, int& from, int& to) {
+  from = larger(-w, x0);
+  to = smaller(w, x1);
+  return from <= to;
+}
+
+}  // namespace poreforge::detail
