@@ -50,6 +50,7 @@ void write_checkpoint(const std::string& path, const Checkpoint& c, const std::s
   write_energy(f, "best_", p.best);
   const auto& t = c.targets;
   f.set_attribute("target_porosity", t.porosity);
+  f.set_attribute("target_spacing", to_string(t.spacing));
   // The describe-file layout under /targets, read back by Targets::from_descriptor_file.
   f.write_vector("/targets/psd/pore/edges", t.pore_edges);
   f.write_vector("/targets/psd/pore/fraction", t.pore_psd);
@@ -99,7 +100,7 @@ Checkpoint read_checkpoint(const std::string& path) {
   s.stall = int64_t(read_hdf5_attribute(path, "stall"));
   p.energy = read_energy(path, "energy_");
   p.best = read_energy(path, "best_");
-  c.targets = anneal::Targets::from_descriptor_file(path, "/targets", "target_porosity");
+  c.targets = anneal::Targets::from_descriptor_file(path, "/targets", "target_porosity", "target_spacing");
   std::array<std::vector<double>, 9> columns;
   for (int k = 0; k < 9; ++k) columns[k] = read_hdf5_vector(path, std::string("/history/") + kHistoryColumns[k]);
   for (std::size_t r = 0; r < columns[0].size(); ++r) {

@@ -246,8 +246,7 @@ Runner add_describe_command(CLI::App& app, const std::string& command_line) {
     out.set_attribute("porosity", porosity);
     out.set_attribute("boundary", to_string(boundary));
     out.set_attribute("shape", to_string(image.shape));
-    out.set_attribute("spacing", format_number(image.spacing.x) + "," + format_number(image.spacing.y) + "," +
-                                     format_number(image.spacing.z));
+    out.set_attribute("spacing", to_string(image.spacing));
     out.set_attribute("backend", to_string(backend));
     out.set_provenance(command_line);
     out.commit();

@@ -348,6 +348,15 @@ Runner add_run_command(CLI::App& app, const std::string& command_line) {
     } else {
       run.config.targets = anneal::Targets::from_descriptor_file(run.rc.target_descriptors);
     }
+    // A grid finer or coarser than the reference: the PSDs compare in physical units, the
+    // target S2 is resampled at this grid's lags (the checkpoint keeps the resampled one).
+    if (!(run.config.targets.spacing == run.config.spacing)) {
+      const Spacing from = run.config.targets.spacing;
+      run.config.targets = run.config.targets.at_spacing(run.config.spacing);
+      if (!o->quiet)
+        std::fprintf(run.text_stream(), "target S2 resampled from the reference's spacing %s to the domain's %s\n",
+                     to_string(from).c_str(), to_string(run.config.spacing).c_str());
+    }
     // Blobs are seeded from the run's seed, with exactly the target's pore count. `auto`
     // measures a range of blob sizes against the target PSD and keeps the nearest; the
     // resolved config written with the run then names the size chosen, so it makes the

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 
 #include "poreforge/correlation.hpp"
 #include "poreforge/error.hpp"
@@ -45,14 +46,24 @@ Targets Targets::from_image(const Mask& pore, Boundary boundary, int bins, bool 
   }
   const auto s2 = two_point_correlation(pore);
   t.s2 = {s2.directional.x, s2.directional.y, s2.directional.z};
+  t.spacing = pore.spacing();
   return t;
 }
 
 Targets Targets::from_descriptor_file(const std::string& path, const std::string& group,
-                                      const std::string& porosity_attribute) {
+                                      const std::string& porosity_attribute, const std::string& spacing_attribute) {
   Targets t;
   auto v = [&](const std::string& name) { return read_hdf5_vector(path, group + name); };
   t.porosity = read_hdf5_attribute(path, porosity_attribute);
+  if (hdf5_has_attribute(path, spacing_attribute)) {  // files written before it was recorded: unit spacing
+    const std::string spacing = read_hdf5_string_attribute(path, spacing_attribute);
+    double xyz[3];
+    if (std::sscanf(spacing.c_str(), "%lf,%lf,%lf", &xyz[0], &xyz[1], &xyz[2]) != 3)
+      throw InputError("descriptor file '" + path + "': attribute '" + spacing_attribute + "' is not 'sx,sy,sz' (got '" +
+                       spacing + "')");
+    t.spacing = {xyz[0], xyz[1], xyz[2]};
+    validate_spacing(t.spacing);
+  }
   t.pore_edges = v("/psd/pore/edges");
   t.pore_psd = v("/psd/pore/fraction");
   t.solid_edges = v("/psd/solid/edges");
@@ -60,6 +71,27 @@ Targets Targets::from_descriptor_file(const std::string& path, const std::string
   t.s2 = {v("/s2/directional/x"), v("/s2/directional/y"), v("/s2/directional/z")};
   if (t.pore_edges.size() != t.pore_psd.size() + 1 || t.solid_edges.size() != t.solid_psd.size() + 1)
     throw InputError("descriptor file '" + path + "': PSD edges and fractions do not match in length");
+  return t;
+}
+
+Targets Targets::at_spacing(const Spacing& grid) const {
+  validate_spacing(grid);
+  Targets t = *this;
+  for (int a = 0; a < 3; ++a) {
+    const double from = spacing.along(a), to = grid.along(a);
+    if (from == to || s2[a].empty()) continue;
+    const double last = double(s2[a].size() - 1);  // the reference's last lag, in its voxels
+    std::vector<double> resampled;
+    for (int64_t r = 0;; ++r) {
+      const double at = double(r) * to / from;  // the grid's lag r in reference lags
+      if (at > last) break;
+      const auto below = std::size_t(at);
+      const double frac = at - double(below);
+      resampled.push_back(below + 1 < s2[a].size() ? (1 - frac) * s2[a][below] + frac * s2[a][below + 1] : s2[a][below]);
+    }
+    t.s2[a] = std::move(resampled);
+  }
+  t.spacing = grid;
   return t;
 }
 

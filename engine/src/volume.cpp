@@ -1,6 +1,7 @@
 #include "poreforge/volume.hpp"
 
 #include <cmath>
+#include <cstdio>
 #include <limits>
 
 #include "poreforge/error.hpp"
@@ -25,6 +26,12 @@ Boundary parse_boundary(std::string_view text) {
 
 std::string to_string(const Shape& s) {
   return std::to_string(s.nx) + "x" + std::to_string(s.ny) + "x" + std::to_string(s.nz);
+}
+
+std::string to_string(const Spacing& s) {
+  char text[96];
+  std::snprintf(text, sizeof text, "%.17g,%.17g,%.17g", s.x, s.y, s.z);
+  return text;
 }
 
 void validate_shape(const Shape& s) {

@@ -170,6 +170,39 @@ TEST_CASE("anneal.quality_against_targets") {
   CHECK(far.s2_rms > 0.02);
 }
 
+TEST_CASE("anneal.targets_at_another_spacing") {
+  // A reference at unit spacing, its targets for grids of spacing 2 and 1.5 × 1 × 1: PSDs
+  // (physical units) unchanged; S2 at the grid's lags, linear in distance between the
+  // reference's lags; the reference's own spacing changes nothing.
+  const uint64_t seed = testing::fresh_seed();
+  CAPTURE(seed);
+  const Mask reference = generate_blobs({30, 24, 20}, 0.4, 0.6, seed);
+  const Targets t = Targets::from_image(reference, Boundary::periodic, 8, false, Backend::cpu);
+  CHECK(t.spacing == Spacing{});
+  CHECK(t.at_spacing(Spacing{}).s2 == t.s2);
+
+  const Targets coarse = t.at_spacing({2, 2, 2});
+  CHECK(coarse.spacing == Spacing{2, 2, 2});
+  CHECK(coarse.pore_edges == t.pore_edges);
+  CHECK(coarse.pore_psd == t.pore_psd);
+  CHECK(coarse.solid_psd == t.solid_psd);
+  for (int a = 0; a < 3; ++a) {
+    CAPTURE(a);
+    REQUIRE(coarse.s2[a].size() == (t.s2[a].size() - 1) / 2 + 1);
+    for (std::size_t r = 0; r < coarse.s2[a].size(); ++r) CHECK(coarse.s2[a][r] == t.s2[a][2 * r]);
+  }
+
+  const Targets stretched = t.at_spacing({1.5, 1, 1});
+  CHECK(stretched.s2[1] == t.s2[1]);
+  CHECK(stretched.s2[2] == t.s2[2]);
+  REQUIRE(stretched.s2[0].size() == std::size_t(double(t.s2[0].size() - 1) / 1.5) + 1);
+  CHECK(stretched.s2[0][0] == t.s2[0][0]);
+  CHECK(stretched.s2[0][1] == doctest::Approx(0.5 * (t.s2[0][1] + t.s2[0][2])));
+  CHECK(stretched.s2[0][2] == doctest::Approx(t.s2[0][3]));
+
+  CHECK_THROWS_AS(t.at_spacing({0, 1, 1}), InputError);
+}
+
 TEST_CASE("anneal.blob_start_nearest_the_target") {
   // A reference made of blobs of one size: the chosen start is a blobs structure of about that
   // size (σ on a ×1.25 grid), with the target's pore count, and it is the best of those tried.

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "poreforge/annealer/annealer.hpp"
 #include "poreforge/error.hpp"
 #include "poreforge/generators.hpp"
 #include "poreforge/io.hpp"
@@ -144,6 +145,41 @@ TEST_CASE("cli.run.end_to_end") {
   int entries = 0;
   for (auto& e : fs::directory_iterator(dir / "results")) entries += e.is_directory();
   CHECK(entries == 1);
+  std::error_code ec;
+  fs::remove_all(dir, ec);
+}
+
+TEST_CASE("cli.run.coarser_grid_than_the_reference") {
+  // A reference at spacing 0.5 described, then reconstructed on a grid of spacing 1: the
+  // describe file records the spacing, the run says it resampled the target S2, and the
+  // checkpoint keeps the resampled targets with the grid's spacing.
+  const fs::path dir = fs::temp_directory_path() / ("poreforge-coarse-" + std::to_string(testing::fresh_seed()));
+  fs::create_directories(dir);
+  const std::string cli = POREFORGE_CLI;
+  REQUIRE(shell(cli + " generate blobs --shape 32,32,32 --porosity 0.35 --seed 5 --spacing 0.5 -o " +
+                (dir / "ref.h5").string() + " > /dev/null") == 0);
+  REQUIRE(shell(cli + " describe " + (dir / "ref.h5").string() + " -o " + (dir / "desc.h5").string() +
+                " --bins 6 --backend cpu > /dev/null") == 0);
+  const anneal::Targets reference = anneal::Targets::from_descriptor_file((dir / "desc.h5").string());
+  CHECK(reference.spacing == Spacing{0.5, 0.5, 0.5});
+  std::ofstream(dir / "coarse.yaml") << "name: coarse\nbackend: cpu\ntarget:\n  descriptors: desc.h5\n"
+                                        "domain:\n  shape: [16, 16, 16]\n  spacing: [1, 1, 1]\nannealing:\n"
+                                        "  trial_moves: 20\n  max_evaluations: 200\n  stage_length: 50\n"
+                                        "checkpoint:\n  every_evaluations: 100\n";
+  REQUIRE(shell(cli + " run " + (dir / "coarse.yaml").string() + " --output " + (dir / "results").string() + " > " +
+                (dir / "out.txt").string()) == 0);
+  CHECK(slurp(dir / "out.txt").find("target S2 resampled from the reference's spacing 0.5,0.5,0.5 to the domain's 1,1,1") !=
+        std::string::npos);
+  fs::path checkpoint;
+  for (auto& e : fs::directory_iterator(dir / "results" / "coarse" / "checkpoints")) checkpoint = e.path();
+  REQUIRE(!checkpoint.empty());
+  const anneal::Targets kept =
+      anneal::Targets::from_descriptor_file(checkpoint.string(), "/targets", "target_porosity", "target_spacing");
+  CHECK(kept.spacing == Spacing{});
+  for (int a = 0; a < 3; ++a) {
+    REQUIRE(kept.s2[a].size() == (reference.s2[a].size() - 1) / 2 + 1);
+    CHECK(kept.s2[a][1] == reference.s2[a][2]);  // lag 1 here is lag 2 of the reference
+  }
   std::error_code ec;
   fs::remove_all(dir, ec);
 }

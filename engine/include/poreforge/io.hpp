@@ -75,6 +75,8 @@ std::vector<int64_t> read_hdf5_vector_int64(const std::string& path, const std::
 double read_hdf5_attribute(const std::string& path, const std::string& name);
 /// A string attribute of the file's root group.
 std::string read_hdf5_string_attribute(const std::string& path, const std::string& name);
+/// Whether the file's root group has the attribute (errors as above for a missing or non-HDF5 file).
+bool hdf5_has_attribute(const std::string& path, const std::string& name);
 
 /// Writes a mask or label-free image as raw bytes (for tests and exchange).
 void write_raw(const std::string& path, const Mask& mask);

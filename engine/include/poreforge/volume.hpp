@@ -41,6 +41,7 @@ std::string to_string(Boundary b);
 Boundary parse_boundary(std::string_view text);
 
 std::string to_string(const Shape& s);  ///< "NXxNYxNZ"
+std::string to_string(const Spacing& s);  ///< "SX,SY,SZ", each to full double precision
 
 /// Throws InputError unless every extent is positive and the product fits the index type.
 void validate_shape(const Shape& s);

@@ -166,6 +166,17 @@ std::string read_hdf5_string_attribute(const std::string& path, const std::strin
   }
 }
 
+bool hdf5_has_attribute(const std::string& path, const std::string& name) {
+  if (!std::filesystem::exists(path)) throw InputError("file '" + path + "' does not exist");
+  try {
+    if (!H5::H5File::isHdf5(path)) throw InputError("'" + path + "' is not an HDF5 file");
+    H5::H5File file(path, H5F_ACC_RDONLY);
+    return file.openGroup("/").attrExists(name);
+  } catch (const H5::Exception& e) {
+    throw InputError("cannot read '" + path + "': " + e.getDetailMsg());
+  }
+}
+
 double read_hdf5_attribute(const std::string& path, const std::string& name) {
   if (!std::filesystem::exists(path)) throw InputError("file '" + path + "' does not exist");
   try {

@@ -30,6 +30,7 @@ struct Targets {
   std::vector<double> pore_edges, pore_psd;    ///< physical units; fractions per bin
   std::vector<double> solid_edges, solid_psd;  ///< empty: no solid-PSD target
   std::array<std::vector<double>, 3> s2;       ///< directional S2 along x, y, z, r = 0, 1, …
+  Spacing spacing;                             ///< the reference's spacing: S2's lag r lies r·spacing away
 
   /// From a reference image (pore = 1): PSDs by the engine on `bins` bins of each phase's
   /// range (log-spaced if `log`), S2 by FFT.
@@ -38,8 +39,17 @@ struct Targets {
   /// `group` of another file (a checkpoint keeps its targets under "/targets"): datasets
   /// psd/{pore,solid}/{edges,fraction}, s2/directional/{x,y,z}; porosity in the root
   /// attribute `porosity_attribute`.
+  /// The reference's spacing is the root attribute `spacing_attribute` ("sx,sy,sz"); files
+  /// without it are read as unit spacing.
   static Targets from_descriptor_file(const std::string& path, const std::string& group = "",
-                                      const std::string& porosity_attribute = "porosity");
+                                      const std::string& porosity_attribute = "porosity",
+                                      const std::string& spacing_attribute = "spacing");
+
+  /// The same targets for a grid of spacing `grid`: the PSDs are in physical units and stay;
+  /// along each axis whose spacing differs, S2 is resampled at the grid's lags r·grid by
+  /// linear interpolation in distance (up to the reference's last lag). Reconstructing on a
+  /// coarser grid than the reference's keeps its physical size in fewer voxels.
+  Targets at_spacing(const Spacing& grid) const;
 };
 
 /// Weight of each energy term (≥ 0; zero switches a term off).
