@@ -69,6 +69,18 @@ TEST_CASE("config.defaults_and_overrides") {
   CHECK(parse_run_config(planted.to_yaml(), "resolved.yaml").initial_plant_large_pores);
 }
 
+TEST_CASE("config.committed_examples_parse") {
+  // Every configuration under configs/ is one a user may run as it stands.
+  int parsed = 0;
+  for (const auto& entry : fs::directory_iterator(POREFORGE_CONFIGS)) {
+    if (entry.path().extension() != ".yaml") continue;
+    CAPTURE(entry.path().string());
+    CHECK_NOTHROW(app::load_run_config(entry.path().string()));
+    ++parsed;
+  }
+  CHECK(parsed >= 5);
+}
+
 TEST_CASE("config.errors_name_key_and_line") {
   refused(std::string(minimal) + "annealing:\n  alpah: 0.9\n", "run.yaml:4: annealing.alpah is not a known key");
   refused(std::string(minimal) + "annealing:\n  alpha: 1.5\n", "run.yaml:4: annealing.alpha must lie in (0, 1)");
