@@ -64,8 +64,10 @@ PF_HD RowBox box_of(const M& m, typename M::value_type r2, const Geometry& g, Ro
   }
   int64_t ry = g.ny > 1 ? chord_half_width(m, rows_r2, 1, 0, 0) : 0;
   int64_t rz;
-  if constexpr (std::is_same_v<M, VoxelMetric>) rz = g.nz > 1 ? (g.ny > 1 ? ry : chord_half_width(m, rows_r2, 2, 0, 0)) : 0;
-  else rz = g.nz > 1 ? chord_half_width(m, rows_r2, 2, 0, 0) : 0;
+  if constexpr (std::is_same_v<M, VoxelMetric>)  // isotropic: the reach is the same along z
+    rz = g.nz > 1 ? (g.ny > 1 ? ry : chord_half_width(m, rows_r2, 2, 0, 0)) : 0;
+  else
+    rz = g.nz > 1 ? chord_half_width(m, rows_r2, 2, 0, 0) : 0;
   box.y0 = -int(ry), box.y1 = int(ry), box.z0 = -int(rz), box.z1 = int(rz);
   if (cut.from(RowCut::plus_y) != kNoCut) box.y1 = smaller(box.y1, cut.from(RowCut::plus_y) - 1);
   if (cut.from(RowCut::minus_y) != kNoCut) box.y0 = larger(box.y0, 1 - cut.from(RowCut::minus_y));
