@@ -33,7 +33,6 @@ Replay replay_painter(const Mask& phase, Boundary boundary, bool cuts) {
   const auto d2 = squared_distance_voxels(phase, boundary, Backend::cpu).values();
   const detail::Geometry g = detail::Geometry::of(s, boundary);
   const int nx = int(s.nx), ny = int(s.ny), nz = int(s.nz);
-  auto wrap = [](int v, int n) { return ((v % n) + n) % n; };
   Replay out{std::vector<float>(std::size_t(s.voxels()), 0.0f), 0};
   for (const auto& centre : cpu::ball_centres(s, boundary, metric, d2)) {
     int64_t x, y, z;
@@ -50,12 +49,12 @@ Replay replay_painter(const Mask& phase, Boundary boundary, bool cuts) {
         const int yy = int(y) + dy, zz = int(z) + dz;
         if ((yy < 0 || yy >= ny) && g.along(1) != Boundary::periodic) continue;
         if ((zz < 0 || zz >= nz) && g.along(2) != Boundary::periodic) continue;
-        const int64_t row = (int64_t(wrap(zz, nz)) * ny + wrap(yy, ny)) * nx;
+        const int64_t row = (cpu::wrap(zz, nz) * ny + cpu::wrap(yy, ny)) * nx;
         for (int dx = from; dx <= to; ++dx) {
           int xx = int(x) + dx;
           if (xx < 0 || xx >= nx) {
             if (g.along(0) != Boundary::periodic) continue;
-            xx = wrap(xx, nx);
+            xx = int(cpu::wrap(xx, nx));
           }
           float& v = out.map[std::size_t(row + xx)];
           v = std::max(v, value);
