@@ -126,7 +126,8 @@ struct Session {
       const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - loop_start).count();
       const double rate = elapsed > 0 ? double(p.evaluations - first) / elapsed : 0;
       const double share = p.evaluations ? double(p.accepted) / double(p.evaluations) : 0;
-      const double eta = rate > 0 ? double(config.stopping.max_evaluations - p.evaluations) / rate : 0;
+      double eta = rate > 0 ? double(config.stopping.max_evaluations - p.evaluations) / rate : 0;
+      if (rc.max_seconds > 0) eta = std::min(eta, rc.max_seconds - elapsed);
       char line[320];
       if (json)
         std::snprintf(line, sizeof line,
@@ -176,6 +177,9 @@ struct Session {
         batch = std::min(batch, rc.checkpoint_every_evaluations - done % rc.checkpoint_every_evaluations);
       a.advance(batch);
       const auto& p = a.progress();
+      if (rc.max_seconds > 0 && p.stopped == anneal::StopReason::none &&
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - loop_start).count() >= rc.max_seconds)
+        a.stop(anneal::StopReason::time_limit);
       const bool at_record = p.evaluations % rc.report_every == 0;
       if (at_record) {
         record(p);
@@ -308,6 +312,7 @@ Runner add_run_command(CLI::App& app, const std::string& command_line) {
   struct Options {
     std::string config, output, backend;
     std::vector<std::string> sets;
+    double max_seconds = -1;
     bool force = false, quiet = false;
     std::string progress = "auto";
   };
@@ -317,6 +322,8 @@ Runner add_run_command(CLI::App& app, const std::string& command_line) {
   cmd->add_option("--set", o->sets, "Override a key: --set annealing.alpha=0.95 (repeatable)");
   cmd->add_option("--output", o->output, "Parent folder of the run directory (overrides output.directory)");
   cmd->add_option("--backend", o->backend, "Engine backend: auto, cpu, cuda")->check(CLI::IsMember({"auto", "cpu", "cuda"}));
+  cmd->add_option("--max-seconds", o->max_seconds, "Stop the loop after this many seconds of wall clock, with the "
+                  "full outputs (overrides annealing.max_seconds; 0: no limit)")->check(CLI::NonNegativeNumber);
   cmd->add_flag("--force", o->force, "Replace an existing run directory");
   cmd->add_flag("--quiet", o->quiet, "Print only the summary");
   cmd->add_option("--progress", o->progress, "auto (a live line on a terminal, else a line every 5 s), live, plain, json")
@@ -326,6 +333,7 @@ Runner add_run_command(CLI::App& app, const std::string& command_line) {
     std::vector<std::string> sets = o->sets;
     if (!o->backend.empty()) sets.push_back("backend=" + o->backend);
     if (!o->output.empty()) sets.push_back("output.directory=" + o->output);
+    if (o->max_seconds >= 0) sets.push_back("annealing.max_seconds=" + std::to_string(o->max_seconds));
     Session run;
     run.rc = load_run_config(o->config, sets);
     run.quiet = o->quiet;
@@ -426,6 +434,7 @@ Runner add_resume_command(CLI::App& app, const std::string& command_line) {
   struct Options {
     std::string checkpoint;
     int64_t max_evaluations = 0;
+    double max_seconds = -1;
     bool quiet = false;
     std::string progress = "auto";
   };
@@ -433,7 +442,10 @@ Runner add_resume_command(CLI::App& app, const std::string& command_line) {
   CLI::App* cmd = app.add_subcommand("resume", "Continue a run from a checkpoint, exactly where it stopped");
   cmd->add_option("checkpoint", o->checkpoint, "Checkpoint file (results/<name>/checkpoints/step-*.h5)")->required();
   cmd->add_option("--max-evals", o->max_evaluations,
-                  "New evaluation budget (the one setting a resume may change)")->check(CLI::PositiveNumber);
+                  "New evaluation budget (a resume may change this and --max-seconds, nothing else)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--max-seconds", o->max_seconds, "Wall-clock limit of this session of the loop (0: none; "
+                  "default: the stored annealing.max_seconds, counted afresh)")->check(CLI::NonNegativeNumber);
   cmd->add_flag("--quiet", o->quiet, "Print only the summary");
   cmd->add_option("--progress", o->progress, "auto, live, plain, json (as for run)")
       ->check(CLI::IsMember({"auto", "live", "plain", "json"}));
@@ -443,6 +455,7 @@ Runner add_resume_command(CLI::App& app, const std::string& command_line) {
     Session run;
     std::vector<std::string> sets;
     if (o->max_evaluations) sets.push_back("annealing.max_evaluations=" + std::to_string(o->max_evaluations));
+    if (o->max_seconds >= 0) sets.push_back("annealing.max_seconds=" + std::to_string(o->max_seconds));
     run.rc = parse_run_config(ck.config_yaml, o->checkpoint + " (stored config)", sets);
     if (run.rc.stopping.max_evaluations <= ck.snapshot.progress.evaluations)
       throw InputError("the checkpoint is at " + std::to_string(ck.snapshot.progress.evaluations) +

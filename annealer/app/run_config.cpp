@@ -206,6 +206,7 @@ RunConfig parse_run_config(const std::string& text, const std::string& source, c
   ranged<int64_t>(an, "max_evaluations", stop.max_evaluations, 1, int64_t(1) << 50);
   ranged(an, "energy_tolerance", stop.energy_tolerance, 0.0, 1e12);
   ranged(an, "stall_stages", stop.stall_stages, 1, 1 << 30);
+  ranged(an, "max_seconds", c.max_seconds, 0.0, 1e9);
   an.optional("host_loop", [&](auto& v, auto& k) { c.host_loop = an.scalar<bool>(v, k, "true or false"); });
   an.finish();
 
@@ -293,7 +294,8 @@ std::string RunConfig::to_yaml() const {
     << schedule.alpha << YAML::Key << "stage_length" << YAML::Value << schedule.stage_length << YAML::Key << "delta"
     << YAML::Value << schedule.delta << YAML::Key << "max_evaluations" << YAML::Value << stopping.max_evaluations
     << YAML::Key << "energy_tolerance" << YAML::Value << stopping.energy_tolerance << YAML::Key << "stall_stages"
-    << YAML::Value << stopping.stall_stages << YAML::Key << "host_loop" << YAML::Value << host_loop << YAML::EndMap;
+    << YAML::Value << stopping.stall_stages << YAML::Key << "max_seconds" << YAML::Value << max_seconds
+    << YAML::Key << "host_loop" << YAML::Value << host_loop << YAML::EndMap;
   y << YAML::Key << "moves" << YAML::Value << YAML::BeginMap << YAML::Key << "interface_bias" << YAML::Value
     << moves.interface_bias << YAML::EndMap;
   y << YAML::Key << "initial" << YAML::Value << YAML::BeginMap << YAML::Key << "structure" << YAML::Value << initial

@@ -31,6 +31,9 @@ struct RunConfig {
   anneal::Stopping stopping;
   anneal::Moves moves;
   bool host_loop = false;  ///< CUDA: the loop on the host, the PSD on the device (for comparisons)
+  /// Wall-clock limit of one session of the loop (run, or each resume), 0: none. Stops with
+  /// `time_limit` and the full outputs; the seed's run is then cut where the clock says.
+  double max_seconds = 0;
   std::string initial = "noise";  ///< noise | blobs: the starting structure, porosity-matched
   double initial_blobiness = 1.0; ///< blobs: PoreSpy's blobiness (larger, smaller features)
   bool initial_blobiness_auto = false;  ///< blobs, `blobiness: auto`: the size nearest the target PSD

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <stdexcept>
 
 #include "poreforge/correlation.hpp"
 #include "poreforge/error.hpp"
@@ -139,6 +140,7 @@ std::string to_string(StopReason r) {
     case StopReason::max_evaluations: return "max_evaluations";
     case StopReason::energy_tolerance: return "energy_tolerance";
     case StopReason::no_improvement: return "no_improvement";
+    case StopReason::time_limit: return "time_limit";
   }
   return "?";
 }
@@ -377,6 +379,11 @@ void Annealer::swap(int64_t pore_voxel, int64_t solid_voxel) {
   m_slot[pore_voxel] = b;
 }
 
+void Annealer::stop(StopReason reason) {
+  if (reason == StopReason::none) throw std::invalid_argument("Annealer::stop needs a reason");
+  if (m_progress.stopped == StopReason::none) m_progress.stopped = reason;
+}
+
 bool Annealer::step() {
   if (!m_device) return host_step();
   const int64_t accepted = m_progress.accepted;
@@ -385,6 +392,7 @@ bool Annealer::step() {
 }
 
 const Progress& Annealer::advance(int64_t steps) {
+  if (m_progress.stopped != StopReason::none) return m_progress;  // the device loop's own state may not know
 #ifdef POREFORGE_HAVE_CUDA
   if (m_device) {
     m_device->advance(steps);

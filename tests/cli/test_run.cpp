@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <algorithm>
+#include <chrono>
 #include <fstream>
 #include <sstream>
 
@@ -102,6 +103,7 @@ TEST_CASE("config.errors_name_key_and_line") {
           "initial.plant_large_pores plants into a blobs start (initial.structure: blobs)");
   refused(std::string(minimal) + "initial:\n  structure: blobs\n  plant_large_pores: 3\n",
           "initial.plant_large_pores must be true or false");
+  refused(std::string(minimal) + "annealing:\n  max_seconds: -1\n", "run.yaml:4: annealing.max_seconds must lie in [0");
 }
 
 TEST_CASE("cli.run.end_to_end") {
@@ -252,6 +254,42 @@ TEST_CASE("cli.run.resume_and_signals") {
   std::sort(ckpts.begin(), ckpts.end());
   CHECK(shell(cli + " resume " + ckpts.back().string() + " --max-evals 100000000 --quiet > /dev/null 2>&1 & "
               "sleep 0.5; kill -TERM $! ; wait $!; test $? -eq 143") == 0);
+  std::error_code ec;
+  fs::remove_all(dir, ec);
+}
+
+TEST_CASE("cli.run.wall_clock_limit") {
+  // A budget of evaluations no run here reaches, cut by --max-seconds: exit 0, the full
+  // outputs, stop reason time_limit; a resume gets a fresh limit and goes on from there.
+  const fs::path dir = fs::temp_directory_path() / ("poreforge-clock-" + std::to_string(testing::fresh_seed()));
+  fs::create_directories(dir);
+  const std::string cli = POREFORGE_CLI;
+  REQUIRE(shell(cli + " generate blobs --shape 20,20,20 --porosity 0.4 --seed 3 -o " + (dir / "ref.h5").string() +
+                " > /dev/null") == 0);
+  REQUIRE(shell(cli + " describe " + (dir / "ref.h5").string() + " -o " + (dir / "desc.h5").string() +
+                " --bins 6 --backend cpu > /dev/null") == 0);
+  std::ofstream(dir / "clock.yaml") << "name: clock\nbackend: cpu\ntarget:\n  descriptors: desc.h5\n"
+                                       "domain:\n  shape: [16, 16, 16]\nannealing:\n  trial_moves: 20\n"
+                                       "  max_evaluations: 1000000000\n  stage_length: 1000\n  stall_stages: 1000000\n"
+                                       "  energy_tolerance: 0\noutput:\n  report_every: 100\n";
+  const auto started = std::chrono::steady_clock::now();
+  REQUIRE(shell(cli + " run " + (dir / "clock.yaml").string() + " --output " + (dir / "results").string() +
+                " --max-seconds 1 --quiet > /dev/null") == 0);
+  CHECK(std::chrono::steady_clock::now() - started < std::chrono::seconds(60));
+  const fs::path rd = dir / "results" / "clock";
+  for (const char* f : {"final.h5", "descriptors.h5", "energy.csv", "summary.json"}) CHECK_MESSAGE(fs::exists(rd / f), f);
+  const std::string summary = slurp(rd / "summary.json");
+  CHECK(summary.find("\"stop_reason\": \"time_limit\"") != std::string::npos);
+  CHECK(read_hdf5_attribute((rd / "final.h5").string(), "evaluations") < 1e9);
+  CHECK(slurp(rd / "config.yaml").find("max_seconds: 1") != std::string::npos);
+  std::vector<fs::path> ckpts;
+  for (auto& e : fs::directory_iterator(rd / "checkpoints")) ckpts.push_back(e.path());
+  REQUIRE(!ckpts.empty());
+  std::sort(ckpts.begin(), ckpts.end());
+  const double first = read_hdf5_attribute((rd / "final.h5").string(), "evaluations");
+  REQUIRE(shell(cli + " resume " + ckpts.back().string() + " --max-seconds 0.5 --quiet > /dev/null") == 0);
+  CHECK(read_hdf5_attribute((rd / "final.h5").string(), "evaluations") > first);
+  CHECK(slurp(rd / "summary.json").find("\"stop_reason\": \"time_limit\"") != std::string::npos);
   std::error_code ec;
   fs::remove_all(dir, ec);
 }

@@ -112,7 +112,9 @@ Quality quality(const Mask& pore, const Targets& targets, Boundary boundary, Bac
 /// L1 distance between pore-PSD fractions (on the target's bins) and the target's.
 double pore_psd_l1(const std::vector<double>& fraction, const Targets& targets);
 
-enum class StopReason { none, max_evaluations, energy_tolerance, no_improvement };
+/// `time_limit` is the caller's: the annealer keeps no clock (a seed's run is the same run at
+/// any speed), `poreforge run` stops one at its wall-clock limit through `stop`.
+enum class StopReason { none, max_evaluations, energy_tolerance, no_improvement, time_limit };
 std::string to_string(StopReason r);
 
 /// Energy and its terms, each normalised by its error at the start.
@@ -167,6 +169,9 @@ class Annealer {
   const Progress& advance(int64_t steps);
   /// One proposal: swap, score, accept or roll back. Returns whether it was accepted.
   bool step();
+  /// Ends the run for a reason of the caller's (a wall-clock limit); `advance` does nothing
+  /// after it. The state stays exactly where it is, so a snapshot taken now resumes bit for bit.
+  void stop(StopReason reason);
 
   /// The current structure (on the device loop, copied back when asked for).
   const Mask& structure() const;
