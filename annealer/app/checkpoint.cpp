@@ -49,6 +49,10 @@ void write_checkpoint(const std::string& path, const Checkpoint& c, const std::s
   write_energy(f, "energy_", p.energy);
   write_energy(f, "best_", p.best);
   const auto& t = c.targets;
+  if (c.run_start) {
+    f.set_attribute("start_pore_psd_l1", c.run_start->pore_psd_l1);
+    f.set_attribute("start_s2_rms", c.run_start->s2_rms);
+  }
   f.set_attribute("target_porosity", t.porosity);
   f.set_attribute("target_spacing", to_string(t.spacing));
   // The describe-file layout under /targets, read back by Targets::from_descriptor_file.
@@ -101,6 +105,8 @@ Checkpoint read_checkpoint(const std::string& path) {
   p.energy = read_energy(path, "energy_");
   p.best = read_energy(path, "best_");
   c.targets = anneal::Targets::from_descriptor_file(path, "/targets", "target_porosity", "target_spacing");
+  if (hdf5_has_attribute(path, "start_pore_psd_l1"))
+    c.run_start = anneal::Quality{read_hdf5_attribute(path, "start_pore_psd_l1"), read_hdf5_attribute(path, "start_s2_rms")};
   std::array<std::vector<double>, 9> columns;
   for (int k = 0; k < 9; ++k) columns[k] = read_hdf5_vector(path, std::string("/history/") + kHistoryColumns[k]);
   for (std::size_t r = 0; r < columns[0].size(); ++r) {

@@ -2,6 +2,7 @@
 // Run checkpoints: everything `poreforge resume` needs to continue a run bit for bit, in one
 // HDF5 file written atomically (temporary file, flush, rename).
 #include <array>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -20,6 +21,9 @@ struct Checkpoint {
   anneal::Targets targets;
   anneal::Snapshot snapshot;
   std::vector<HistoryRow> history;
+  /// The quality of the run's first structure, so that a resumed run still reports how far
+  /// it came from its start (absent in checkpoints written before it was kept).
+  std::optional<anneal::Quality> run_start;
 };
 
 void write_checkpoint(const std::string& path, const Checkpoint& checkpoint, const std::string& command_line);

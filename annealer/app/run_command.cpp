@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <optional>
 #include <sstream>
 
 #include "commands.hpp"
@@ -82,6 +83,7 @@ struct Session {
   std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
   int64_t first_evaluation = 0;  // where this session's loop began (0, or a resume's step)
   anneal::Quality start_quality;  // of the structure this session's loop began from
+  std::optional<anneal::Quality> run_start;  // of the run's first structure (a resume: from the checkpoint)
   std::ofstream log;
 
   // Informational lines; with --progress json they go to stderr so stdout stays JSON lines.
@@ -100,7 +102,8 @@ struct Session {
     fs::create_directories(folder);
     char name[64];
     std::snprintf(name, sizeof name, "step-%012lld.h5", static_cast<long long>(a.progress().evaluations));
-    write_checkpoint((folder / name).string(), {rc.to_yaml(), config.targets, a.snapshot(), history}, command_line);
+    write_checkpoint((folder / name).string(), {rc.to_yaml(), config.targets, a.snapshot(), history, run_start},
+                     command_line);
     // Keep the newest `keep`.
     std::vector<fs::path> all;
     for (auto& e : fs::directory_iterator(folder))
@@ -118,6 +121,7 @@ struct Session {
     auto last_checkpoint = loop_start;
     const int64_t first = first_evaluation = a.progress().evaluations;
     start_quality = anneal::quality(a.structure(), config.targets, config.boundary, backend);
+    if (first == 0) run_start = start_quality;
     started = loop_start;
     const std::string mode = quiet ? "none" : progress == "auto" ? (::isatty(1) ? "live" : "plain") : progress;
     auto last_shown = loop_start - std::chrono::hours(1);
@@ -279,15 +283,18 @@ struct Session {
       << p.accepted << ",\n  \"stop_reason\": \"" << to_string(p.stopped) << "\",\n  \"energy\": " << p.energy.total
       << ",\n  \"best_energy\": " << p.best.total << ",\n  \"loop_seconds_this_session\": " << seconds
       << ",\n  \"evaluations_per_second\": " << (seconds > 0 ? double(p.evaluations - first_evaluation) / seconds : 0)
-      << ",\n  \"quality\": {\"start\": " << quality_json(start_quality) << ", \"final\": " << quality_json(final_quality)
-      << "}\n}\n";
+      << ",\n  \"quality\": {";
+    if (run_start) j << "\"start\": " << quality_json(*run_start) << ", ";
+    if (first_evaluation > 0) j << "\"resumed_from\": " << quality_json(start_quality) << ", ";
+    j << "\"final\": " << quality_json(final_quality) << "}\n}\n";
     write_text(dir / "summary.json", j.str());
+    const anneal::Quality& from = run_start.value_or(start_quality);
     std::fprintf(text_stream(),
                  "stopped   %s after %lld evaluations, energy %.5f (best %.5f)\n"
-                 "quality   pore PSD L1 %.4f -> %.4f, S2 RMS %.5f -> %.5f (start of this run -> final)\nwrote     %s\n",
+                 "quality   pore PSD L1 %.4f -> %.4f, S2 RMS %.5f -> %.5f (%s -> final)\nwrote     %s\n",
                  to_string(p.stopped).c_str(), static_cast<long long>(p.evaluations), p.energy.total, p.best.total,
-                 start_quality.pore_psd_l1, final_quality.pore_psd_l1, start_quality.s2_rms, final_quality.s2_rms,
-                 dir.string().c_str());
+                 from.pore_psd_l1, final_quality.pore_psd_l1, from.s2_rms, final_quality.s2_rms,
+                 run_start ? "the run's start" : "this resume's start", dir.string().c_str());
   }
 };
 
@@ -467,6 +474,7 @@ Runner add_resume_command(CLI::App& app, const std::string& command_line) {
     run.config = annealer_config(run.rc, run.backend);
     run.config.targets = ck.targets;
     run.history = ck.history;
+    run.run_start = ck.run_start;
     anneal::Annealer annealer(run.config, std::move(ck.snapshot));
     const fs::path parent = fs::absolute(o->checkpoint).parent_path();
     run.dir = parent.filename() == "checkpoints" ? parent.parent_path() : parent;

@@ -227,6 +227,17 @@ TEST_CASE("cli.run.resume_and_signals") {
   CHECK(read_hdf5((dir / "results/halves/final.h5").string(), "/volume").bytes ==
         read_hdf5((dir / "results/straight/final.h5").string(), "/volume").bytes);
   CHECK(slurp(dir / "results/halves/energy.csv") == slurp(dir / "results/straight/energy.csv"));
+  // The resumed run's summary still measures from the run's start, and says where it resumed.
+  auto quality_of = [&](const std::string& run, const std::string& key) {
+    const std::string text = slurp(dir / "results" / run / "summary.json");
+    const auto at = text.find("\"" + key + "\": {");
+    return at == std::string::npos ? std::string() : text.substr(at, text.find('}', at) - at);
+  };
+  CHECK(!quality_of("straight", "start").empty());
+  CHECK(quality_of("halves", "start") == quality_of("straight", "start"));
+  CHECK(quality_of("halves", "final") == quality_of("straight", "final"));
+  CHECK(!quality_of("halves", "resumed_from").empty());
+  CHECK(quality_of("straight", "resumed_from").empty());
   // A budget already spent, a truncated file and a foreign file are refused.
   CHECK(shell(cli + " resume " + ckpt.string() + " --max-evals 200 > /dev/null 2>&1") != 0);
   {
