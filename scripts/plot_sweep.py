@@ -24,12 +24,13 @@ def main():
         sys.exit(__doc__)
     folder = sys.argv[1]
     rows = list(csv.DictReader(open(os.path.join(folder, "summary.csv"))))
-    fixed = {"name", "status", "exit_code", "seconds", "stop_reason", "final_energy", "pore_psd_l1", "s2_rms"}
+    fixed = {"name", "status", "exit_code", "seconds", "stop_reason", "final_energy", "energy_against_random_start", "pore_psd_l1", "s2_rms"}
     keys = [k for k in rows[0] if k not in fixed]
     labels = [", ".join(f"{k}={r[k]}" for k in keys if r[k]) or r["name"] for r in rows]
     ok = [r["status"] == "ok" for r in rows]
     fig, axes = plt.subplots(3, 1, figsize=(max(6, 0.6 * len(rows) + 2), 8), sharex=True)
-    for ax, (field, title) in zip(axes, [("final_energy", "final energy"), ("pore_psd_l1", "pore PSD L1"),
+    # The energy against a random start: comparable between runs from different starts.
+    for ax, (field, title) in zip(axes, [("energy_against_random_start", "energy vs random start"), ("pore_psd_l1", "pore PSD L1"),
                                          ("s2_rms", "S2 RMS error")]):
         values = [float(r[field]) if r[field] else 0.0 for r in rows]
         ax.bar(range(len(rows)), values, color=["tab:blue" if good else "tab:red" for good in ok])

@@ -281,7 +281,8 @@ struct Session {
       << (backend == Backend::cuda ? cuda_device_description() : "cpu, " + std::to_string(cpu_threads()) + " threads")
       << "\",\n  \"seed\": " << rc.seed << ",\n  \"evaluations\": " << p.evaluations << ",\n  \"accepted\": "
       << p.accepted << ",\n  \"stop_reason\": \"" << to_string(p.stopped) << "\",\n  \"energy\": " << p.energy.total
-      << ",\n  \"best_energy\": " << p.best.total << ",\n  \"loop_seconds_this_session\": " << seconds
+      << ",\n  \"best_energy\": " << p.best.total << ",\n  \"energy_against_random_start\": "
+      << a.energy_against_random_start() << ",\n  \"loop_seconds_this_session\": " << seconds
       << ",\n  \"evaluations_per_second\": " << (seconds > 0 ? double(p.evaluations - first_evaluation) / seconds : 0)
       << ",\n  \"quality\": {";
     if (run_start) j << "\"start\": " << quality_json(*run_start) << ", ";
@@ -290,10 +291,10 @@ struct Session {
     write_text(dir / "summary.json", j.str());
     const anneal::Quality& from = run_start.value_or(start_quality);
     std::fprintf(text_stream(),
-                 "stopped   %s after %lld evaluations, energy %.5f (best %.5f)\n"
+                 "stopped   %s after %lld evaluations, energy %.5f (best %.5f; %.5f against a random start)\n"
                  "quality   pore PSD L1 %.4f -> %.4f, S2 RMS %.5f -> %.5f (%s -> final)\nwrote     %s\n",
                  to_string(p.stopped).c_str(), static_cast<long long>(p.evaluations), p.energy.total, p.best.total,
-                 from.pore_psd_l1, final_quality.pore_psd_l1, from.s2_rms, final_quality.s2_rms,
+                 a.energy_against_random_start(), from.pore_psd_l1, final_quality.pore_psd_l1, from.s2_rms, final_quality.s2_rms,
                  run_start ? "the run's start" : "this resume's start", dir.string().c_str());
   }
 };

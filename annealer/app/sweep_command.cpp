@@ -170,20 +170,21 @@ Runner add_sweep_command(CLI::App& app) {
     std::ostringstream csv;
     csv << "name";
     for (const auto& k : keys) csv << "," << k;
-    csv << ",status,exit_code,seconds,stop_reason,final_energy,pore_psd_l1,s2_rms\n";
+    csv << ",status,exit_code,seconds,stop_reason,final_energy,energy_against_random_start,pore_psd_l1,s2_rms\n";
     int failed = 0;
     for (const auto& job : jobs) {
       std::map<std::string, std::string> values(job.combination->sets.begin(), job.combination->sets.end());
       csv << job.combination->name;
       for (const auto& k : keys) csv << ",\"" << values[k] << "\"";
       const fs::path run = folder / job.combination->name;
-      std::string stop, energy, l1, rms;
+      std::string stop, energy, against_random, l1, rms;
       if (job.exit_code == 0) {
         std::ifstream in(run / "summary.json");
         std::stringstream text;
         text << in.rdbuf();
         stop = json_field(text.str(), "stop_reason");
         energy = json_field(text.str(), "energy");
+        against_random = json_field(text.str(), "energy_against_random_start");
         const auto [e1, e2] = descriptor_errors((run / "descriptors.h5").string());
         l1 = std::to_string(e1);
         rms = std::to_string(e2);
@@ -191,7 +192,7 @@ Runner add_sweep_command(CLI::App& app) {
         ++failed;
       }
       csv << "," << (job.exit_code == 0 ? "ok" : "failed") << "," << job.exit_code << "," << job.seconds << "," << stop
-          << "," << energy << "," << l1 << "," << rms << "\n";
+          << "," << energy << "," << against_random << "," << l1 << "," << rms << "\n";
     }
     std::ofstream(folder / "summary.csv") << csv.str();
     std::printf("wrote %s (%zu runs, %d failed)\n", (folder / "summary.csv").string().c_str(), jobs.size(), failed);

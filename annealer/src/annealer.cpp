@@ -152,17 +152,10 @@ Annealer::Annealer(Config config)
       m_pore_bins(Bins::from_edges(m_config.targets.pore_edges)) {
   if (!m_config.targets.solid_edges.empty()) m_solid_bins = Bins::from_edges(m_config.targets.solid_edges);
   const int64_t n = m_pore.voxels();
-  const int64_t pore = std::llround(m_config.targets.porosity * double(n));
   if (m_config.initial) {
     for (int64_t i = 0; i < n; ++i) m_pore[i] = (*m_config.initial)[i] ? 1 : 0;
-  } else {  // a seeded shuffle (Fisher–Yates on Philox draws), exact porosity
-    std::vector<int64_t> order(static_cast<std::size_t>(n));
-    for (int64_t i = 0; i < n; ++i) order[i] = i;
-    for (int64_t i = n - 1; i > 0; --i) {
-      const PhiloxBlock w = m_random.draw(kTrialStepBase - 1 - uint64_t(i), 0);
-      std::swap(order[i], order[Philox::below(w[0], w[1], uint64_t(i + 1))]);
-    }
-    for (int64_t k = 0; k < pore; ++k) m_pore[order[k]] = 1;
+  } else {
+    m_pore = random_start();
   }
   m_slot.resize(static_cast<std::size_t>(n));
   for (int64_t i = 0; i < n; ++i) {
@@ -175,12 +168,8 @@ Annealer::Annealer(Config config)
 
   // Normalisers: each term's squared error at the start (1 where the start already matches).
   const Descriptors d = describe_current();
-  const auto& t = m_config.targets;
-  std::array<std::size_t, 3> len;
-  for (int a = 0; a < 3; ++a) len[a] = std::min(t.s2[a].size(), m_counts.counts(a).size());
-  const double e[3] = {squared_error(d.pore_psd, t.pore_psd), squared_error(d.solid_psd, t.solid_psd),
-                       squared_error(d.s2, concat_s2(t.s2, len))};
-  for (int k = 0; k < 3; ++k) m_norm[k] = e[k] > 0 ? e[k] : 1.0;
+  m_norm = normalisers(d);
+  m_random_norm = m_config.initial ? normalisers(describe_from_scratch(random_start())) : m_norm;
   m_progress.energy = energy_of(d);
   m_progress.best = m_progress.energy;
 
@@ -234,6 +223,7 @@ Annealer::Annealer(Config config, Snapshot snap)
   m_stall = snap.stall;
   m_stage_energies = std::move(snap.stage_energies);
   m_norm = snap.norm;
+  m_random_norm = normalisers(describe_from_scratch(random_start()));
   start_device_loop();
 }
 
@@ -321,17 +311,53 @@ Energy Annealer::energy_of(const Descriptors& d) const {
   return e;
 }
 
-Energy Annealer::evaluate_from_scratch() const {
+Energy Annealer::evaluate_from_scratch() const { return energy_of(describe_from_scratch(structure())); }
+
+Annealer::Descriptors Annealer::describe_from_scratch(const Mask& pore) const {
   // Everything recomputed: S2 counted afresh, PSDs by one-shot engine calls (not the evaluators).
-  const Mask& pore = structure();
-  const DirectionalCounts fresh(pore);
   const auto& w = m_config.weights;
   Descriptors d;
   if (w.pore_psd > 0) d.pore_psd = pore_size_distribution(pore, m_config.boundary, m_pore_bins, backend()).fraction;
   if (w.solid_psd > 0)
     d.solid_psd = pore_size_distribution(complement(pore), m_config.boundary, *m_solid_bins, backend()).fraction;
-  if (w.s2 > 0) d.s2 = s2_of(fresh);
-  return energy_of(d);
+  if (w.s2 > 0) d.s2 = s2_of(DirectionalCounts(pore));
+  return d;
+}
+
+std::array<double, 3> Annealer::normalisers(const Descriptors& d) const {
+  const auto& t = m_config.targets;
+  std::array<std::size_t, 3> len;
+  for (int a = 0; a < 3; ++a) len[a] = std::min(t.s2[a].size(), m_counts.counts(a).size());
+  const double e[3] = {squared_error(d.pore_psd, t.pore_psd), squared_error(d.solid_psd, t.solid_psd),
+                       squared_error(d.s2, concat_s2(t.s2, len))};
+  std::array<double, 3> norm;
+  for (int k = 0; k < 3; ++k) norm[k] = e[k] > 0 ? e[k] : 1.0;
+  return norm;
+}
+
+Mask Annealer::random_start() const {
+  // A seeded shuffle (Fisher–Yates on Philox draws of counters below the trial moves'), exact
+  // porosity: the same structure for the same seed, whenever it is drawn.
+  const int64_t n = m_config.shape.voxels();
+  const int64_t pore = std::llround(m_config.targets.porosity * double(n));
+  std::vector<int64_t> order(static_cast<std::size_t>(n));
+  for (int64_t i = 0; i < n; ++i) order[i] = i;
+  for (int64_t i = n - 1; i > 0; --i) {
+    const PhiloxBlock w = m_random.draw(kTrialStepBase - 1 - uint64_t(i), 0);
+    std::swap(order[i], order[Philox::below(w[0], w[1], uint64_t(i + 1))]);
+  }
+  Mask m(m_config.shape, m_config.spacing);
+  for (int64_t k = 0; k < pore; ++k) m[order[k]] = 1;
+  return m;
+}
+
+double Annealer::energy_against_random_start() const {
+  const Energy& e = m_progress.energy;
+  const auto& w = m_config.weights;
+  const double terms[3] = {e.pore_psd, e.solid_psd, e.s2}, weights[3] = {w.pore_psd, w.solid_psd, w.s2};
+  double total = 0;
+  for (int k = 0; k < 3; ++k) total += weights[k] * terms[k] * m_norm[k] / m_random_norm[k];
+  return total;
 }
 
 int64_t Annealer::propose(int which, uint64_t step, uint32_t lane_base) const {

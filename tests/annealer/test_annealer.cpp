@@ -375,3 +375,35 @@ TEST_CASE("anneal.resume_is_exact") {
     CHECK(resumed.counts() == straight.counts());
   }
 }
+
+TEST_CASE("anneal.energy_against_a_random_start") {
+  // From the seed's random start the two energies are one; from another start, each term is
+  // rescaled to the random start's error: the same start given explicitly reads 2 (both
+  // terms at their initial error), a blobs start nearer the target reads its own errors over
+  // the random start's. A resume keeps the figure.
+  const uint64_t seed = testing::fresh_seed();
+  CAPTURE(seed);
+  Config c = small_config({16, 16, 16}, seed);
+  Annealer noise(c);
+  CHECK(noise.energy_against_random_start() == doctest::Approx(noise.progress().energy.total).epsilon(1e-14));
+  noise.advance(300);
+  CHECK(noise.energy_against_random_start() == doctest::Approx(noise.progress().energy.total).epsilon(1e-14));
+
+  Annealer fresh(c);
+  Config same = c;
+  same.initial = fresh.structure();
+  const Annealer given(same);
+  CHECK(given.energy_against_random_start() == doctest::Approx(2.0).epsilon(1e-12));
+
+  Config blobs = c;
+  blobs.initial = make_blob_start(c.shape, c.spacing, c.targets, c.boundary, 0.7, false, seed, Backend::cpu);
+  Annealer b(blobs);
+  b.advance(200);
+  const Energy& e = b.progress().energy;
+  const auto norm = b.snapshot().norm, random_norm = fresh.snapshot().norm;
+  const double expected = e.pore_psd * norm[0] / random_norm[0] + e.s2 * norm[2] / random_norm[2];
+  CHECK(b.energy_against_random_start() == doctest::Approx(expected).epsilon(1e-12));
+  CHECK(b.energy_against_random_start() != doctest::Approx(e.total).epsilon(1e-6));
+  const Annealer resumed(blobs, b.snapshot());
+  CHECK(resumed.energy_against_random_start() == doctest::Approx(expected).epsilon(1e-12));
+}

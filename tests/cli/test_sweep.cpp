@@ -71,7 +71,7 @@ TEST_CASE("cli.sweep.local_with_a_failure") {
   csv << in.rdbuf();
   const std::string text = csv.str();
   CAPTURE(text);
-  CHECK(text.rfind("name,seed,annealing.alpha,status,exit_code,seconds,stop_reason,final_energy,pore_psd_l1,s2_rms\n", 0) == 0);
+  CHECK(text.rfind("name,seed,annealing.alpha,status,exit_code,seconds,stop_reason,final_energy,energy_against_random_start,pore_psd_l1,s2_rms\n", 0) == 0);
   CHECK(text.find("t-000,\"1\",\"\",ok,0,") != std::string::npos);
   CHECK(text.find("t-001,\"2\",\"\",ok,0,") != std::string::npos);
   CHECK(text.find("t-002,\"\",\"7\",failed,2,") != std::string::npos);

@@ -183,6 +183,12 @@ class Annealer {
   bool device_loop() const { return m_device != nullptr; }
   /// The energy of the current structure computed from scratch (descriptors recomputed).
   Energy evaluate_from_scratch() const;
+  /// The current energy as if the run had started from the seed's random structure (white
+  /// noise, porosity-matched: DESIGN.md §1's initial state): each term normalised by that
+  /// structure's error instead of the run's own start's. Equals the energy for a random start;
+  /// makes runs from other starts (blobs, planted pores), which begin nearer the target,
+  /// comparable with each other and with a random start.
+  double energy_against_random_start() const;
   /// The incremental two-point counts (for checks against a recount).
   const DirectionalCounts& counts() const;
 
@@ -194,6 +200,12 @@ class Annealer {
   Descriptors describe_current();
   // S2 part of the descriptors from `counts`.
   std::vector<double> s2_of(const DirectionalCounts& counts) const;
+  // The descriptors of any structure by one-shot engine calls (not the evaluators).
+  Descriptors describe_from_scratch(const Mask& pore) const;
+  // Each term's squared error against the targets (1 where it is 0): the energy's normalisers.
+  std::array<double, 3> normalisers(const Descriptors& d) const;
+  // The seed's porosity-matched white-noise structure (the start when none is given).
+  Mask random_start() const;
   void make_evaluators();
   // On the CUDA backend (unless host_loop): hand the state to a device loop.
   void start_device_loop();
@@ -214,6 +226,7 @@ class Annealer {
   Bins m_pore_bins;
   std::optional<Bins> m_solid_bins;
   std::array<double, 3> m_norm{1, 1, 1};         // initial squared errors
+  std::array<double, 3> m_random_norm{1, 1, 1};  // the same for random_start()
   Progress m_progress;
   int64_t m_stall = 0;
   std::vector<double> m_stage_energies;
