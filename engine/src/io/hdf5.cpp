@@ -9,12 +9,10 @@
 
 #include "poreforge/error.hpp"
 #include "poreforge/io.hpp"
+#include "poreforge_git_hash.hpp"  // generated at every build (cmake/git_hash.cmake)
 
 #ifndef POREFORGE_VERSION
 #define POREFORGE_VERSION "0.0.0"
-#endif
-#ifndef POREFORGE_GIT_HASH
-#define POREFORGE_GIT_HASH "unknown"
 #endif
 
 namespace poreforge {
