@@ -1,6 +1,7 @@
 // Distance transform, local thickness and PSD against the brute-force definitions.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "poreforge/edt.hpp"
@@ -106,15 +107,28 @@ PF_BACKEND_TEST("local_thickness", "brute_force_anisotropic") {
 }
 
 PF_BACKEND_TEST("edt", "squared_voxels_exact") {
+  // Dense and sparse background: long runs of the phase, lines with one background voxel or
+  // none (the line passes split lines at background voxels and walk periodic lines from one).
   const uint64_t seed = testing::fresh_seed();
   CAPTURE(seed);
-  const Mask phase = testing::random_volume({24, 24, 24}, 1, 0.6, seed);
-  for (Boundary boundary : all_boundaries) {
-    CAPTURE(to_string(boundary));
-    const auto want = testing::brute_squared_distance(phase, boundary, detail::VoxelMetric{});
-    const auto got = squared_distance_voxels(phase, boundary, B::backend);
-    CHECK(got.values() == want);
-  }
+  const Shape shapes[] = {{24, 24, 24}, {37, 5, 9}, {1, 50, 3}, {33, 1, 1}};
+  int k = 0;
+  for (const Shape& shape : shapes)
+    for (const double porosity : {0.6, 0.97, 0.995}) {
+      CAPTURE(to_string(shape));
+      CAPTURE(porosity);
+      const Mask phase = testing::random_volume(shape, k % 2, porosity, seed + k);
+      ++k;
+      for (Boundary boundary : all_boundaries) {
+        CAPTURE(to_string(boundary));
+        const auto want = testing::brute_squared_distance(phase, boundary, detail::VoxelMetric{});
+        if (std::find(want.begin(), want.end(), detail::VoxelMetric::infinity) != want.end()) {
+          CHECK_THROWS_AS(squared_distance_voxels(phase, boundary, B::backend), InputError);  // no background
+          continue;
+        }
+        CHECK(squared_distance_voxels(phase, boundary, B::backend).values() == want);
+      }
+    }
 }
 
 PF_BACKEND_TEST("local_thickness", "ball") {
