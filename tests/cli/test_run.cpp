@@ -42,6 +42,15 @@ std::string slurp(const fs::path& p) {
   return s.str();
 }
 
+// A generated blobs reference (dir/ref.h5) and its descriptor file with 6 bins (dir/desc.h5);
+// `generate_options` e.g. "--shape 20,20,20 --porosity 0.4 --seed 9".
+void described_reference(const fs::path& dir, const std::string& generate_options) {
+  const std::string cli = POREFORGE_CLI;
+  REQUIRE(shell(cli + " generate blobs " + generate_options + " -o " + (dir / "ref.h5").string() + " > /dev/null") == 0);
+  REQUIRE(shell(cli + " describe " + (dir / "ref.h5").string() + " -o " + (dir / "desc.h5").string() +
+                " --bins 6 --backend cpu > /dev/null") == 0);
+}
+
 }  // namespace
 
 TEST_CASE("config.defaults_and_overrides") {
@@ -110,10 +119,7 @@ TEST_CASE("cli.run.end_to_end") {
   const fs::path dir = fs::temp_directory_path() / ("poreforge-run-" + std::to_string(testing::fresh_seed()));
   fs::create_directories(dir);
   const std::string cli = POREFORGE_CLI;
-  REQUIRE(shell(cli + " generate blobs --shape 24,24,24 --porosity 0.35 --seed 4 -o " + (dir / "ref.h5").string() +
-                " > /dev/null") == 0);
-  REQUIRE(shell(cli + " describe " + (dir / "ref.h5").string() + " -o " + (dir / "desc.h5").string() +
-                " --bins 6 --backend cpu > /dev/null") == 0);
+  described_reference(dir, "--shape 24,24,24 --porosity 0.35 --seed 4");
   std::ofstream(dir / "tiny.yaml") << "name: tiny\nbackend: cpu\ntarget:\n  descriptors: desc.h5\n"
                                       "domain:\n  shape: [16, 16, 16]\nannealing:\n  trial_moves: 20\n"
                                       "  max_evaluations: 300\n  stage_length: 50\noutput:\n  report_every: 100\n";
@@ -170,10 +176,7 @@ TEST_CASE("cli.run.coarser_grid_than_the_reference") {
   const fs::path dir = fs::temp_directory_path() / ("poreforge-coarse-" + std::to_string(testing::fresh_seed()));
   fs::create_directories(dir);
   const std::string cli = POREFORGE_CLI;
-  REQUIRE(shell(cli + " generate blobs --shape 32,32,32 --porosity 0.35 --seed 5 --spacing 0.5 -o " +
-                (dir / "ref.h5").string() + " > /dev/null") == 0);
-  REQUIRE(shell(cli + " describe " + (dir / "ref.h5").string() + " -o " + (dir / "desc.h5").string() +
-                " --bins 6 --backend cpu > /dev/null") == 0);
+  described_reference(dir, "--shape 32,32,32 --porosity 0.35 --seed 5 --spacing 0.5");
   const anneal::Targets reference = anneal::Targets::from_descriptor_file((dir / "desc.h5").string());
   CHECK(reference.spacing == Spacing{0.5, 0.5, 0.5});
   std::ofstream(dir / "coarse.yaml") << "name: coarse\nbackend: cpu\ntarget:\n  descriptors: desc.h5\n"
@@ -202,10 +205,7 @@ TEST_CASE("cli.run.resume_and_signals") {
   const fs::path dir = fs::temp_directory_path() / ("poreforge-resume-" + std::to_string(testing::fresh_seed()));
   fs::create_directories(dir);
   const std::string cli = POREFORGE_CLI;
-  REQUIRE(shell(cli + " generate blobs --shape 20,20,20 --porosity 0.4 --seed 9 -o " + (dir / "ref.h5").string() +
-                " > /dev/null") == 0);
-  REQUIRE(shell(cli + " describe " + (dir / "ref.h5").string() + " -o " + (dir / "desc.h5").string() +
-                " --bins 6 --backend cpu > /dev/null") == 0);
+  described_reference(dir, "--shape 20,20,20 --porosity 0.4 --seed 9");
   auto config = [&](const std::string& name, int64_t evals) {
     const fs::path p = dir / (name + ".yaml");
     std::ofstream(p) << "name: " << name << "\nbackend: cpu\nseed: 5\ntarget:\n  descriptors: desc.h5\n"
@@ -275,10 +275,7 @@ TEST_CASE("cli.run.wall_clock_limit") {
   const fs::path dir = fs::temp_directory_path() / ("poreforge-clock-" + std::to_string(testing::fresh_seed()));
   fs::create_directories(dir);
   const std::string cli = POREFORGE_CLI;
-  REQUIRE(shell(cli + " generate blobs --shape 20,20,20 --porosity 0.4 --seed 3 -o " + (dir / "ref.h5").string() +
-                " > /dev/null") == 0);
-  REQUIRE(shell(cli + " describe " + (dir / "ref.h5").string() + " -o " + (dir / "desc.h5").string() +
-                " --bins 6 --backend cpu > /dev/null") == 0);
+  described_reference(dir, "--shape 20,20,20 --porosity 0.4 --seed 3");
   std::ofstream(dir / "clock.yaml") << "name: clock\nbackend: cpu\ntarget:\n  descriptors: desc.h5\n"
                                        "domain:\n  shape: [16, 16, 16]\nannealing:\n  trial_moves: 20\n"
                                        "  max_evaluations: 1000000000\n  stage_length: 1000\n  stall_stages: 1000000\n"
