@@ -404,6 +404,25 @@ Runner add_run_command(CLI::App& app, const std::string& command_line) {
       }
       run.blob_start = chosen;
     }
+    // A structure from a file (a coarser run's final.h5: multi-scale reconstruction), resampled
+    // onto this grid and cut at the target's pore count.
+    std::string file_start;
+    if (run.rc.initial == "file") {
+      ReadOptions ro;
+      ro.dataset = run.rc.initial_dataset;
+      const LabelImage image = read_image(run.rc.initial_file, ro);
+      const Mask given = phase_mask(image, run.rc.initial_phase);
+      const int64_t pore_voxels = std::llround(run.config.targets.porosity * double(run.config.shape.voxels()));
+      run.config.initial = anneal::resample_start(given, run.config.shape, run.config.spacing, pore_voxels);
+      const double given_porosity = double(count_phase(given)) / double(given.voxels());
+      char line[512];
+      std::snprintf(line, sizeof line, "initial   %s (%s, spacing %s, porosity %.4f)%s, porosity %.4f",
+                    run.rc.initial_file.c_str(), to_string(given.shape()).c_str(), to_string(given.spacing()).c_str(),
+                    given_porosity,
+                    given.shape() == run.config.shape ? "" : (" resampled to " + to_string(run.config.shape)).c_str(),
+                    run.config.targets.porosity);
+      file_start = line;
+    }
     anneal::Annealer annealer(run.config);  // validates before the run directory exists
 
     run.dir = fs::path(run.rc.output_directory) / run.rc.name;
@@ -418,6 +437,7 @@ Runner add_run_command(CLI::App& app, const std::string& command_line) {
     run.say("backend   " + (run.backend == Backend::cuda ? "cuda: " + cuda_device_description()
                                                          : "cpu: " + std::to_string(cpu_threads()) + " threads") +
             (annealer.device_loop() ? ", the loop on the device" : ", the loop on the host"));
+    if (!file_start.empty()) run.say(file_start);
     if (run.blob_start) {
       const anneal::BlobCandidate& b = *run.blob_start;
       char line[256];

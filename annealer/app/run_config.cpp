@@ -215,7 +215,13 @@ RunConfig parse_run_config(const std::string& text, const std::string& source, c
   moves.finish();
 
   Section init = doc.child("initial");
-  init.optional("structure", [&](auto& v, auto& k) { c.initial = one_of(init, v, k, {"noise", "blobs"}); });
+  init.optional("structure", [&](auto& v, auto& k) { c.initial = one_of(init, v, k, {"noise", "blobs", "file"}); });
+  init.optional("file", [&](auto& v, auto& k) {
+    c.initial_file = init.scalar<std::string>(v, k, "a path");
+    if (c.initial != "file") init.fail(k, v, "is read for initial.structure: file");
+  });
+  init.optional("dataset", [&](auto& v, auto& k) { c.initial_dataset = init.scalar<std::string>(v, k, "a string"); });
+  init.optional("phase", [&](auto& v, auto& k) { c.initial_phase = init.scalar<double>(v, k, "a number"); });
   init.optional("blobiness", [&](const YAML::Node& v, const std::string& k) {
     if (v.IsScalar() && v.Scalar() == "auto") {
       c.initial_blobiness_auto = true;
@@ -230,6 +236,8 @@ RunConfig parse_run_config(const std::string& text, const std::string& source, c
       init.fail(k, v, "plants into a blobs start (initial.structure: blobs)");
   });
   init.finish();
+  if (c.initial == "file" && c.initial_file.empty())
+    doc.fail("initial", static_cast<const YAML::Node&>(root)["initial"], "structure: file needs initial.file");
 
   Section output = doc.child("output");
   output.optional("directory", [&](auto& v, auto& k) { c.output_directory = output.scalar<std::string>(v, k, "a path"); });
@@ -258,7 +266,7 @@ RunConfig load_run_config(const std::string& path, const std::vector<std::string
   // Input paths are relative to the config file (so a config travels with its data); the
   // output directory is relative to where the program runs.
   const std::filesystem::path base = std::filesystem::path(path).parent_path();
-  for (std::string* p : {&c.target_image, &c.target_descriptors})
+  for (std::string* p : {&c.target_image, &c.target_descriptors, &c.initial_file})
     if (!p->empty() && std::filesystem::path(*p).is_relative()) *p = (base / *p).lexically_normal().string();
   return c;
 }
@@ -302,7 +310,12 @@ std::string RunConfig::to_yaml() const {
     << YAML::Key << "blobiness" << YAML::Value;
   if (initial_blobiness_auto) y << "auto";
   else y << initial_blobiness;
-  y << YAML::Key << "plant_large_pores" << YAML::Value << initial_plant_large_pores << YAML::EndMap;
+  y << YAML::Key << "plant_large_pores" << YAML::Value << initial_plant_large_pores;
+  if (initial == "file") {
+    y << YAML::Key << "file" << YAML::Value << initial_file << YAML::Key << "phase" << YAML::Value << initial_phase;
+    if (!initial_dataset.empty()) y << YAML::Key << "dataset" << YAML::Value << initial_dataset;
+  }
+  y << YAML::EndMap;
   y << YAML::Key << "output" << YAML::Value << YAML::BeginMap << YAML::Key << "directory" << YAML::Value
     << output_directory << YAML::Key << "report_every" << YAML::Value << report_every << YAML::Key << "tiff"
     << YAML::Value << tiff << YAML::EndMap;

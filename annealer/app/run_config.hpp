@@ -34,10 +34,14 @@ struct RunConfig {
   /// Wall-clock limit of one session of the loop (run, or each resume), 0: none. Stops with
   /// `time_limit` and the full outputs; the seed's run is then cut where the clock says.
   double max_seconds = 0;
-  std::string initial = "noise";  ///< noise | blobs: the starting structure, porosity-matched
+  std::string initial = "noise";  ///< noise | blobs | file: the starting structure, porosity-matched
   double initial_blobiness = 1.0; ///< blobs: PoreSpy's blobiness (larger, smaller features)
   bool initial_blobiness_auto = false;  ///< blobs, `blobiness: auto`: the size nearest the target PSD
   bool initial_plant_large_pores = false;  ///< blobs: balls for the target's PSD bins the blobs miss
+  /// file: a structure to start from (HDF5 or TIFF; a coarser run's final.h5), resampled to
+  /// the domain and cut at the target's pore count; its dataset and the label of its pores.
+  std::string initial_file, initial_dataset;
+  double initial_phase = 1;
   uint64_t seed = 1;
   std::string backend = "auto";
   // output

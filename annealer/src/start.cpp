@@ -230,4 +230,44 @@ BlobStart choose_blob_start(Shape shape, Spacing spacing, const Targets& targets
   return best;
 }
 
+Mask resample_start(const Mask& structure, Shape shape, Spacing spacing, int64_t pore_voxels) {
+  validate_shape(shape);
+  if (pore_voxels < 0 || pore_voxels > shape.voxels())
+    throw InputError("resample_start: " + std::to_string(pore_voxels) + " pore voxels asked of " + to_string(shape));
+  const Shape from = structure.shape();
+  // Source position of target index i along an axis: cell centres of the same box; the two
+  // neighbouring source indices and the weight of the upper one.
+  struct Tap {
+    int64_t lo, hi;
+    float w;
+  };
+  auto taps = [](int64_t n_to, int64_t n_from) {
+    std::vector<Tap> t(static_cast<std::size_t>(n_to));
+    for (int64_t i = 0; i < n_to; ++i) {
+      const double u = std::clamp((double(i) + 0.5) * double(n_from) / double(n_to) - 0.5, 0.0, double(n_from - 1));
+      const int64_t lo = static_cast<int64_t>(std::floor(u));
+      t[std::size_t(i)] = {lo, std::min(lo + 1, n_from - 1), static_cast<float>(u - double(lo))};
+    }
+    return t;
+  };
+  const auto tx = taps(shape.nx, from.nx), ty = taps(shape.ny, from.ny), tz = taps(shape.nz, from.nz);
+  auto pore_at = [&](int64_t x, int64_t y, int64_t z) { return structure[(z * from.ny + y) * from.nx + x] ? 1.0f : 0.0f; };
+  std::vector<float> field(static_cast<std::size_t>(shape.voxels()));  // minus the interpolated indicator
+#pragma omp parallel for schedule(static)
+  for (int64_t z = 0; z < shape.nz; ++z)
+    for (int64_t y = 0; y < shape.ny; ++y)
+      for (int64_t x = 0; x < shape.nx; ++x) {
+        const Tap a = tx[std::size_t(x)], b = ty[std::size_t(y)], c = tz[std::size_t(z)];
+        auto along_x = [&](int64_t yy, int64_t zz) {
+          return (1 - a.w) * pore_at(a.lo, yy, zz) + a.w * pore_at(a.hi, yy, zz);
+        };
+        const float lo = (1 - b.w) * along_x(b.lo, c.lo) + b.w * along_x(b.hi, c.lo);
+        const float hi = (1 - b.w) * along_x(b.lo, c.hi) + b.w * along_x(b.hi, c.hi);
+        field[std::size_t((z * shape.ny + y) * shape.nx + x)] = -((1 - c.w) * lo + c.w * hi);
+      }
+  Mask start = lowest_values(field, shape, pore_voxels);
+  start.set_spacing(spacing);
+  return start;
+}
+
 }  // namespace poreforge::anneal

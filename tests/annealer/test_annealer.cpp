@@ -407,3 +407,33 @@ TEST_CASE("anneal.energy_against_a_random_start") {
   const Annealer resumed(blobs, b.snapshot());
   CHECK(resumed.energy_against_random_start() == doctest::Approx(expected).epsilon(1e-12));
 }
+
+TEST_CASE("anneal.resample_start") {
+  // The same grid: the structure itself. Twice as fine: the same region (a ball of twice the
+  // radius, at the same place), exactly the pore count asked for.
+  const uint64_t seed = testing::fresh_seed();
+  CAPTURE(seed);
+  const Mask noise = generate_noise({9, 7, 5}, 0.3, seed);
+  CHECK(resample_start(noise, noise.shape(), {}, count_phase(noise)).values() == noise.values());
+
+  auto ball = [](int64_t n, double c, double r) {
+    Mask m({n, n, n});
+    for (int64_t z = 0; z < n; ++z)
+      for (int64_t y = 0; y < n; ++y)
+        for (int64_t x = 0; x < n; ++x)
+          m(x, y, z) = std::hypot(double(x) - c, double(y) - c, double(z) - c) < r;
+    return m;
+  };
+  const Mask coarse = ball(16, 7.5, 5.0);
+  const Mask fine_ball = ball(32, 15.5, 10.0);
+  const Mask fine = resample_start(coarse, {32, 32, 32}, {0.5, 0.5, 0.5}, count_phase(fine_ball));
+  CHECK(count_phase(fine) == count_phase(fine_ball));
+  CHECK(fine.spacing() == Spacing{0.5, 0.5, 0.5});
+  int64_t both = 0, either = 0;
+  for (int64_t i = 0; i < fine.voxels(); ++i) {
+    both += fine[i] && fine_ball[i];
+    either += fine[i] || fine_ball[i];
+  }
+  CHECK(double(both) / double(either) > 0.9);
+  CHECK_THROWS_AS(resample_start(coarse, {32, 32, 32}, {}, 32 * 32 * 32 + 1), InputError);
+}

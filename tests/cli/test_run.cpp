@@ -113,6 +113,8 @@ TEST_CASE("config.errors_name_key_and_line") {
   refused(std::string(minimal) + "initial:\n  structure: blobs\n  plant_large_pores: 3\n",
           "initial.plant_large_pores must be true or false");
   refused(std::string(minimal) + "annealing:\n  max_seconds: -1\n", "run.yaml:4: annealing.max_seconds must lie in [0");
+  refused(std::string(minimal) + "initial:\n  structure: file\n", "initial structure: file needs initial.file");
+  refused(std::string(minimal) + "initial:\n  file: a.h5\n", "initial.file is read for initial.structure: file");
 }
 
 TEST_CASE("cli.run.end_to_end") {
@@ -197,6 +199,18 @@ TEST_CASE("cli.run.coarser_grid_than_the_reference") {
     REQUIRE(kept.s2[a].size() == (reference.s2[a].size() - 1) / 2 + 1);
     CHECK(kept.s2[a][1] == reference.s2[a][2]);  // lag 1 here is lag 2 of the reference
   }
+  // The coarse result seeds a run on the reference's own grid (the same region): resampled,
+  // with the target's pore count.
+  const fs::path coarse_final = dir / "results" / "coarse" / "final.h5";
+  REQUIRE(shell(cli + " run " + (dir / "coarse.yaml").string() + " --output " + (dir / "results").string() +
+                " --set name=fine --set domain.shape=[32,32,32] --set domain.spacing=[0.5,0.5,0.5]" +
+                " --set initial.structure=file --set initial.file=" + coarse_final.string() + " > " +
+                (dir / "fine.txt").string()) == 0);
+  CHECK(slurp(dir / "fine.txt").find("(16x16x16, spacing 1,1,1, porosity ") != std::string::npos);
+  CHECK(slurp(dir / "fine.txt").find("resampled to 32x32x32") != std::string::npos);
+  const LabelImage fine = read_hdf5((dir / "results" / "fine" / "final.h5").string(), "/volume");
+  CHECK(fine.shape == Shape{32, 32, 32});
+  CHECK(count_phase(phase_mask(fine, 1)) == std::llround(reference.porosity * 32 * 32 * 32));
   std::error_code ec;
   fs::remove_all(dir, ec);
 }

@@ -65,4 +65,12 @@ BlobStart choose_blob_start(Shape shape, Spacing spacing, const Targets& targets
                             bool plant_large_pores, Backend backend = Backend::cpu,
                             const std::function<void(const BlobCandidate&)>& tried = {});
 
+/// A start from an existing structure (pore = 1), e.g. a coarser reconstruction of the same
+/// region: resampled onto `shape` by fractional position (both boxes are the same region, so a
+/// 64³ run at spacing 1.72 seeds a 110³ one at spacing 1), trilinear in the pore indicator
+/// (edges clamped), and cut at exactly `pore_voxels` pore voxels, the highest interpolated
+/// values first (ties by index). On the same shape the structure comes back itself when it has
+/// that pore count. Throws InputError when `pore_voxels` is outside [0, voxels].
+Mask resample_start(const Mask& structure, Shape shape, Spacing spacing, int64_t pore_voxels);
+
 }  // namespace poreforge::anneal
