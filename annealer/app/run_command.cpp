@@ -422,6 +422,18 @@ Runner add_run_command(CLI::App& app, const std::string& command_line) {
                     given.shape() == run.config.shape ? "" : (" resampled to " + to_string(run.config.shape)).c_str(),
                     run.config.targets.porosity);
       file_start = line;
+      // Resampling maps box onto box: say so when the two boxes differ in physical size.
+      for (int a = 0; a < 3; ++a) {
+        const double size = double(given.shape().extent(a)) * given.spacing().along(a);
+        const double domain = double(run.config.shape.extent(a)) * run.config.spacing.along(a);
+        if (std::abs(size - domain) > 0.01 * domain) {
+          std::snprintf(line, sizeof line,
+                        "\nnote      along %c the file's box is %g long, the domain's %g: resampled box onto box, "
+                        "so stretched", "xyz"[a], size, domain);
+          file_start += line;
+          break;
+        }
+      }
     }
     anneal::Annealer annealer(run.config);  // validates before the run directory exists
 
