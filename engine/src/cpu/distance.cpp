@@ -117,7 +117,7 @@ void nearest_zero_line(LineScratch<uint32_t>& s, int64_t n, Boundary boundary) {
       if (first < 0) first = p;
       last = p;
     }
-  // The nearest 0 (or wall) before and after the line, kFar when there is none.
+  // The nearest 0 (or wall) before the line and after it; kFar and −kFar when there is none.
   constexpr int64_t kFar = std::numeric_limits<int64_t>::min() / 4;
   int64_t before = kFar, after = -kFar;
   if (boundary == Boundary::wall) before = -1, after = n;
