@@ -358,15 +358,7 @@ Runner add_run_command(CLI::App& app, const std::string& command_line) {
       ro.dataset = run.rc.target_dataset;
       ro.shape = run.rc.target_shape;
       ro.dtype = parse_dtype(run.rc.target_dtype);
-      Mask pore = phase_mask(read_image(run.rc.target_image, ro), run.rc.target_phase);
-      if (run.rc.target_on_domain_grid && !(pore.shape() == run.config.shape && pore.spacing() == run.config.spacing)) {
-        const int64_t count = std::llround(double(count_phase(pore)) / double(pore.voxels()) *
-                                           double(run.config.shape.voxels()));
-        if (!o->quiet)
-          std::fprintf(run.text_stream(), "target measured on the reference resampled from %s to the domain's %s\n",
-                       to_string(pore.shape()).c_str(), to_string(run.config.shape).c_str());
-        pore = anneal::resample_start(pore, run.config.shape, run.config.spacing, count);
-      }
+      const Mask pore = phase_mask(read_image(run.rc.target_image, ro), run.rc.target_phase);
       run.config.targets = anneal::Targets::from_image(pore, parse_boundary(run.rc.target_boundary), run.rc.bins,
                                                        run.rc.log_bins, run.backend);
     } else {

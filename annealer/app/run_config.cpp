@@ -165,12 +165,9 @@ RunConfig parse_run_config(const std::string& text, const std::string& source, c
   target.optional("dtype", [&](auto& v, auto& k) { c.target_dtype = one_of(target, v, k, {"u8", "u16", "i32", "f32"}); });
   target.optional("phase", [&](auto& v, auto& k) { c.target_phase = target.scalar<double>(v, k, "a number"); });
   target.optional("boundary", [&](auto& v, auto& k) { c.target_boundary = one_of(target, v, k, {"open", "wall", "periodic"}); });
-  target.optional("on_domain_grid", [&](auto& v, auto& k) { c.target_on_domain_grid = target.scalar<bool>(v, k, "true or false"); });
   target.finish();
   if (c.target_image.empty() == c.target_descriptors.empty())
     doc.fail("target", static_cast<const YAML::Node&>(root)["target"], "needs exactly one of target.image and target.descriptors");
-  if (c.target_on_domain_grid && c.target_image.empty())
-    doc.fail("target", static_cast<const YAML::Node&>(root)["target"], "on_domain_grid needs target.image");
 
   Section desc = doc.child("descriptors");
   ranged(desc, "bins", c.bins, 1, 100000);
@@ -285,8 +282,7 @@ std::string RunConfig::to_yaml() const {
     if (target_shape)
       y << YAML::Key << "shape" << YAML::Value << YAML::Flow << std::vector<int64_t>{target_shape->nx, target_shape->ny, target_shape->nz};
     y << YAML::Key << "dtype" << YAML::Value << target_dtype << YAML::Key << "phase" << YAML::Value << target_phase
-      << YAML::Key << "boundary" << YAML::Value << target_boundary << YAML::Key << "on_domain_grid" << YAML::Value
-      << target_on_domain_grid;
+      << YAML::Key << "boundary" << YAML::Value << target_boundary;
   } else {
     y << YAML::Key << "descriptors" << YAML::Value << target_descriptors;
   }

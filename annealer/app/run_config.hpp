@@ -18,11 +18,6 @@ struct RunConfig {
   std::string target_dtype = "u8";
   double target_phase = 1;
   std::string target_boundary = "open";
-  /// image: measure the targets on the reference resampled onto the domain's grid (the same
-  /// box), instead of its own PSD in physical units with S2 resampled: what the reference
-  /// looks like at the domain's resolution — the targets of a coarse stage that a finer run
-  /// starts from (a thickness reads differently on a coarser lattice).
-  bool target_on_domain_grid = false;
   // descriptors
   int bins = 20;
   bool log_bins = false;

@@ -11,7 +11,6 @@
 #include <sstream>
 
 #include "poreforge/annealer/annealer.hpp"
-#include "poreforge/annealer/start.hpp"
 #include "poreforge/error.hpp"
 #include "poreforge/generators.hpp"
 #include "poreforge/io.hpp"
@@ -115,7 +114,6 @@ TEST_CASE("config.errors_name_key_and_line") {
           "initial.plant_large_pores must be true or false");
   refused(std::string(minimal) + "annealing:\n  max_seconds: -1\n", "run.yaml:4: annealing.max_seconds must lie in [0");
   refused(std::string(minimal) + "initial:\n  structure: file\n", "initial structure: file needs initial.file");
-  refused(std::string(minimal) + "  on_domain_grid: true\n", "target on_domain_grid needs target.image");
   refused(std::string(minimal) + "initial:\n  file: a.h5\n", "initial.file is read for initial.structure: file");
 }
 
@@ -213,25 +211,6 @@ TEST_CASE("cli.run.coarser_grid_than_the_reference") {
   const LabelImage fine = read_hdf5((dir / "results" / "fine" / "final.h5").string(), "/volume");
   CHECK(fine.shape == Shape{32, 32, 32});
   CHECK(count_phase(phase_mask(fine, 1)) == std::llround(reference.porosity * 32 * 32 * 32));
-  // Targets measured on the reference resampled onto the coarse grid: the targets are those
-  // of that resampled image, on the grid's own spacing (no S2 resampling).
-  std::ofstream(dir / "on_grid.yaml") << "name: on_grid\nbackend: cpu\ntarget:\n  image: ref.h5\n  on_domain_grid: true\n"
-                                         "descriptors:\n  bins: 6\ndomain:\n  shape: [16, 16, 16]\n  spacing: [1, 1, 1]\n"
-                                         "annealing:\n  trial_moves: 20\n  max_evaluations: 100\n  stage_length: 50\n";
-  REQUIRE(shell(cli + " run " + (dir / "on_grid.yaml").string() + " --output " + (dir / "results").string() + " > " +
-                (dir / "on_grid.txt").string()) == 0);
-  const std::string said = slurp(dir / "on_grid.txt");
-  CHECK(said.find("target measured on the reference resampled from 32x32x32 to the domain's 16x16x16") != std::string::npos);
-  CHECK(said.find("target S2 resampled") == std::string::npos);
-  const Mask ref_pores = phase_mask(read_image((dir / "ref.h5").string(), ReadOptions{}), 1);
-  const Mask on_grid = anneal::resample_start(ref_pores, {16, 16, 16}, {},
-                                              std::llround(double(count_phase(ref_pores)) / 8.0));
-  const anneal::Targets want = anneal::Targets::from_image(on_grid, Boundary::open, 6, false, Backend::cpu);
-  const anneal::Targets got = anneal::Targets::from_descriptor_file(
-      (dir / "results" / "on_grid" / "checkpoints" / "step-000000000100.h5").string(), "/targets", "target_porosity",
-      "target_spacing");
-  CHECK(got.pore_psd == want.pore_psd);
-  CHECK(got.s2[0] == want.s2[0]);
   std::error_code ec;
   fs::remove_all(dir, ec);
 }
