@@ -409,7 +409,7 @@ __global__ void paint_band(int q, const typename M::value_type* __restrict__ cen
                            const unsigned long long* __restrict__ row_start,
                            const unsigned int* __restrict__ class_start, const unsigned int* __restrict__ class_count,
                            int64_t capacity, Geometry g, M m, unsigned int* bitmap, int64_t words_per_row,
-                           float* __restrict__ thickness) {
+                           float* thickness) {
   wait_for_previous_kernel();
   const int stride = int(g.ny);
   int64_t larger_begin, larger_end, begin, end;
@@ -430,7 +430,12 @@ __global__ void paint_band(int q, const typename M::value_type* __restrict__ cen
                 while (open) {
                   const int bit = __ffs(open) - 1;
                   open &= open - 1;
-                  atomicMax(reinterpret_cast<int*>(thickness) + row_base + w * 32 + bit, bits_of_value);
+                  // Most voxels of a band lie in several of its balls, and an atomic costs a
+                  // round trip to L2 where a load of the thread's own row mostly hits L1. A
+                  // stale value is an older, smaller one (values only grow), so it can only
+                  // let through an atomic that was not needed, never skip one that was.
+                  int* cell = reinterpret_cast<int*>(thickness) + row_base + w * 32 + bit;
+                  if (*cell < bits_of_value) atomicMax(cell, bits_of_value);
                 }
               }
             });

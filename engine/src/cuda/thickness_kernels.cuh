@@ -50,7 +50,7 @@ __device__ bool is_centre(const typename M::value_type* d2, int64_t i, const Geo
                      larger(larger(c[plane - row - 1], c[plane - row + 1]), larger(c[plane + row - 1], c[plane + row + 1])));
 #pragma unroll
     for (int k = 1; k < 8; ++k)
-      if (most[k] > r2 && most[k] > table.reach[t + k - 1]) return false;
+      if (table.inside(r2, t, most[k], k & 1, k >> 1 & 1, k >> 2 & 1)) return false;
     return true;
   }
   const bool periodic = g.boundary == Boundary::periodic;
