@@ -5,6 +5,7 @@
 /// dispatching functions of edt.hpp and local_thickness.hpp work in every build.
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "poreforge/evaluator.hpp"
@@ -23,6 +24,11 @@ struct ContextConfig {
   /// phase: 6 % of a 250³ blob volume). A volume with more centres is reported by
   /// synchronize(); the one-shot helpers retry with room for every voxel.
   double centre_capacity = 0.125;
+  /// Whether the map's painter reads each word of values before its atomic updates and sends
+  /// only those that raise a value: it saves DRAM traffic on maps much larger than the L2
+  /// cache and costs time on smaller ones. Unset: on above 2^28 voxels. The map is the same
+  /// either way.
+  std::optional<bool> filter_map_atomics;
 };
 
 /// Device memory a context takes, by part, in bytes (the CUB-style size query).

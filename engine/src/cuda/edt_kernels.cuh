@@ -24,10 +24,11 @@ using detail::Geometry;
 // carried from chunk to chunk. The forward sweep parks p − last in the output, the backward
 // sweep (same lane, same voxel) finishes it.
 // `invert` swaps the roles: voxels with mask ≠ 0 are the background (the morphology measures
-// from the set to dilate it).
+// from the set to dilate it). On the last pass, `unreachable` (when given) is set to 1 if a
+// voxel is left at infinity: it had no background to measure from.
 template <class M>
 __global__ void edt_rows(const uint8_t* __restrict__ mask, typename M::value_type* __restrict__ d, Geometry g, M m,
-                         bool invert = false) {
+                         bool invert = false, unsigned int* unreachable = nullptr) {
   using V = typename M::value_type;
   constexpr unsigned full = 0xFFFFFFFFu;
   // Positions are below 2^15 (validate_shape): 32-bit scans, half the shuffles of 64-bit ones.
@@ -37,6 +38,7 @@ __global__ void edt_rows(const uint8_t* __restrict__ mask, typename M::value_typ
   const int64_t rows = g.ny * g.nz;
   const int n = int(g.nx);
   const Boundary b = g.along(0);
+  bool left_at_infinity = false;
   for (int64_t row = (int64_t(blockIdx.x) * blockDim.x + threadIdx.x) >> 5; row < rows; row += warps) {
     const uint8_t* in = mask + row * n;
     V* out = d + row * n;
@@ -87,9 +89,11 @@ __global__ void edt_rows(const uint8_t* __restrict__ mask, typename M::value_typ
           dist = dist < 0 || f < dist ? f : dist;
         }
         out[p] = dist < 0 ? M::infinity : m.term(dist, 0);
+        left_at_infinity |= dist < 0;
       }
     }
   }
+  if (unreachable && left_at_infinity) *unreachable = 1;
 }
 
 // The line along `axis` (1 or 2) through column x at `other` (z for axis 1, y for axis 2):
@@ -103,8 +107,10 @@ struct Line {
 
 // Lines along `axis` (1 or 2). Block: blockDim.x adjacent x, blockDim.y threads along the line;
 // blockIdx.x picks the x tile, blockIdx.y the remaining coordinate (z for axis 1, y for axis 2).
+// `unreachable` as in edt_rows.
 template <class M>
-__global__ void edt_lines(typename M::value_type* __restrict__ d, Geometry g, int axis, M m) {
+__global__ void edt_lines(typename M::value_type* __restrict__ d, Geometry g, int axis, M m,
+                          unsigned int* unreachable = nullptr) {
   using V = typename M::value_type;
   extern __shared__ unsigned char shared_raw[];
   V* tile = reinterpret_cast<V*>(shared_raw);
@@ -120,6 +126,7 @@ __global__ void edt_lines(typename M::value_type* __restrict__ d, Geometry g, in
   if (!active) return;
   const Boundary b = g.along(axis);
   const V* column = tile + tx;
+  bool left_at_infinity = false;
   for (int p = threadIdx.y; p < n; p += blockDim.y) {
     V best = column[p * width];
     // Offsets beyond `reach` see no more voxels: the far face (open), the wall voxel just
@@ -148,7 +155,9 @@ __global__ void edt_lines(typename M::value_type* __restrict__ d, Geometry g, in
       }
     }
     d[base + int64_t(p) * stride] = best;
+    left_at_infinity |= best == M::infinity;
   }
+  if (unreachable && left_at_infinity) *unreachable = 1;
 }
 
 }  // namespace poreforge::cuda::kernels

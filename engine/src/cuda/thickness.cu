@@ -68,21 +68,29 @@ struct ClassSet {
   int size() const { return int(edges.size()); }
 };
 
-// The map's radius bands: 0, then geometric steps of 15 % from the smallest possible radius
-// to the largest one the shape allows. Narrow bands keep few balls of one band over a voxel
-// (each pays an atomic there); each band costs a launch, empty ones above the volume's
-// largest ball included.
+// The map's radius bands: 0, then geometric steps from the smallest possible radius to the
+// largest one the shape allows. Narrow bands keep few balls of one band over a voxel (each
+// pays an atomic there); each band costs a launch, empty ones above the volume's largest ball
+// included. Small volumes are launch-bound, large ones atomic-bound, so the step grows with
+// the volume: 35 % up to 2^22 voxels (a 160³ cube), 15 % above (measured on the H200,
+// results/bench/NOTES.md step 17: 128³ 0.47 → 0.41 ms, Berea 0.39 → 0.32 ms with 35 %; 250³
+// 2.53 → 2.71 and 1000³ 674 → 1,117 ms with it, hence the split).
 template <class M>
-std::vector<double> band_edges(const M& m, typename M::value_type max_r2) {
+std::vector<double> band_edges(const M& m, typename M::value_type max_r2, int64_t voxels) {
   double smallest = 0;
   if constexpr (std::is_same_v<M, detail::VoxelMetric>) smallest = m.spacing;
   else smallest = std::min({m.sx, m.sy, m.sz});
   const double largest = double(m.radius(max_r2));
+  const double step = voxels <= (int64_t(1) << 22) ? 1.35 : 1.15;
   std::vector<double> edges{0.0};
-  for (double e = smallest; e <= largest; e *= 1.15) edges.push_back(e);
+  for (double e = smallest; e <= largest; e *= step) edges.push_back(e);
   if (edges.size() < 2) edges.push_back(smallest);
   return edges;
 }
+
+// Maps above this many voxels (4 bytes each: 1 GiB, twenty times the H200's L2) filter their
+// atomics by a read first (paint_band's filter_values).
+constexpr int64_t kFilterValuesAbove = int64_t(1) << 28;
 
 // Everything that depends on the metric (the value type of squared distances).
 template <class M>
@@ -111,6 +119,7 @@ struct Engine {
   int64_t words_per_row = 0;
   int paint_blocks = 0;
   bool early_launch = false;  // programmatic dependent launches (sm_90 and later)
+  bool filter_values = false;  // paint_band reads before its atomics (large maps)
   // Containment tables on the device.
   DeviceBuffer<V> table_shell, table_reach;
   DeviceBuffer<uint32_t> table_below;
@@ -141,7 +150,7 @@ struct Engine {
     PF_CUDA_CHECK(cudaFuncSetAttribute(kernels::edt_lines<M>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                        int(std::max(line_shared[1], line_shared[2]))));
     // The class passes keep their counters and the edges in shared memory.
-    const int most_edges = std::max<int>(int(c.psd_edges.size()), int(band_edges(m, max_r2).size()));
+    const int most_edges = std::max<int>(int(c.psd_edges.size()), int(band_edges(m, max_r2, voxels).size()));
     const std::size_t class_shared = kernels::class_pass_shared(2 * (most_edges + 2), most_edges);
     if (class_shared > std::size_t(shared_limit))
       throw InputError("the CUDA backend holds the PSD edges in shared memory: " + std::to_string(c.psd_edges.size()) +
@@ -155,6 +164,7 @@ struct Engine {
     int major = 0;
     PF_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
     early_launch = major >= 9;
+    filter_values = c.filter_map_atomics.value_or(voxels > kFilterValuesAbove);
 
     // Workspace, once.
     if (distance_buffer) distance = DeviceBuffer<V>(voxels, stream, "squared distances");
@@ -168,7 +178,10 @@ struct Engine {
     total = DeviceBuffer<unsigned int>(1, stream, "centre count");
     phase_total = DeviceBuffer<unsigned long long>(1, stream, "phase count");
     status = DeviceBuffer<kernels::Status>(1, stream, "status flags");
-    bands = ClassSet(band_edges(m, max_r2), stream, "radius bands");
+    // Read by synchronize() after any operation, the distance-only ones included.
+    PF_CUDA_CHECK(cudaMemsetAsync(total.data(), 0, total.bytes(), stream));
+    PF_CUDA_CHECK(cudaMemsetAsync(status.data(), 0, status.bytes(), stream));
+    bands = ClassSet(band_edges(m, max_r2, voxels), stream, "radius bands");
     if (!c.psd_edges.empty()) psd = ClassSet(c.psd_edges, stream, "PSD edges");
     tile_sums = DeviceBuffer<unsigned long long>(std::size_t(kernels::scan_tile_count(capacity)), stream, "the row scan's tile totals");
 
@@ -190,17 +203,23 @@ struct Engine {
     PF_CUDA_CHECK(cudaStreamSynchronize(stream));
   }
 
-  // The EDT into `d` (N values).
+  // The EDT into `d` (N values). The last pass raises status's no_background flag when a
+  // voxel is left at infinity (the distance-only operations report it through it; the
+  // thickness paths also flag it in count_classes).
   void distance_transform(const uint8_t* mask, V* d, cudaStream_t stream) const {
+    const int last_axis = g.nz > 1 ? 2 : g.ny > 1 ? 1 : 0;
+    unsigned int* unreachable = &status.data()->no_background;
     const int64_t rows = g.ny * g.nz;
-    kernels::edt_rows<M><<<unsigned((rows + 7) / 8), 256, 0, stream>>>(mask, d, g, metric);  // a warp per row
+    kernels::edt_rows<M><<<unsigned((rows + 7) / 8), 256, 0, stream>>>(  // a warp per row
+        mask, d, g, metric, false, last_axis == 0 ? unreachable : nullptr);
     PF_CUDA_CHECK_LAUNCH(stream);
     for (int axis = 1; axis < 3; ++axis) {
       if (g.extent(axis) == 1) continue;
       const int w = line_width[axis];
       const dim3 block(w, std::max(1, 256 / w));
       const dim3 grid(unsigned((g.nx + w - 1) / w), unsigned(axis == 1 ? g.nz : g.ny));
-      kernels::edt_lines<M><<<grid, block, line_shared[axis], stream>>>(d, g, axis, metric);
+      kernels::edt_lines<M><<<grid, block, line_shared[axis], stream>>>(d, g, axis, metric,
+                                                                        axis == last_axis ? unreachable : nullptr);
       PF_CUDA_CHECK_LAUNCH(stream);
     }
   }
@@ -271,7 +290,7 @@ struct Engine {
     for (int q = bands.size() + 1; q >= 1; --q)  // largest band first; band q + 1's union with it
       launch_painter(kernels::paint_band<M>, stream, q, centre_r2.data(), centre_index.data(), centre_cut.data(),
                      centre_rows.data(), bands.start.data(), bands.count.data(), capacity, g, metric,
-                     coverage.data(), words_per_row, thickness);
+                     coverage.data(), words_per_row, thickness, filter_values);
   }
 
   // The PSD-only path on the distances `d`: counts into `counts`.
@@ -386,7 +405,11 @@ void ThicknessContext::squared_distance_async(const uint8_t* d_mask, uint32_t* d
   if (!m_impl->config.spacing.isotropic())
     throw InputError("squared distances in voxel units need isotropic spacing");
   auto& e = *std::get<std::unique_ptr<Engine<VoxelMetric>>>(m_impl->engine);
-  m_impl->replay(2, d_mask, d_out, [&] { e.distance_transform(d_mask, d_out, m_impl->stream.get()); });
+  m_impl->replay(2, d_mask, d_out, [&] {
+    const cudaStream_t stream = m_impl->stream.get();
+    PF_CUDA_CHECK(cudaMemsetAsync(e.status.data(), 0, e.status.bytes(), stream));
+    e.distance_transform(d_mask, d_out, stream);
+  });
 }
 
 void ThicknessContext::distance_async(const uint8_t* d_mask, float* d_out) {
@@ -395,9 +418,10 @@ void ThicknessContext::distance_async(const uint8_t* d_mask, float* d_out) {
       using V = typename std::decay_t<decltype(e)>::V;
       using M = std::conditional_t<std::is_same_v<V, uint32_t>, VoxelMetric, PhysicalMetric>;
       V* d = std::is_same_v<V, uint32_t> ? reinterpret_cast<V*>(d_out) : e.distance.data();
-      e.distance_transform(d_mask, d, m_impl->stream.get());
-      // In place for 4-byte values: each thread reads its element before writing it.
       const cudaStream_t stream = m_impl->stream.get();
+      PF_CUDA_CHECK(cudaMemsetAsync(e.status.data(), 0, e.status.bytes(), stream));
+      e.distance_transform(d_mask, d, stream);
+      // In place for 4-byte values: each thread reads its element before writing it.
       kernels::radius_of<M><<<1024, 256, 0, stream>>>(d, d_out, e.voxels, e.metric);
       PF_CUDA_CHECK_LAUNCH(stream);
     });
@@ -480,6 +504,7 @@ Volume<T> distance_map(const Mask& phase, const Spacing& spacing, Boundary bound
   auto d_mask = upload(phase.values(), s, "the mask");
   DeviceBuffer<T> d_out(phase.voxels(), s, what);
   enqueue(context, d_mask.data(), d_out.data());
+  context.synchronize();  // throws when a phase voxel had no background
   Volume<T> out(phase.shape(), phase.spacing());
   download(d_out, out.values(), s);
   return out;
