@@ -77,12 +77,14 @@ void check_parity(const Mask& phase, Boundary boundary) {
     context.squared_distance_async(mask.ptr, d2.ptr);
     CUDA_OK(cudaStreamSynchronize(static_cast<cudaStream_t>(context.stream())));
     if (valid) CHECK(d2.download() == squared_distance_voxels(phase, boundary, Backend::cpu).values());
+    else if (count_phase(phase) > 0) CHECK_THROWS_AS(context.synchronize(), InputError);  // no background
   }
   Device<float> dist(n);
   dist.poison(context.stream());
   context.distance_async(mask.ptr, dist.ptr);
   CUDA_OK(cudaStreamSynchronize(static_cast<cudaStream_t>(context.stream())));
   if (valid) CHECK(dist.download() == distance_transform(phase, boundary, Backend::cpu).values());
+  else if (count_phase(phase) > 0) CHECK_THROWS_AS(context.synchronize(), InputError);
 
   Device<float> lt(n);
   lt.poison(context.stream());
@@ -94,13 +96,14 @@ void check_parity(const Mask& phase, Boundary boundary) {
   context.synchronize();
   const auto want = local_thickness(phase, boundary, Backend::cpu);
   const auto got = lt.download();
-  auto mismatches = [&](const std::vector<float>& got) {
+  auto mismatches = [&](const std::vector<float>& map) {
     int64_t count = 0;
-    for (int64_t i = 0; i < n; ++i) count += std::memcmp(&got[i], &want[i], sizeof(float)) != 0;
+    for (int64_t i = 0; i < n; ++i) count += std::memcmp(&map[i], &want[i], sizeof(float)) != 0;
     return count;
   };
   CHECK(mismatches(got) == 0);
-  // The painter's other way of writing values (by default only on maps above 2^28 voxels).
+  // The painter's other way of writing values (the default reads before its atomics only on
+  // maps above 2^28 voxels): the opposite of the default.
   {
     cuda::ContextConfig other = config;
     other.filter_map_atomics = !(n > (int64_t(1) << 28));

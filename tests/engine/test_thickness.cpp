@@ -124,6 +124,7 @@ PF_BACKEND_TEST("edt", "squared_voxels_exact") {
         const auto want = testing::brute_squared_distance(phase, boundary, detail::VoxelMetric{});
         if (std::find(want.begin(), want.end(), detail::VoxelMetric::infinity) != want.end()) {
           CHECK_THROWS_AS(squared_distance_voxels(phase, boundary, B::backend), InputError);  // no background
+          CHECK_THROWS_AS(distance_transform(phase, boundary, B::backend), InputError);
           continue;
         }
         CHECK(squared_distance_voxels(phase, boundary, B::backend).values() == want);
