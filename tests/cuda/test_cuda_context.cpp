@@ -103,10 +103,12 @@ void check_parity(const Mask& phase, Boundary boundary) {
   };
   CHECK(mismatches(got) == 0);
   // The painter's other way of writing values (the default reads before its atomics only on
-  // maps above 2^28 voxels): the opposite of the default.
+  // maps above 2^28 voxels), the opposite of the default, with the narrow radius bands of the
+  // large volumes (by default 5 % only above 2^25 voxels).
   {
     cuda::ContextConfig other = config;
     other.filter_map_atomics = !(n > (int64_t(1) << 28));
+    other.band_step = 1.05;
     cuda::ThicknessContext filtered(other);
     lt.poison(filtered.stream());
     filtered.thickness_async(mask.ptr, lt.ptr);
@@ -262,4 +264,9 @@ TEST_CASE("local_thickness.cuda.errors" * PF_GPU_DECORATORS) {
   CHECK(local_thickness(noise, Boundary::open, Backend::cuda).values() ==
         local_thickness(noise, Boundary::open, Backend::cpu).values());
   CHECK_THROWS_AS(cuda::ThicknessContext({{0, 4, 4}, {}, Boundary::open, {}}), InputError);
+  for (double step : {1.0, 0.5, 4.5}) {
+    cuda::ContextConfig bad{{8, 8, 8}, {}, Boundary::open, {}};
+    bad.band_step = step;
+    CHECK_THROWS_WITH_AS(cuda::ThicknessContext{bad}, doctest::Contains("band step"), InputError);
+  }
 }

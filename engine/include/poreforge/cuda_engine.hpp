@@ -29,6 +29,10 @@ struct ContextConfig {
   /// cache and costs time on smaller ones. Unset: on above 2^28 voxels. The map is the same
   /// either way.
   std::optional<bool> filter_map_atomics;
+  /// Ratio between the map painter's successive radius bands, in (1, 4]. Narrow bands put
+  /// fewer balls of a band over each voxel, wide ones take fewer launches. Unset: 1.35 up to
+  /// 2^22 voxels, 1.15 up to 2^25, 1.05 above. The map is the same either way.
+  std::optional<double> band_step;
 };
 
 /// Device memory a context takes, by part, in bytes (the CUB-style size query).

@@ -70,18 +70,21 @@ struct ClassSet {
 
 // The map's radius bands: 0, then geometric steps from the smallest possible radius to the
 // largest one the shape allows. Narrow bands keep few balls of one band over a voxel (each
-// pays an atomic there); each band costs a launch, empty ones above the volume's largest ball
-// included. Small volumes are launch-bound, large ones atomic-bound, so the step grows with
-// the volume: 35 % up to 2^22 voxels (a 160³ cube), 15 % above (measured on the H200,
-// results/bench/NOTES.md step 17: 128³ 0.47 → 0.41 ms, Berea 0.39 → 0.32 ms with 35 %; 250³
-// 2.53 → 2.71 and 1000³ 674 → 1,117 ms with it, hence the split).
+// visits it: an atomic, or a read with filter_values); each band costs a launch, empty ones
+// above the volume's largest ball included. Small volumes are launch-bound, large ones
+// bound by the visits, so the step shrinks as the volume grows (results/bench/NOTES.md steps
+// 17–18): 35 % up to 2^22 voxels (a 160³ cube; 128³ 0.47 → 0.41 ms against 15 %), 15 % up to
+// 2^25 (322³), 5 % above (a CPU model of the band walk: 3.2× fewer visits than 15 % at 512³).
+double default_band_step(int64_t voxels) {
+  return voxels <= (int64_t(1) << 22) ? 1.35 : voxels <= (int64_t(1) << 25) ? 1.15 : 1.05;
+}
+
 template <class M>
-std::vector<double> band_edges(const M& m, typename M::value_type max_r2, int64_t voxels) {
+std::vector<double> band_edges(const M& m, typename M::value_type max_r2, double step) {
   double smallest = 0;
   if constexpr (std::is_same_v<M, detail::VoxelMetric>) smallest = m.spacing;
   else smallest = std::min({m.sx, m.sy, m.sz});
   const double largest = double(m.radius(max_r2));
-  const double step = voxels <= (int64_t(1) << 22) ? 1.35 : 1.15;
   std::vector<double> edges{0.0};
   for (double e = smallest; e <= largest; e *= step) edges.push_back(e);
   if (edges.size() < 2) edges.push_back(smallest);
@@ -135,6 +138,7 @@ struct Engine {
     capacity = std::max<int64_t>(1, std::min<int64_t>(voxels, static_cast<int64_t>(std::ceil(c.centre_capacity * double(voxels)))));
     chunks = (voxels + kernels::kCentreChunk - 1) / kernels::kCentreChunk;
     const V max_r2 = max_squared_distance(c.shape, c.boundary, m);
+    const double band_step = c.band_step.value_or(default_band_step(voxels));
 
     // Launch shapes and the shared memory they need.
     const int shared_limit = device_shared_limit();
@@ -150,7 +154,7 @@ struct Engine {
     PF_CUDA_CHECK(cudaFuncSetAttribute(kernels::edt_lines<M>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                        int(std::max(line_shared[1], line_shared[2]))));
     // The class passes keep their counters and the edges in shared memory.
-    const int most_edges = std::max<int>(int(c.psd_edges.size()), int(band_edges(m, max_r2, voxels).size()));
+    const int most_edges = std::max<int>(int(c.psd_edges.size()), int(band_edges(m, max_r2, band_step).size()));
     const std::size_t class_shared = kernels::class_pass_shared(2 * (most_edges + 2), most_edges);
     if (class_shared > std::size_t(shared_limit))
       throw InputError("the CUDA backend holds the PSD edges in shared memory: " + std::to_string(c.psd_edges.size()) +
@@ -181,7 +185,7 @@ struct Engine {
     // Read by synchronize() after any operation, the distance-only ones included.
     PF_CUDA_CHECK(cudaMemsetAsync(total.data(), 0, total.bytes(), stream));
     PF_CUDA_CHECK(cudaMemsetAsync(status.data(), 0, status.bytes(), stream));
-    bands = ClassSet(band_edges(m, max_r2, voxels), stream, "radius bands");
+    bands = ClassSet(band_edges(m, max_r2, band_step), stream, "radius bands");
     if (!c.psd_edges.empty()) psd = ClassSet(c.psd_edges, stream, "PSD edges");
     tile_sums = DeviceBuffer<unsigned long long>(std::size_t(kernels::scan_tile_count(capacity)), stream, "the row scan's tile totals");
 
@@ -357,6 +361,8 @@ ThicknessContext::ThicknessContext(const ContextConfig& config) : m_impl(std::ma
   if (!(config.centre_capacity > 0 && config.centre_capacity <= 1))
     throw InputError("centre capacity must lie in (0, 1] (got " + std::to_string(config.centre_capacity) + ")");
   if (!config.psd_edges.empty()) Bins::from_edges(config.psd_edges);  // validates
+  if (config.band_step && !(*config.band_step > 1 && *config.band_step <= 4))
+    throw InputError("band step must lie in (1, 4] (got " + std::to_string(*config.band_step) + ")");
   m_impl->config = config;
   const cudaStream_t s = m_impl->stream.get();
   if (config.spacing.isotropic()) {
