@@ -81,8 +81,7 @@ template <class M>
 __global__ void count_classes(const uint8_t* __restrict__ mask, const typename M::value_type* __restrict__ d2,
                               Geometry g, detail::ContainmentView<M> table, M m, int64_t voxels,
                               const double* __restrict__ edges, int num_edges, unsigned int* __restrict__ class_count,
-                              unsigned int* __restrict__ centre_bits, unsigned long long* __restrict__ phase_total,
-                              Status* status) {
+                              unsigned int* __restrict__ centre_bits, unsigned long long* __restrict__ phase_total) {
   extern __shared__ unsigned int histogram[];
   using BlockSum = cub::BlockReduce<unsigned int, kCentreThreads>;
   __shared__ typename BlockSum::TempStorage temp;
@@ -91,13 +90,11 @@ __global__ void count_classes(const uint8_t* __restrict__ mask, const typename M
   edges = shared_edges(histogram, classes, edges, num_edges);
   __syncthreads();
   unsigned int phase = 0;
-  bool unreachable = false;
   for (int k = 0; k < kCentreItems; ++k) {
     const int64_t i = striped_voxel(k);
     bool centre = false;
     if (i < voxels && mask[i]) {
       ++phase;
-      if (d2[i] == M::infinity) unreachable = true;
       if (is_centre(d2, i, g, table)) {
         const int q = coverage_class(m, d2[i], edges, num_edges);
         centre = q > 0;
@@ -108,7 +105,6 @@ __global__ void count_classes(const uint8_t* __restrict__ mask, const typename M
     const unsigned int word = __ballot_sync(0xFFFFFFFFu, centre);
     if ((threadIdx.x & 31) == 0 && i < voxels) centre_bits[i >> 5] = word;
   }
-  if (unreachable) status->no_background = 1;
   const unsigned int block_phase = BlockSum(temp).Sum(phase);
   if (threadIdx.x == 0 && block_phase) atomicAdd(phase_total, static_cast<unsigned long long>(block_phase));
   __syncthreads();

@@ -207,10 +207,10 @@ struct Engine {
     PF_CUDA_CHECK(cudaStreamSynchronize(stream));
   }
 
-  // The EDT into `d` (N values). The last pass raises status's no_background flag when a
-  // voxel is left at infinity (the distance-only operations report it through it; the
-  // thickness paths also flag it in count_classes).
+  // The EDT into `d` (N values), the first step of every operation: it clears the status
+  // flags, and its last pass raises no_background when a voxel is left at infinity.
   void distance_transform(const uint8_t* mask, V* d, cudaStream_t stream) const {
+    PF_CUDA_CHECK(cudaMemsetAsync(status.data(), 0, status.bytes(), stream));
     const int last_axis = g.nz > 1 ? 2 : g.ny > 1 ? 1 : 0;
     unsigned int* unreachable = &status.data()->no_background;
     const int64_t rows = g.ny * g.nz;
@@ -232,14 +232,13 @@ struct Engine {
   // their rows numbered; the coverage bitmap cleared.
   void find_centres(const uint8_t* mask, const V* d, ClassSet& set, cudaStream_t stream) {
     const int n = set.size(), classes = n + 2;
-    PF_CUDA_CHECK(cudaMemsetAsync(status.data(), 0, status.bytes(), stream));
     PF_CUDA_CHECK(cudaMemsetAsync(set.count.data(), 0, set.count.bytes(), stream));
     PF_CUDA_CHECK(cudaMemsetAsync(set.newly.data(), 0, set.newly.bytes(), stream));
     PF_CUDA_CHECK(cudaMemsetAsync(phase_total.data(), 0, phase_total.bytes(), stream));
     PF_CUDA_CHECK(cudaMemsetAsync(coverage.data(), 0, coverage.bytes(), stream));
     kernels::count_classes<M><<<unsigned(chunks), kernels::kCentreThreads, kernels::class_pass_shared(classes, n), stream>>>(
         mask, d, g, table, metric, voxels, set.d_edges.data(), n, set.count.data(), centre_bits.data(),
-        phase_total.data(), status.data());
+        phase_total.data());
     PF_CUDA_CHECK_LAUNCH(stream);
     kernels::place_classes<<<1, 1, 0, stream>>>(set.count.data(), n, set.start.data(), set.cursor.data(), total.data(),
                                                 capacity, status.data());
@@ -412,9 +411,7 @@ void ThicknessContext::squared_distance_async(const uint8_t* d_mask, uint32_t* d
     throw InputError("squared distances in voxel units need isotropic spacing");
   auto& e = *std::get<std::unique_ptr<Engine<VoxelMetric>>>(m_impl->engine);
   m_impl->replay(2, d_mask, d_out, [&] {
-    const cudaStream_t stream = m_impl->stream.get();
-    PF_CUDA_CHECK(cudaMemsetAsync(e.status.data(), 0, e.status.bytes(), stream));
-    e.distance_transform(d_mask, d_out, stream);
+    e.distance_transform(d_mask, d_out, m_impl->stream.get());
   });
 }
 
@@ -425,7 +422,6 @@ void ThicknessContext::distance_async(const uint8_t* d_mask, float* d_out) {
       using M = std::conditional_t<std::is_same_v<V, uint32_t>, VoxelMetric, PhysicalMetric>;
       V* d = std::is_same_v<V, uint32_t> ? reinterpret_cast<V*>(d_out) : e.distance.data();
       const cudaStream_t stream = m_impl->stream.get();
-      PF_CUDA_CHECK(cudaMemsetAsync(e.status.data(), 0, e.status.bytes(), stream));
       e.distance_transform(d_mask, d, stream);
       // In place for 4-byte values: each thread reads its element before writing it.
       kernels::radius_of<M><<<1024, 256, 0, stream>>>(d, d_out, e.voxels, e.metric);
