@@ -232,8 +232,8 @@ RunConfig parse_run_config(const std::string& text, const std::string& source, c
   });
   init.optional("plant_large_pores", [&](const YAML::Node& v, const std::string& k) {
     c.initial_plant_large_pores = init.scalar<bool>(v, k, "true or false");
-    if (c.initial_plant_large_pores && c.initial != "blobs")
-      init.fail(k, v, "plants into a blobs start (initial.structure: blobs)");
+    if (c.initial_plant_large_pores && c.initial != "blobs" && c.initial != "file")
+      init.fail(k, v, "plants into a blobs or file start (initial.structure: blobs or file)");
   });
   init.finish();
   if (c.initial == "file" && c.initial_file.empty())

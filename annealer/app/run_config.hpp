@@ -37,7 +37,7 @@ struct RunConfig {
   std::string initial = "noise";  ///< noise | blobs | file: the starting structure, porosity-matched
   double initial_blobiness = 1.0; ///< blobs: PoreSpy's blobiness (larger, smaller features)
   bool initial_blobiness_auto = false;  ///< blobs, `blobiness: auto`: the size nearest the target PSD
-  bool initial_plant_large_pores = false;  ///< blobs: balls for the target's PSD bins the blobs miss
+  bool initial_plant_large_pores = false;  ///< blobs or file: balls for the target's PSD bins the start misses
   /// file: a structure to start from (HDF5 or TIFF; a coarser run's final.h5), resampled to
   /// the domain and cut at the target's pore count; its dataset and the label of its pores.
   std::string initial_file, initial_dataset;

@@ -2,10 +2,14 @@
 
 #include <algorithm>
 #include <cmath>
+#include <exception>
 #include <limits>
+#include <memory>
 
 #include "poreforge/annealer/philox.hpp"
+#include "poreforge/edt.hpp"
 #include "poreforge/error.hpp"
+#include "poreforge/evaluator.hpp"
 #include "poreforge/generators.hpp"
 #include "poreforge/local_thickness.hpp"
 #include "poreforge/psd.hpp"
@@ -151,7 +155,183 @@ std::vector<PlantedBall> plan_round(const std::vector<double>& start_fraction, d
   return balls;
 }
 
+// The structure's largest inscribed balls, one per pore: pore voxels by decreasing distance
+// to the other phase, each kept unless it lies inside a ball already kept (in voxels along
+// each axis, a box test: cheap, and only used to spread the candidates), at most `count`.
+std::vector<std::array<int64_t, 3>> largest_ball_centres(const Volume<float>& distance, int count) {
+  const Shape s = distance.shape();
+  std::vector<int64_t> order;
+  for (int64_t i = 0; i < s.voxels(); ++i)
+    if (distance[std::size_t(i)] > 0) order.push_back(i);
+  std::sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
+    return distance[std::size_t(a)] != distance[std::size_t(b)] ? distance[std::size_t(a)] > distance[std::size_t(b)] : a < b;
+  });
+  std::vector<std::array<int64_t, 3>> centres;
+  std::vector<double> radii;
+  for (int64_t i : order) {
+    if (int(centres.size()) == count) break;
+    const std::array<int64_t, 3> c{i % s.nx, (i / s.nx) % s.ny, i / (s.nx * s.ny)};
+    const Spacing sp = distance.spacing();
+    bool covered = false;
+    for (std::size_t k = 0; k < centres.size() && !covered; ++k) {
+      covered = true;
+      for (int a = 0; a < 3; ++a) covered &= double(std::abs(c[a] - centres[k][a])) * sp.along(a) < radii[k];
+    }
+    if (covered) continue;
+    centres.push_back(c);
+    radii.push_back(distance[std::size_t(i)]);
+  }
+  return centres;
+}
+
+// A well-mixed 64-bit order for ties (splitmix64's finaliser).
+uint64_t tie_order(uint64_t seed, uint64_t i) {
+  uint64_t x = seed * 0x9E3779B97F4A7C15ull + i + 0x632BE59BD9B4E019ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+
+// `structure` with `ball` made pore and as many of its other pore voxels made solid, the
+// thinnest first (`thickness`: the structure's local thickness), ties by tie_order.
+Mask plant_and_pay(const Mask& structure, const Volume<float>& thickness, const PlantedBall& ball, Boundary boundary,
+                   uint64_t seed, int64_t* added) {
+  const Shape shape = structure.shape();
+  Mask out = structure;
+  std::vector<uint8_t> in_ball(std::size_t(shape.voxels()), 0);
+  int64_t made_pore = 0;
+  for_each_ball_voxel(ball, structure.spacing(), shape, boundary, [&](int64_t i) {
+    in_ball[std::size_t(i)] = 1;
+    if (!out[std::size_t(i)]) out[std::size_t(i)] = 1, ++made_pore;
+  });
+  std::vector<int64_t> payers;
+  for (int64_t i = 0; i < shape.voxels(); ++i)
+    if (structure[std::size_t(i)] && !in_ball[std::size_t(i)]) payers.push_back(i);
+  made_pore = std::min<int64_t>(made_pore, int64_t(payers.size()));  // a ball over nearly everything
+  std::nth_element(payers.begin(), payers.begin() + made_pore, payers.end(), [&](int64_t a, int64_t b) {
+    const float ta = thickness[std::size_t(a)], tb = thickness[std::size_t(b)];
+    return ta != tb ? ta < tb : tie_order(seed, uint64_t(a)) < tie_order(seed, uint64_t(b));
+  });
+  for (int64_t k = 0; k < made_pore; ++k) out[std::size_t(payers[std::size_t(k)])] = 0;
+  if (added) *added = made_pore;
+  return out;
+}
+
 }  // namespace
+
+RefinedStart plant_into_structure(const Mask& structure, const Targets& targets, Boundary boundary, uint64_t seed,
+                                  Backend backend, const std::function<void(const RefinedStart&)>& progress) {
+  validate_shape(structure.shape());
+  constexpr int kMaxBalls = 16, kCentres = 32;
+  constexpr double kShortBy = 0.003, kGain = 0.002;
+  const Shape shape = structure.shape();
+  const Spacing spacing = structure.spacing();
+  const auto& edges = targets.pore_edges;
+  RefinedStart r;
+  r.structure = structure;
+  std::vector<double> fraction;
+  r.pore_psd_l1_before = r.pore_psd_l1_after = psd_l1(structure, targets, boundary, backend, &fraction);
+  const int bins = static_cast<int>(std::min({targets.pore_psd.size(), edges.size() - 1, fraction.size()}));
+  const Bins bin_set = Bins::from_edges(edges);
+  std::exception_ptr failure;
+  for (int round = 0; round < kMaxBalls; ++round) {
+    const Volume<float> thickness = local_thickness(r.structure, boundary, backend);
+    const auto centres = largest_ball_centres(distance_transform(r.structure, boundary, backend), kCentres);
+    std::vector<PlantedBall> candidates;
+    for (int b = bins / 2; b < bins; ++b) {
+      if (targets.pore_psd[std::size_t(b)] - fraction[std::size_t(b)] < kShortBy) continue;
+      PlantedBall ball;
+      ball.radius = 0.5 * (edges[std::size_t(b)] + edges[std::size_t(b) + 1]);
+      const auto h = half_widths(ball.radius, spacing, shape);
+      bool fits = true;  // a ball that wraps onto itself is no longer a ball of this radius
+      for (int a = 0; a < 3; ++a) fits &= boundary != Boundary::periodic || 2 * h[a] + 1 < shape.extent(a);
+      if (!fits) continue;
+      for (const auto& c : centres) {
+        ball.centre = c;
+        candidates.push_back(ball);
+      }
+      if (boundary != Boundary::open) continue;
+      // Corners and edges, the centre `depth` voxels in from the faces it is near.
+      const int64_t deepest = std::max({h[0], h[1], h[2]}), step = std::max<int64_t>(1, deepest / 7);
+      auto inward = [&](int a, int64_t depth, bool high) {
+        const int64_t n = shape.extent(a);
+        if (n == 1) return int64_t(0);
+        const int64_t in = std::min(n - 1, deepest > 0 ? (depth * h[a] + deepest / 2) / deepest : 0);
+        return high ? n - 1 - in : in;
+      };
+      for (int64_t depth = 0; depth <= deepest; depth += step) {
+        for (int corner = 0; corner < 8; ++corner) {
+          for (int a = 0; a < 3; ++a) ball.centre[a] = inward(a, depth, corner >> a & 1);
+          candidates.push_back(ball);
+        }
+        for (int along = 0; along < 3; ++along)  // the edges parallel to axis `along`
+          for (int side = 0; side < 4; ++side)
+            for (int quarter = 1; quarter <= 3; ++quarter) {
+              int bit = 0;
+              for (int a = 0; a < 3; ++a)
+                ball.centre[a] = a == along ? shape.extent(a) * quarter / 4 : inward(a, depth, side >> bit++ & 1);
+              candidates.push_back(ball);
+            }
+      }
+    }
+    if (candidates.empty()) break;
+    // Each candidate is a few thousand changed voxels of one structure: scored through PSD
+    // evaluators of it (on the device one context sized once, with only the changes sent; on
+    // the CPU one evaluator a thread), each candidate's changes undone after its count.
+    std::vector<double> l1(candidates.size(), std::numeric_limits<double>::infinity());
+    const auto score = [&](PsdEvaluator& evaluator, std::size_t k) {
+      const Mask m = plant_and_pay(r.structure, thickness, candidates[k], boundary, seed, nullptr);
+      std::vector<int64_t> changed;
+      for (int64_t i = 0; i < shape.voxels(); ++i)
+        if (m[std::size_t(i)] != r.structure[std::size_t(i)]) changed.push_back(i);
+      for (int64_t i : changed) evaluator.set(i, m[std::size_t(i)]);
+      try {
+        l1[k] = pore_psd_l1(psd_from_counts(evaluator.counts(), bin_set).fraction, targets);
+      } catch (const InputError&) {  // e.g. a ball over every solid voxel: not a candidate
+      }
+      for (int64_t i : changed) evaluator.set(i, r.structure[std::size_t(i)]);
+    };
+    if (backend == Backend::cpu) {
+#pragma omp parallel
+      {
+        // An exception may not leave an OpenMP region: the first one is kept and rethrown.
+        std::unique_ptr<PsdEvaluator> evaluator;
+        try {
+          evaluator = make_psd_evaluator(r.structure, boundary, bin_set, Backend::cpu);
+        } catch (...) {
+#pragma omp critical(plant_into_structure_error)
+          if (!failure) failure = std::current_exception();
+        }
+#pragma omp for schedule(dynamic)
+        for (std::size_t k = 0; k < candidates.size(); ++k) {
+          if (!evaluator) continue;
+          try {
+            score(*evaluator, k);
+          } catch (...) {
+#pragma omp critical(plant_into_structure_error)
+            if (!failure) failure = std::current_exception();
+          }
+        }
+      }
+      if (failure) std::rethrow_exception(failure);
+    } else {
+      const auto evaluator = make_psd_evaluator(r.structure, boundary, bin_set, backend);
+      for (std::size_t k = 0; k < candidates.size(); ++k) score(*evaluator, k);
+    }
+    r.candidates_tried += int(candidates.size());
+    const std::size_t best = std::size_t(std::min_element(l1.begin(), l1.end()) - l1.begin());
+    if (!(l1[best] < r.pore_psd_l1_after - kGain)) break;
+    int64_t added = 0;
+    PlantedBall kept = candidates[best];
+    r.structure = plant_and_pay(r.structure, thickness, kept, boundary, seed, &added);
+    kept.inside = count_inside(kept, spacing, shape, boundary);
+    r.balls.push_back(kept);
+    r.planted_voxels += added;
+    r.pore_psd_l1_after = psd_l1(r.structure, targets, boundary, backend, &fraction);
+    if (progress) progress(r);
+  }
+  return r;
+}
 
 std::vector<PlantedBall> plan_large_pores(const std::vector<double>& start_fraction, const Targets& targets,
                                           Shape shape, Spacing spacing, Boundary boundary, int64_t pore_voxels,

@@ -109,7 +109,7 @@ TEST_CASE("config.errors_name_key_and_line") {
   refused(std::string(minimal) + "annealing:\n  host_loop: sometimes\n", "annealing.host_loop must be true or false");
   refused(std::string(minimal) + "initial:\n  blobiness: large\n", "initial.blobiness must be a number or auto");
   refused(std::string(minimal) + "initial:\n  plant_large_pores: true\n",
-          "initial.plant_large_pores plants into a blobs start (initial.structure: blobs)");
+          "initial.plant_large_pores plants into a blobs or file start (initial.structure: blobs or file)");
   refused(std::string(minimal) + "initial:\n  structure: blobs\n  plant_large_pores: 3\n",
           "initial.plant_large_pores must be true or false");
   refused(std::string(minimal) + "annealing:\n  max_seconds: -1\n", "run.yaml:4: annealing.max_seconds must lie in [0");

@@ -73,4 +73,30 @@ BlobStart choose_blob_start(Shape shape, Spacing spacing, const Targets& targets
 /// that pore count. Throws InputError when `pore_voxels` is outside [0, voxels].
 Mask resample_start(const Mask& structure, Shape shape, Spacing spacing, int64_t pore_voxels);
 
+/// What plant_into_structure did.
+struct RefinedStart {
+  Mask structure;
+  std::vector<PlantedBall> balls;  ///< in the order planted
+  int64_t planted_voxels = 0;      ///< solid voxels the balls made pore (as many pore voxels went solid)
+  double pore_psd_l1_before = 0, pore_psd_l1_after = 0;
+  int candidates_tried = 0;
+};
+
+/// Balls for the large-pore bins an existing structure lacks (an annealed coarser run
+/// resampled onto this grid, or a finished run), for when single swaps cannot supply them:
+/// growing a pore into the next bin takes a whole shell of voxels, each swap of it uphill
+/// alone. Greedy, one ball a round: for every bin in the upper half of the target's range
+/// short of its target by at least 0.3 % of the pore volume, a ball of the bin's mid radius is
+/// tried centred on each of the structure's 32 largest inscribed-ball centres (growing the
+/// pores it has) and, under `open`, at the volume's corners and along its edges at depths
+/// 0…R from the faces (where a finite sample's largest pores show, cut by its faces); the
+/// candidate kept is the one whose result has the smallest pore-PSD L1 to the target. Each
+/// ball is paid for with the structure's thinnest pore voxels outside it (the local
+/// thickness before the ball; ties in an order drawn from `seed`), so the pore count stays
+/// exact. Stops when no candidate lowers the L1 by 0.002, or after 16 balls. The PSDs are
+/// measured on `backend`; `progress` (optional) hears of each ball kept.
+RefinedStart plant_into_structure(const Mask& structure, const Targets& targets, Boundary boundary, uint64_t seed,
+                                  Backend backend = Backend::cpu,
+                                  const std::function<void(const RefinedStart&)>& progress = {});
+
 }  // namespace poreforge::anneal
