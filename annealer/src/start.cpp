@@ -275,9 +275,9 @@ RefinedStart plant_into_structure(const Mask& structure, const Targets& targets,
       }
     }
     if (candidates.empty()) break;
-    // Each candidate is a few thousand changed voxels of one structure: scored through PSD
-    // evaluators of it (on the device one context sized once, with only the changes sent; on
-    // the CPU one evaluator a thread), each candidate's changes undone after its count.
+    // Thousands of candidates, each a few thousand voxels changed: scored on the CPU, one
+    // evaluator a thread, whatever the run's backend (a device evaluator takes changes a voxel
+    // at a time; the counts are exact on either backend, so the start is the same on both).
     std::vector<double> l1(candidates.size(), std::numeric_limits<double>::infinity());
     const auto score = [&](PsdEvaluator& evaluator, std::size_t k) {
       const Mask m = plant_and_pay(r.structure, thickness, candidates[k], boundary, seed, nullptr);
@@ -291,33 +291,28 @@ RefinedStart plant_into_structure(const Mask& structure, const Targets& targets,
       }
       for (int64_t i : changed) evaluator.set(i, r.structure[std::size_t(i)]);
     };
-    if (backend == Backend::cpu) {
 #pragma omp parallel
-      {
-        // An exception may not leave an OpenMP region: the first one is kept and rethrown.
-        std::unique_ptr<PsdEvaluator> evaluator;
+    {
+      // An exception may not leave an OpenMP region: the first one is kept and rethrown.
+      std::unique_ptr<PsdEvaluator> evaluator;
+      try {
+        evaluator = make_psd_evaluator(r.structure, boundary, bin_set, Backend::cpu);
+      } catch (...) {
+#pragma omp critical(plant_into_structure_error)
+        if (!failure) failure = std::current_exception();
+      }
+#pragma omp for schedule(dynamic)
+      for (std::size_t k = 0; k < candidates.size(); ++k) {
+        if (!evaluator) continue;
         try {
-          evaluator = make_psd_evaluator(r.structure, boundary, bin_set, Backend::cpu);
+          score(*evaluator, k);
         } catch (...) {
 #pragma omp critical(plant_into_structure_error)
           if (!failure) failure = std::current_exception();
         }
-#pragma omp for schedule(dynamic)
-        for (std::size_t k = 0; k < candidates.size(); ++k) {
-          if (!evaluator) continue;
-          try {
-            score(*evaluator, k);
-          } catch (...) {
-#pragma omp critical(plant_into_structure_error)
-            if (!failure) failure = std::current_exception();
-          }
-        }
       }
-      if (failure) std::rethrow_exception(failure);
-    } else {
-      const auto evaluator = make_psd_evaluator(r.structure, boundary, bin_set, backend);
-      for (std::size_t k = 0; k < candidates.size(); ++k) score(*evaluator, k);
     }
+    if (failure) std::rethrow_exception(failure);
     r.candidates_tried += int(candidates.size());
     const std::size_t best = std::size_t(std::min_element(l1.begin(), l1.end()) - l1.begin());
     if (!(l1[best] < r.pore_psd_l1_after - kGain)) break;

@@ -93,8 +93,9 @@ struct RefinedStart {
 /// candidate kept is the one whose result has the smallest pore-PSD L1 to the target. Each
 /// ball is paid for with the structure's thinnest pore voxels outside it (the local
 /// thickness before the ball; ties in an order drawn from `seed`), so the pore count stays
-/// exact. Stops when no candidate lowers the L1 by 0.002, or after 16 balls. The PSDs are
-/// measured on `backend`; `progress` (optional) hears of each ball kept.
+/// exact. Stops when no candidate lowers the L1 by 0.002, or after 16 balls. The candidates
+/// are scored on the CPU (OpenMP, one at a time per thread), the rest on `backend`: the same
+/// start on either; `progress` (optional) hears of each ball kept.
 RefinedStart plant_into_structure(const Mask& structure, const Targets& targets, Boundary boundary, uint64_t seed,
                                   Backend backend = Backend::cpu,
                                   const std::function<void(const RefinedStart&)>& progress = {});
