@@ -25,13 +25,13 @@ struct ContextConfig {
   /// synchronize(); the one-shot helpers retry with room for every voxel.
   double centre_capacity = 0.125;
   /// Whether the map's painter reads each word of values before its atomic updates and sends
-  /// only those that raise a value: it saves DRAM traffic on maps much larger than the L2
-  /// cache and costs time on smaller ones. Unset: on above 2^28 voxels. The map is the same
-  /// either way.
+  /// only those that raise a value. It paid on 1000³ maps with wide radius bands, many balls
+  /// of a band over each voxel; with the default bands it costs time at every size measured
+  /// (results/bench/NOTES.md step 19). Unset: off. The map is the same either way.
   std::optional<bool> filter_map_atomics;
   /// Ratio between the map painter's successive radius bands, in (1, 4]. Narrow bands put
-  /// fewer balls of a band over each voxel, wide ones take fewer launches. Unset: 1.35 up to
-  /// 2^22 voxels, 1.15 up to 2^25, 1.05 above. The map is the same either way.
+  /// fewer balls of a band over each voxel, wide ones take fewer launches. Unset: 1.8 up to
+  /// 2^22 voxels, 1.15 up to 2^25, 1.03 above. The map is the same either way.
   std::optional<double> band_step;
 };
 

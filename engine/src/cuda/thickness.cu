@@ -73,10 +73,10 @@ struct ClassSet {
 // visits it: an atomic, or a read with filter_values); each band costs a launch, empty ones
 // above the volume's largest ball included. Small volumes are launch-bound, large ones
 // bound by the visits, so the step shrinks as the volume grows (results/bench/NOTES.md steps
-// 17–18): 35 % up to 2^22 voxels (a 160³ cube; 128³ 0.47 → 0.41 ms against 15 %), 15 % up to
-// 2^25 (322³), 5 % above (a CPU model of the band walk: 3.2× fewer visits than 15 % at 512³).
+// 17–19, H200): 80 % up to 2^22 voxels (a 160³ cube; 128³ 0.40 → 0.37 ms against 35 %), 15 %
+// up to 2^25 (322³), 3 % above (1000³ 550 ms with 15 % → 393 ms, with the unfiltered atomics).
 double default_band_step(int64_t voxels) {
-  return voxels <= (int64_t(1) << 22) ? 1.35 : voxels <= (int64_t(1) << 25) ? 1.15 : 1.05;
+  return voxels <= (int64_t(1) << 22) ? 1.8 : voxels <= (int64_t(1) << 25) ? 1.15 : 1.03;
 }
 
 template <class M>
@@ -90,10 +90,6 @@ std::vector<double> band_edges(const M& m, typename M::value_type max_r2, double
   if (edges.size() < 2) edges.push_back(smallest);
   return edges;
 }
-
-// Maps above this many voxels (4 bytes each: 1 GiB, twenty times the H200's L2) filter their
-// atomics by a read first (paint_band's filter_values).
-constexpr int64_t kFilterValuesAbove = int64_t(1) << 28;
 
 // Everything that depends on the metric (the value type of squared distances).
 template <class M>
@@ -168,7 +164,7 @@ struct Engine {
     int major = 0;
     PF_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
     early_launch = major >= 9;
-    filter_values = c.filter_map_atomics.value_or(voxels > kFilterValuesAbove);
+    filter_values = c.filter_map_atomics.value_or(false);
 
     // Workspace, once.
     if (distance_buffer) distance = DeviceBuffer<V>(voxels, stream, "squared distances");
