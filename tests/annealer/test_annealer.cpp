@@ -320,6 +320,48 @@ TEST_CASE("anneal.planted_start_reaches_the_targets_large_pores") {
   }
 }
 
+TEST_CASE("anneal.planting_into_a_structure_grows_its_largest_pores") {
+  // A reference of small blobs and one large ball in a corner (cut by three faces, as a
+  // sample's own largest pore may be) or inside; the structure to refine is the same with the
+  // ball a few voxels smaller — the state single swaps cannot leave, a shell short of the
+  // target's top bin. Planting brings the pore PSD nearer, keeps the pore count, and is a
+  // function of the seed.
+  const uint64_t seed = testing::fresh_seed();
+  CAPTURE(seed);
+  const Shape shape{40, 40, 40};
+  const Mask blobs = generate_blobs(shape, 0.12, 2.5, seed);
+  for (const Boundary boundary : {Boundary::open, Boundary::periodic}) {
+    CAPTURE(to_string(boundary));
+    const int64_t c = boundary == Boundary::open ? 3 : 20;  // centre, along each axis
+    auto with_ball = [&](double radius) {
+      Mask m = blobs;
+      for (int64_t z = 0; z < 40; ++z)
+        for (int64_t y = 0; y < 40; ++y)
+          for (int64_t x = 0; x < 40; ++x)
+            if (double((x - c) * (x - c) + (y - c) * (y - c) + (z - c) * (z - c)) < radius * radius) m(x, y, z) = 1;
+      return m;
+    };
+    const Targets t = Targets::from_image(with_ball(11.0), boundary, 10, false, Backend::cpu);
+    const Mask shrunk = with_ball(8.0);
+    const RefinedStart r = plant_into_structure(shrunk, t, boundary, seed, Backend::cpu);
+    REQUIRE(!r.balls.empty());
+    CHECK(count_phase(r.structure) == count_phase(shrunk));
+    CHECK(r.pore_psd_l1_before == doctest::Approx(quality(shrunk, t, boundary).pore_psd_l1));
+    CHECK(r.pore_psd_l1_after == doctest::Approx(quality(r.structure, t, boundary).pore_psd_l1));
+    CHECK(r.pore_psd_l1_after < 0.5 * r.pore_psd_l1_before);
+    CHECK(r.planted_voxels > 0);
+    int64_t changed = 0;
+    for (int64_t i = 0; i < shape.voxels(); ++i) changed += r.structure[std::size_t(i)] != shrunk[std::size_t(i)];
+    CHECK(changed == 2 * r.planted_voxels);  // each voxel made pore paid for by one made solid
+    CHECK(plant_into_structure(shrunk, t, boundary, seed, Backend::cpu).structure.values() == r.structure.values());
+    // A structure that already has the target's PSD gets nothing.
+    const Mask reference = with_ball(11.0);
+    const RefinedStart same = plant_into_structure(reference, t, boundary, seed, Backend::cpu);
+    CHECK(same.balls.empty());
+    CHECK(same.structure.values() == reference.values());
+  }
+}
+
 TEST_CASE("anneal.bad_parameters") {
   Config c = small_config({10, 10, 10}, 3);
   auto refused = [](Config bad, const char* fragment) {

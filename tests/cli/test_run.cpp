@@ -211,6 +211,15 @@ TEST_CASE("cli.run.coarser_grid_than_the_reference") {
   const LabelImage fine = read_hdf5((dir / "results" / "fine" / "final.h5").string(), "/volume");
   CHECK(fine.shape == Shape{32, 32, 32});
   CHECK(count_phase(phase_mask(fine, 1)) == std::llround(reference.porosity * 32 * 32 * 32));
+  // The same start with balls planted for the large-pore bins it lacks: the run says what it
+  // planted and keeps the pore count.
+  REQUIRE(shell(cli + " run " + (dir / "coarse.yaml").string() + " --output " + (dir / "results").string() +
+                " --set name=planted --set domain.shape=[32,32,32] --set domain.spacing=[0.5,0.5,0.5]" +
+                " --set initial.structure=file --set initial.plant_large_pores=true --set initial.file=" +
+                coarse_final.string() + " > " + (dir / "planted.txt").string()) == 0);
+  CHECK(slurp(dir / "planted.txt").find("balls for the large-pore bins (") != std::string::npos);
+  const LabelImage planted = read_hdf5((dir / "results" / "planted" / "final.h5").string(), "/volume");
+  CHECK(count_phase(phase_mask(planted, 1)) == std::llround(reference.porosity * 32 * 32 * 32));
   std::error_code ec;
   fs::remove_all(dir, ec);
 }
