@@ -5,6 +5,7 @@
 #include <exception>
 #include <limits>
 #include <memory>
+#include <optional>
 
 #include "poreforge/annealer/philox.hpp"
 #include "poreforge/edt.hpp"
@@ -166,12 +167,12 @@ std::vector<std::array<int64_t, 3>> largest_ball_centres(const Volume<float>& di
   std::sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
     return distance[std::size_t(a)] != distance[std::size_t(b)] ? distance[std::size_t(a)] > distance[std::size_t(b)] : a < b;
   });
+  const Spacing sp = distance.spacing();
   std::vector<std::array<int64_t, 3>> centres;
   std::vector<double> radii;
   for (int64_t i : order) {
     if (int(centres.size()) == count) break;
     const std::array<int64_t, 3> c{i % s.nx, (i / s.nx) % s.ny, i / (s.nx * s.ny)};
-    const Spacing sp = distance.spacing();
     bool covered = false;
     for (std::size_t k = 0; k < centres.size() && !covered; ++k) {
       covered = true;
@@ -193,9 +194,10 @@ uint64_t tie_order(uint64_t seed, uint64_t i) {
 }
 
 // `structure` with `ball` made pore and as many of its other pore voxels made solid, the
-// thinnest first (`thickness`: the structure's local thickness), ties by tie_order.
-Mask plant_and_pay(const Mask& structure, const Volume<float>& thickness, const PlantedBall& ball, Boundary boundary,
-                   uint64_t seed, int64_t* added) {
+// thinnest first (`thickness`: the structure's local thickness), ties by tie_order; nothing
+// when the structure has too few pore voxels outside the ball to pay with.
+std::optional<Mask> plant_and_pay(const Mask& structure, const Volume<float>& thickness, const PlantedBall& ball,
+                                  Boundary boundary, uint64_t seed, int64_t* added) {
   const Shape shape = structure.shape();
   Mask out = structure;
   std::vector<uint8_t> in_ball(std::size_t(shape.voxels()), 0);
@@ -207,7 +209,7 @@ Mask plant_and_pay(const Mask& structure, const Volume<float>& thickness, const 
   std::vector<int64_t> payers;
   for (int64_t i = 0; i < shape.voxels(); ++i)
     if (structure[std::size_t(i)] && !in_ball[std::size_t(i)]) payers.push_back(i);
-  made_pore = std::min<int64_t>(made_pore, int64_t(payers.size()));  // a ball over nearly everything
+  if (made_pore > int64_t(payers.size())) return std::nullopt;
   std::nth_element(payers.begin(), payers.begin() + made_pore, payers.end(), [&](int64_t a, int64_t b) {
     const float ta = thickness[std::size_t(a)], tb = thickness[std::size_t(b)];
     return ta != tb ? ta < tb : tie_order(seed, uint64_t(a)) < tie_order(seed, uint64_t(b));
@@ -280,11 +282,12 @@ RefinedStart plant_into_structure(const Mask& structure, const Targets& targets,
     // at a time; the counts are exact on either backend, so the start is the same on both).
     std::vector<double> l1(candidates.size(), std::numeric_limits<double>::infinity());
     const auto score = [&](PsdEvaluator& evaluator, std::size_t k) {
-      const Mask m = plant_and_pay(r.structure, thickness, candidates[k], boundary, seed, nullptr);
+      const std::optional<Mask> m = plant_and_pay(r.structure, thickness, candidates[k], boundary, seed, nullptr);
+      if (!m) return;
       std::vector<int64_t> changed;
       for (int64_t i = 0; i < shape.voxels(); ++i)
-        if (m[std::size_t(i)] != r.structure[std::size_t(i)]) changed.push_back(i);
-      for (int64_t i : changed) evaluator.set(i, m[std::size_t(i)]);
+        if ((*m)[std::size_t(i)] != r.structure[std::size_t(i)]) changed.push_back(i);
+      for (int64_t i : changed) evaluator.set(i, (*m)[std::size_t(i)]);
       try {
         l1[k] = pore_psd_l1(psd_from_counts(evaluator.counts(), bin_set).fraction, targets);
       } catch (const InputError&) {  // e.g. a ball over every solid voxel: not a candidate
@@ -318,7 +321,7 @@ RefinedStart plant_into_structure(const Mask& structure, const Targets& targets,
     if (!(l1[best] < r.pore_psd_l1_after - kGain)) break;
     int64_t added = 0;
     PlantedBall kept = candidates[best];
-    r.structure = plant_and_pay(r.structure, thickness, kept, boundary, seed, &added);
+    r.structure = *plant_and_pay(r.structure, thickness, kept, boundary, seed, &added);  // scored, so it paid
     kept.inside = count_inside(kept, spacing, shape, boundary);
     r.balls.push_back(kept);
     r.planted_voxels += added;

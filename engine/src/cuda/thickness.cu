@@ -74,7 +74,7 @@ struct ClassSet {
 // above the volume's largest ball included. Small volumes are launch-bound, large ones
 // bound by the visits, so the step shrinks as the volume grows (results/bench/NOTES.md steps
 // 17–19, H200): 80 % up to 2^22 voxels (a 160³ cube; 128³ 0.40 → 0.37 ms against 35 %), 15 %
-// up to 2^25 (322³), 3 % above (1000³ 550 ms with 15 % → 393 ms, with the unfiltered atomics).
+// up to 2^25 (322³), 3 % above (1000³: 550 ms with 15 % and step 17's filter, 391 ms).
 double default_band_step(int64_t voxels) {
   return voxels <= (int64_t(1) << 22) ? 1.8 : voxels <= (int64_t(1) << 25) ? 1.15 : 1.03;
 }
