@@ -401,8 +401,10 @@ __global__ void paint_class(int q, const typename M::value_type* __restrict__ ce
 // union is never painted, nothing reads it. With `filter_values` a thread reads a word's
 // values before its atomics and sends only those that raise a value: most voxels lie in
 // several balls of a band, and on maps much larger than L2 each atomic is a trip to DRAM
-// (1000³: 674 → 551 ms); on smaller maps the reads cost more than the atomics they save
-// (250³: 2.53 → 3.00 ms), so the engine turns it on by size (thickness.cu).
+// (1000³ with 15 % bands: 674 → 551 ms); with the narrow bands the engine now uses there,
+// and on smaller maps at any width, the reads cost more than the atomics they save (1000³
+// with 3 % bands: 448 against 393 ms; 250³: 3.00 against 2.53 ms), so it is off unless asked
+// (results/bench/NOTES.md steps 17 and 19).
 template <class M>
 __global__ void paint_band(int q, const typename M::value_type* __restrict__ centre_r2,
                            const uint32_t* __restrict__ centre_index, const RowCut* __restrict__ centre_cut,
