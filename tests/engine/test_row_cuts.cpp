@@ -21,19 +21,21 @@ namespace {
 
 struct Replay {
   std::vector<float> map;
-  int64_t painted = 0;  // voxel writes, every ball together
+  int64_t painted = 0;             // voxel writes, every ball together
+  int64_t column_mismatches = 0;   // box rows where column_rows and the chord disagree
 };
 
-// Paints every kept centre of `phase` as the CUDA painter does: its rows (box_of) and, in each
-// row, its chord clipped by the x-cuts, wrapped or clipped at the faces; with `cuts` false,
-// whole balls.
+// Paints every kept centre of `phase` as the CUDA painter does: the rows of each column that
+// column_rows gives (checked against every row of the box: a row meets the ball exactly when
+// the x-cuts leave its chord a voxel) and, in each row, its chord clipped by the x-cuts,
+// wrapped or clipped at the faces; with `cuts` false, whole balls.
 Replay replay_painter(const Mask& phase, Boundary boundary, bool cuts) {
   const Shape s = phase.shape();
   const detail::VoxelMetric metric{};
   const auto d2 = squared_distance_voxels(phase, boundary, Backend::cpu).values();
   const detail::Geometry g = detail::Geometry::of(s, boundary);
   const int nx = int(s.nx), ny = int(s.ny), nz = int(s.nz);
-  Replay out{std::vector<float>(std::size_t(s.voxels()), 0.0f), 0};
+  Replay out{std::vector<float>(std::size_t(s.voxels()), 0.0f), 0, 0};
   for (const auto& centre : cpu::ball_centres(s, boundary, metric, d2)) {
     int64_t x, y, z;
     g.split(uint32_t(centre.index), x, y, z);
@@ -41,11 +43,14 @@ Replay replay_painter(const Mask& phase, Boundary boundary, bool cuts) {
                                     : detail::RowCut{};
     const detail::RowBox box = detail::box_of(metric, centre.r2, g, cut, int(y), int(z));
     const float value = metric.radius(centre.r2);
-    for (int dz = box.z0; dz <= box.z1; ++dz)
+    for (int dz = box.z0; dz <= box.z1; ++dz) {
+      const auto [lo, hi] = detail::column_rows(metric, box, dz);
       for (int dy = box.y0; dy <= box.y1; ++dy) {
         int from, to;
-        if (!detail::clip_chord(int(detail::chord_half_width(metric, centre.r2, 0, dy, dz)), box.x0, box.x1, from, to))
-          continue;
+        const bool meets =
+            detail::clip_chord(int(detail::chord_half_width(metric, centre.r2, 0, dy, dz)), box.x0, box.x1, from, to);
+        out.column_mismatches += meets != (dy >= lo && dy <= hi);
+        if (!meets) continue;
         const int yy = int(y) + dy, zz = int(z) + dz;
         if ((yy < 0 || yy >= ny) && g.along(1) != Boundary::periodic) continue;
         if ((zz < 0 || zz >= nz) && g.along(2) != Boundary::periodic) continue;
@@ -61,6 +66,7 @@ Replay replay_painter(const Mask& phase, Boundary boundary, bool cuts) {
           ++out.painted;
         }
       }
+    }
   }
   return out;
 }
@@ -90,6 +96,8 @@ TEST_CASE("row_cuts.painter_cuts_are_exact") {
         int64_t differ = 0;
         for (std::size_t i = 0; i < expected.values().size(); ++i) differ += with_cuts.map[i] != expected.values()[i];
         CHECK(differ == 0);
+        CHECK(with_cuts.column_mismatches == 0);
+        CHECK(whole.column_mismatches == 0);
         // Whole balls give the same map (the centre test alone is exact) with more writes.
         CHECK(whole.map == expected.values());
         CHECK(with_cuts.painted <= whole.painted);
@@ -100,14 +108,32 @@ TEST_CASE("row_cuts.painter_cuts_are_exact") {
 
 TEST_CASE("row_cuts.field_packing") {
   detail::RowCut cut;
-  for (int side = 0; side < 6; ++side) CHECK(cut.from(side) == detail::kNoCut);
-  cut.set(detail::RowCut::plus_x, 1);
-  cut.set(detail::RowCut::minus_z, -7);
-  cut.set(detail::RowCut::minus_y, -1000);  // clamped: a larger `from` keeps more voxels
-  CHECK(cut.from(detail::RowCut::plus_x) == 1);
-  CHECK(cut.from(detail::RowCut::minus_z) == -7);
-  CHECK(cut.from(detail::RowCut::minus_y) == -detail::RowCut::kBias);
-  CHECK(cut.from(detail::RowCut::plus_y) == detail::kNoCut);
-  CHECK(cut.from(detail::RowCut::plus_z) == detail::kNoCut);
-  CHECK(cut.from(detail::RowCut::minus_x) == detail::kNoCut);
+  CHECK_FALSE(cut.any());
+  for (int side = 0; side < 6; ++side) CHECK(cut.from(side, 5) == detail::kNoCut);
+  // Below a reach of 30 every `from` in [−reach, 1] is kept exactly.
+  for (int reach : {0, 1, 7, 29})
+    for (int from = -reach; from <= 1; ++from) {
+      CAPTURE(reach);
+      CAPTURE(from);
+      cut.set(detail::RowCut::minus_z, from, reach);
+      CHECK(cut.from(detail::RowCut::minus_z, reach) == from);
+    }
+  // Above, a `from` is rounded toward 1 (keeps more voxels) by less than a step, (reach + 1) / 30;
+  // beyond the ball it becomes −reach (the whole ball along that side).
+  for (int reach : {30, 47, 200, 16000})
+    for (int64_t from : {int64_t(1), int64_t(0), int64_t(-13), int64_t(-29), int64_t(-reach / 2), int64_t(-reach),
+                         int64_t(-reach - 5), int64_t(-1000000)}) {
+      CAPTURE(reach);
+      CAPTURE(from);
+      cut.set(detail::RowCut::plus_y, from, reach);
+      const int kept = cut.from(detail::RowCut::plus_y, reach);
+      const int64_t wanted = std::max<int64_t>(from, -reach);
+      CHECK(kept >= wanted);
+      CHECK(kept - wanted < (reach + 1) / 30.0 + 1);
+    }
+  CHECK(cut.any());
+  cut.set(detail::RowCut::plus_x, 1, 40);
+  CHECK(cut.from(detail::RowCut::plus_x, 40) == 1);
+  CHECK(cut.from(detail::RowCut::minus_x, 40) == detail::kNoCut);
+  CHECK(cut.from(detail::RowCut::minus_y, 40) == detail::kNoCut);
 }

@@ -16,24 +16,38 @@ PF_HD int smaller(int a, int b) { return a < b ? a : b; }
 PF_HD int larger(int a, int b) { return a > b ? a : b; }
 
 // Where face neighbours take over a centre's voxels, toward +y, −y, +z, −z, +x, −x: the
-// voxels at offset t ≥ from along that direction are painted by the neighbour (kNoCut: none).
-// Five bits a field in one word (the map's memory target counts every byte of a centre);
-// `from` ≤ 1 always, and is clamped at −29, which only keeps more voxels.
+// voxels at offset t ≥ from along that direction are painted by the neighbour (kNoCut: none);
+// `from` ≤ 1 always. Five bits a field in one word (the map's memory target counts every byte
+// of a centre): 31 is none, and code c ≤ 30 stands for from = 1 − ⌊c·(reach + 1) / 30⌋, where
+// reach is the ball's (ball_reach): every `from` while the reach is below 30, steps of
+// (reach + 1) / 30 above, each rounded toward 1, which only keeps more voxels; c = 30 is
+// from = −reach, the whole ball. A fixed range clamped at −29 kept 13 % more rows at 1000³
+// (results/bench/NOTES.md step 21).
 constexpr int kNoCut = 127;
 struct RowCut {
   enum Side { plus_y, minus_y, plus_z, minus_z, plus_x, minus_x };
-  static constexpr int kBias = 29, kNone = 31;
-  uint32_t bits = 0x3FFFFFFFu;  // every field kNone
+  static constexpr int kNone = 31, kSteps = 30;
+  static constexpr uint32_t kAllNone = 0x3FFFFFFFu;
+  uint32_t bits = kAllNone;
 
-  PF_HD int from(int side) const {
-    const int field = int(bits >> (5 * side)) & 31;
-    return field == kNone ? kNoCut : field - kBias;
+  PF_HD bool any() const { return bits != kAllNone; }
+  // `reach` is the ball's, the same as when the field was set.
+  PF_HD int from(int side, int reach) const {
+    const int code = int(bits >> (5 * side)) & 31;
+    return code == kNone ? kNoCut : 1 - int(int64_t(code) * (reach + 1) / kSteps);
   }
-  PF_HD void set(int side, int64_t from) {
-    const uint32_t field = uint32_t((from > -kBias ? from : -kBias) + kBias);
+  PF_HD void set(int side, int64_t from, int reach) {
+    // The largest code whose `from` is still ≥ this one: ⌊c·m / 30⌋ ≤ 1 − from, m = reach + 1.
+    const int64_t below = 1 - from, m = int64_t(reach) + 1;
+    const int64_t code = (kSteps * (below + 1) - 1) / m;
+    const uint32_t field = uint32_t(code < kSteps ? code : kSteps);
     bits = (bits & ~(31u << (5 * side))) | (field << (5 * side));
   }
 };
+
+// The reach of a ball: the largest a with a² < r2 (isotropic integer distances, the only
+// metric with cuts; r2 ≥ 1).
+PF_HD int ball_reach(uint32_t r2) { return int(chord_half_width(VoxelMetric{}, r2, 2, 0, 0)); }
 
 // The voxels a centre paints: rows dy in [y0, y1], dz in [z0, z1] (dy fastest; empty when
 // y0 > y1 or z0 > z1), and in each row the part of the ball's chord with dx in [x0, x1].
@@ -42,6 +56,7 @@ struct RowCut {
 // volume along a non-periodic axis are left out.
 struct RowBox {
   int y0, y1, z0, z1, x0, x1;
+  double rows_r2;  // the squared radius the rows reach (exact for integer squared distances)
   PF_HD int64_t rows() const {
     return y1 < y0 || z1 < z0 ? 0 : int64_t(y1 - y0 + 1) * int64_t(z1 - z0 + 1);
   }
@@ -52,16 +67,23 @@ template <class M>
 PF_HD RowBox box_of(const M& m, typename M::value_type r2, const Geometry& g, RowCut cut, int cy, int cz) {
   using V = typename M::value_type;
   constexpr int kFar = 1 << 20;  // beyond any extent (below 2^15)
-  RowBox box{0, -1, 0, -1, -kFar, kFar};
-  if (cut.from(RowCut::plus_x) != kNoCut) box.x1 = cut.from(RowCut::plus_x) - 1;
-  if (cut.from(RowCut::minus_x) != kNoCut) box.x0 = 1 - cut.from(RowCut::minus_x);
+  RowBox box{0, -1, 0, -1, -kFar, kFar, 0.0};
+  int face[6] = {kNoCut, kNoCut, kNoCut, kNoCut, kNoCut, kNoCut};
+  if constexpr (std::is_same_v<M, VoxelMetric>)  // the only metric with cuts
+    if (cut.any()) {
+      const int reach = ball_reach(r2);
+      for (int side = 0; side < 6; ++side) face[side] = cut.from(side, reach);
+    }
+  if (face[RowCut::plus_x] != kNoCut) box.x1 = face[RowCut::plus_x] - 1;
+  if (face[RowCut::minus_x] != kNoCut) box.x0 = 1 - face[RowCut::minus_x];
   if (box.x0 > box.x1) return box;  // both x-neighbours together hold the whole ball
   const int shortest = larger(0, larger(box.x0, -box.x1));
   V rows_r2 = r2;
-  if constexpr (std::is_same_v<M, VoxelMetric>) {  // the only metric with cuts
+  if constexpr (std::is_same_v<M, VoxelMetric>) {
     if (uint64_t(shortest) * uint64_t(shortest) >= uint64_t(r2)) return box;
     rows_r2 = r2 - V(shortest * shortest);
   }
+  box.rows_r2 = double(rows_r2);
   int64_t ry = g.ny > 1 ? chord_half_width(m, rows_r2, 1, 0, 0) : 0;
   int64_t rz;
   if constexpr (std::is_same_v<M, VoxelMetric>)  // isotropic: the reach is the same along z
@@ -69,10 +91,10 @@ PF_HD RowBox box_of(const M& m, typename M::value_type r2, const Geometry& g, Ro
   else
     rz = g.nz > 1 ? chord_half_width(m, rows_r2, 2, 0, 0) : 0;
   box.y0 = -int(ry), box.y1 = int(ry), box.z0 = -int(rz), box.z1 = int(rz);
-  if (cut.from(RowCut::plus_y) != kNoCut) box.y1 = smaller(box.y1, cut.from(RowCut::plus_y) - 1);
-  if (cut.from(RowCut::minus_y) != kNoCut) box.y0 = larger(box.y0, 1 - cut.from(RowCut::minus_y));
-  if (cut.from(RowCut::plus_z) != kNoCut) box.z1 = smaller(box.z1, cut.from(RowCut::plus_z) - 1);
-  if (cut.from(RowCut::minus_z) != kNoCut) box.z0 = larger(box.z0, 1 - cut.from(RowCut::minus_z));
+  if (face[RowCut::plus_y] != kNoCut) box.y1 = smaller(box.y1, face[RowCut::plus_y] - 1);
+  if (face[RowCut::minus_y] != kNoCut) box.y0 = larger(box.y0, 1 - face[RowCut::minus_y]);
+  if (face[RowCut::plus_z] != kNoCut) box.z1 = smaller(box.z1, face[RowCut::plus_z] - 1);
+  if (face[RowCut::minus_z] != kNoCut) box.z0 = larger(box.z0, 1 - face[RowCut::minus_z]);
   if (g.along(1) != Boundary::periodic) box.y0 = larger(box.y0, -cy), box.y1 = smaller(box.y1, int(g.ny) - 1 - cy);
   if (g.along(2) != Boundary::periodic) box.z0 = larger(box.z0, -cz), box.z1 = smaller(box.z1, int(g.nz) - 1 - cz);
   return box;
@@ -95,6 +117,7 @@ PF_HD RowCut row_cut(const typename M::value_type* d2, int64_t i, int64_t x, int
   RowCut cut;
   if constexpr (std::is_same_v<M, VoxelMetric>) {
     const V r2 = d2[i];
+    const int reach = ball_reach(r2);
     auto look = [&](int axis, int64_t coordinate, int64_t extent, int64_t stride, int plus, int minus) {
       if (extent == 1) return;
       const bool wrap = g.along(axis) == Boundary::periodic;
@@ -106,7 +129,7 @@ PF_HD RowCut row_cut(const typename M::value_type* d2, int64_t i, int64_t x, int
         }
         const V other = d2[i + (c - coordinate) * stride];
         if (other == V(0) || other == M::infinity || other < r2) continue;
-        cut.set(side > 0 ? plus : minus, -((int64_t(other) - int64_t(r2) - 1) >> 1));  // ⌈(1 − Δ) / 2⌉ ≤ 1
+        cut.set(side > 0 ? plus : minus, -((int64_t(other) - int64_t(r2) - 1) >> 1), reach);  // ⌈(1 − Δ) / 2⌉ ≤ 1
       }
     };
     look(0, x, g.nx, 1, RowCut::plus_x, RowCut::minus_x);
@@ -114,6 +137,23 @@ PF_HD RowCut row_cut(const typename M::value_type* d2, int64_t i, int64_t x, int
     look(2, z, g.nz, g.nx * g.ny, RowCut::plus_z, RowCut::minus_z);
   }
   return cut;
+}
+
+// The rows of column dz that meet the ball, dy in [lo, hi] (empty when lo > hi): those inside
+// the box whose chord the x-cuts leave a voxel of — the rows with |(0, dy, dz)|² < rows_r2
+// (box_of), an interval, since the norm grows with |dy|. The painter walks only these.
+struct RowSpan {
+  int lo, hi;
+};
+// The lower end is written −min(−y0, w), not max(y0, −w): CUDA 13.0's ptxas (sm_90) folded
+// max(max(y0, −w), s) in the painter into one three-input VIMNMX3 and dropped the minus, so
+// the painter walked dy ≥ +w only (results/bench/NOTES.md step 21; the GPU parity tests and
+// a stand-alone repro caught it, the PTX was right).
+template <class M>
+PF_HD RowSpan column_rows(const M& m, const RowBox& box, int dz) {
+  using V = typename M::value_type;
+  const int w = int(chord_half_width(m, V(box.rows_r2), 1, 0, dz));  // −1: the column misses the ball
+  return RowSpan{-smaller(-box.y0, w), smaller(box.y1, w)};
 }
 
 // The part [from, to] of a row's chord [−w, w] (w < 0: the row misses the ball) that the

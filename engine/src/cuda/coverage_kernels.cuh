@@ -26,10 +26,10 @@
 //     the containment test runs once.
 //  2. place_classes (one thread): class regions, largest class first; the total and overflow.
 //  3. write_classes: each marked centre into its class region (block-reserved ranges), with
-//     its row cut and its number of rows; an exclusive scan of those gives row numbers
-//     (scan_tiles, scan_tile_sums, add_tile_offsets: over the centres found, not the capacity).
+//     its row cut and its number of painter items; an exclusive scan of those gives item
+//     numbers (scan_tiles, scan_tile_sums, add_tile_offsets: over the centres found, not the capacity).
 //  4. Per class, largest first: paint_class (PSD: the union), or paint_band (map: band q's
-//     values and band q + 1's union in one launch); each thread walks runs of consecutive rows.
+//     values and band q + 1's union in one launch); a warp shares out the rows of 32 items.
 //  5. counts_from_classes (PSD): running sums → at_least[edges], above, phase.
 #include <cuda_runtime.h>
 
@@ -58,6 +58,7 @@ __device__ int coverage_class(const M& m, typename M::value_type r2, const doubl
 
 using detail::box_of;
 using detail::clip_chord;
+using detail::column_rows;
 using detail::kNoCut;
 using detail::row_cut;
 using detail::RowBox;
@@ -128,13 +129,23 @@ __global__ void place_classes(const unsigned int* __restrict__ class_count, int 
   if (offset > static_cast<unsigned long long>(capacity)) status->overflow = 1;
 }
 
+// Step 4's unit of work (walk_rows): a segment of up to kRowsPerItem rows of one column of a
+// centre's box. A centre has a column per dz of its box and as many segments per column as
+// its box is high; segments that miss the ball are dropped by the walk, not walked.
+constexpr int kRowsPerItem = 16;
+
+PF_HD int64_t items_of(const RowBox& box) {
+  if (box.rows() == 0) return 0;
+  return int64_t(box.z1 - box.z0 + 1) * ((box.y1 - box.y0 + kRowsPerItem) / kRowsPerItem);
+}
+
 // Step 3. Dynamic shared memory: class_pass_shared(2 × classes, edges) (ranks, block bases).
 template <class M>
 __global__ void write_classes(const typename M::value_type* __restrict__ d2, Geometry g, M m, int64_t voxels,
                               const unsigned int* __restrict__ centre_bits, const double* __restrict__ edges,
                               int num_edges, unsigned int* __restrict__ class_cursor, int64_t capacity,
                               typename M::value_type* __restrict__ centre_r2, uint32_t* __restrict__ centre_index,
-                              RowCut* __restrict__ centre_cut, unsigned long long* __restrict__ centre_rows) {
+                              RowCut* __restrict__ centre_cut, unsigned long long* __restrict__ centre_items) {
   extern __shared__ unsigned int shared_counts[];
   const int classes = num_edges + 2;
   unsigned int* block_count = shared_counts;
@@ -165,11 +176,11 @@ __global__ void write_classes(const typename M::value_type* __restrict__ d2, Geo
     centre_r2[slot] = d2[i];
     centre_index[slot] = static_cast<uint32_t>(i);
     centre_cut[slot] = cut;
-    centre_rows[slot] = static_cast<unsigned long long>(box_of(m, d2[i], g, cut, int(y), int(z)).rows());
+    centre_items[slot] = static_cast<unsigned long long>(items_of(box_of(m, d2[i], g, cut, int(y), int(z))));
   }
 }
 
-// The exclusive scan of the centres' row counts, in place over entries 0 … used (used =
+// The exclusive scan of the centres' item counts, in place over entries 0 … used (used =
 // the centres found, at most the capacity; entry `used` becomes the total). A library scan
 // must be told its length on the host, so it ran over the whole capacity — with room for a
 // centre at every voxel (the annealer's contexts), clearing and scanning the unused slots cost
@@ -186,7 +197,7 @@ __device__ inline int64_t used_centres(const unsigned int* total, int64_t capaci
   return *total < capacity ? int64_t(*total) : capacity;
 }
 
-__global__ void scan_tiles(unsigned long long* __restrict__ centre_rows, const unsigned int* __restrict__ total,
+__global__ void scan_tiles(unsigned long long* __restrict__ centre_items, const unsigned int* __restrict__ total,
                            int64_t capacity, unsigned long long* __restrict__ tile_sums) {
   using Scan = cub::BlockScan<unsigned long long, kScanThreads>;
   __shared__ typename Scan::TempStorage scratch;
@@ -194,11 +205,11 @@ __global__ void scan_tiles(unsigned long long* __restrict__ centre_rows, const u
   for (int64_t tile = blockIdx.x; tile * kScanTile <= used; tile += gridDim.x) {
     const int64_t first = tile * kScanTile + int64_t(threadIdx.x) * kScanItems;
     unsigned long long items[kScanItems];
-    for (int k = 0; k < kScanItems; ++k) items[k] = first + k < used ? centre_rows[first + k] : 0;
+    for (int k = 0; k < kScanItems; ++k) items[k] = first + k < used ? centre_items[first + k] : 0;
     unsigned long long tile_total;
     Scan(scratch).ExclusiveSum(items, items, tile_total);
     for (int k = 0; k < kScanItems; ++k)
-      if (first + k <= used) centre_rows[first + k] = items[k];
+      if (first + k <= used) centre_items[first + k] = items[k];
     if (threadIdx.x == 0) tile_sums[tile] = tile_total;
     __syncthreads();  // scratch is reused by the next tile
   }
@@ -221,91 +232,168 @@ __global__ void scan_tile_sums(unsigned long long* __restrict__ tile_sums, const
   }
 }
 
-__global__ void add_tile_offsets(unsigned long long* __restrict__ centre_rows, const unsigned int* __restrict__ total,
+__global__ void add_tile_offsets(unsigned long long* __restrict__ centre_items, const unsigned int* __restrict__ total,
                                  int64_t capacity, const unsigned long long* __restrict__ tile_sums) {
   const int64_t used = used_centres(total, capacity);
   for (int64_t tile = blockIdx.x; tile * kScanTile <= used; tile += gridDim.x) {
     const unsigned long long offset = tile_sums[tile];
     if (offset == 0) continue;
     const int64_t end = std::min<int64_t>(used, tile * kScanTile + kScanTile - 1);
-    for (int64_t i = tile * kScanTile + threadIdx.x; i <= end; i += blockDim.x) centre_rows[i] += offset;
+    for (int64_t i = tile * kScanTile + threadIdx.x; i <= end; i += blockDim.x) centre_items[i] += offset;
   }
 }
 
 // The bitmap: bit x of voxel row (y, z) is bit x % 32 of word (z·words_per_row + x / 32)·ny + y
 // — y fastest, so the consecutive rows of a ball (dy fastest) are adjacent words, one cache line.
 
-constexpr int kMaxRowsPerThread = 16;
+// One lane's item: rows [lo, lo + count) of column dz of centre k (count 0: none).
+template <class V>
+struct WalkItem {
+  int64_t k = 0;
+  V r2{};
+  float value = 0;
+  int cx = 0, cy = 0, cz = 0, dz = 0, x0 = 0, x1 = 0, lo = 0, count = 0;
+};
 
-// Step 4's walk over the rows of the centres [s, e) (one class, or two adjacent ones): rows
-// [row_start[s], row_start[e]), where centre k owns rows row_start[k] … row_start[k+1] − 1 of
-// its box (box_of), dy fastest. A thread takes a run of consecutive rows, so it looks a
-// centre up once per run (a look-up costs as much as a few rows, and small balls have few):
-// up to kMaxRowsPerThread, fewer when the grid has threads to spare — a run is a chain of
-// dependent loads, and in a small class the longest chain is the launch's time. For each row
-// that meets the volume, `run(row_words, a, b, y, z, value, k)` gets the row's first bitmap
-// word and each clipped x-run [a, b] of centre k; rows outside the ball (box corners) give
-// none, and a periodic ball wider than the period gives some voxels twice.
+// The rows of `item`, which centre k owns: its segment clipped to the rows of its column that
+// meet the ball (column_rows).
+template <class M>
+__device__ WalkItem<typename M::value_type> walk_item(unsigned long long item, int64_t k,
+                                                      const typename M::value_type* __restrict__ centre_r2,
+                                                      const uint32_t* __restrict__ centre_index,
+                                                      const RowCut* __restrict__ centre_cut,
+                                                      const unsigned long long* __restrict__ item_start,
+                                                      const Geometry& g, const M& m) {
+  WalkItem<typename M::value_type> w;
+  w.k = k;
+  w.r2 = centre_r2[k];
+  w.value = m.radius(w.r2);
+  int64_t x, y, z;
+  g.split(centre_index[k], x, y, z);
+  w.cx = int(x), w.cy = int(y), w.cz = int(z);
+  const RowBox box = box_of(m, w.r2, g, centre_cut[k], w.cy, w.cz);
+  const int segments = (box.y1 - box.y0 + kRowsPerItem) / kRowsPerItem;  // ≥ 1: the centre owns items
+  const int local = int(item - item_start[k]);
+  const int column = local / segments, segment = local - column * segments;
+  w.dz = box.z0 + column;
+  const detail::RowSpan rows = column_rows(m, box, w.dz);
+  const int segment_lo = box.y0 + segment * kRowsPerItem;
+  w.lo = rows.lo > segment_lo ? rows.lo : segment_lo;
+  const int hi = rows.hi < segment_lo + kRowsPerItem - 1 ? rows.hi : segment_lo + kRowsPerItem - 1;
+  w.count = hi >= w.lo ? hi - w.lo + 1 : 0;
+  w.x0 = box.x0, w.x1 = box.x1;
+  return w;
+}
+
+// The centre of each lane's item `base + lane` among centres [s, e) (the last k with
+// item_start[k] ≤ item), found by the warp together: a 33-way search for the centre of `base`
+// (each round the 32 lanes test 32 pivots and a ballot keeps one gap: ~6 rounds of one load
+// for 10^8 centres, where a binary search is ~27 loads in a chain), then each lane counts the
+// next 32 centres' first items below its own (shuffles). A lane whose item lies beyond those
+// 32 centres (centres with no items between) searches on alone. Every lane must call it.
+__device__ inline int64_t warp_item_centre(unsigned long long base, int64_t s, int64_t e,
+                                           const unsigned long long* __restrict__ item_start, int lane) {
+  constexpr unsigned int kWarp = 0xFFFFFFFFu;
+  int64_t lo = s, hi = e - 1;  // item_start[lo] ≤ base; the answer lies in [lo, hi]
+  while (hi - lo >= 32) {
+    const int64_t pivot = lo + (hi - lo) * (lane + 1) / 33;
+    const unsigned int below = __ballot_sync(kWarp, item_start[pivot] <= base);  // a prefix of the lanes
+    const int c = __popc(below);
+    const int64_t next_lo = __shfl_sync(kWarp, pivot, c > 0 ? c - 1 : 0);
+    const int64_t next_hi = __shfl_sync(kWarp, pivot, c < 32 ? c : 31) - 1;
+    if (c > 0) lo = next_lo;
+    if (c < 32) hi = next_hi;
+  }
+  const unsigned int below = __ballot_sync(kWarp, lo + lane <= hi && item_start[lo + lane] <= base);
+  const int64_t first = lo + __popc(below) - 1;  // base's centre
+  // The first items of centres first + 1 … first + 32 (item_start[e] is the end of the range).
+  const unsigned long long starts = first + 1 + lane <= e ? item_start[first + 1 + lane] : ~0ull;
+  const unsigned long long item = base + lane;
+  int passed = 0;  // of those centres, how many start at or before this lane's item
+  for (int step = 16; step > 0; step >>= 1)
+    if (__shfl_sync(kWarp, starts, passed + step - 1) <= item) passed += step;
+  int64_t k = first + passed;
+  if (__shfl_sync(kWarp, starts, 31) <= item && k + 1 < e) {  // beyond the 32: on alone
+    int64_t a = first + 32, b = e - 1;
+    while (a < b) {
+      const int64_t mid = (a + b + 1) / 2;
+      if (item_start[mid] <= item) a = mid; else b = mid - 1;
+    }
+    k = a;
+  }
+  return k;
+}
+
+// Step 4's walk over the rows of the centres [s, e) (one class, or two adjacent ones). The
+// work is numbered in items: centre k owns items item_start[k] … item_start[k + 1] − 1, one
+// per column dz of its box (box_of) and segment of kRowsPerItem rows of the box's height
+// (items_of). A warp takes 32 consecutive items (fewer in a small class): the lanes find their
+// centres together (warp_item_centre), each clips its segment to the rows of its column that
+// meet the ball (walk_item), and the warp shares out the rows left, 32 at a time, so that
+// every lane walks a row that meets the ball. Walking whole boxes row by row, a thread a run
+// of rows, spent a step on every box corner, and a warp a step on any row one of its lanes
+// walked (results/bench/NOTES.md step 21). For each row that meets the volume,
+// `run(row_words, a, b, y, z, value, k)` gets the row's first bitmap word and each clipped
+// x-run [a, b] of centre k; a periodic ball wider than the period gives some voxels twice.
 template <class M, class Run>
 __device__ void walk_rows(int64_t s, int64_t e, const typename M::value_type* __restrict__ centre_r2,
                           const uint32_t* __restrict__ centre_index, const RowCut* __restrict__ centre_cut,
-                          const unsigned long long* __restrict__ row_start, const Geometry& g, const M& m,
+                          const unsigned long long* __restrict__ item_start, const Geometry& g, const M& m,
                           unsigned int* bitmap, int64_t words_per_row, Run&& run) {
   using V = typename M::value_type;
+  constexpr unsigned int kWarp = 0xFFFFFFFFu;
   if (s >= e) return;
-  const unsigned long long begin = row_start[s], end = row_start[e];
+  const unsigned long long begin = item_start[s], end = item_start[e];
   if (begin == end) return;  // every centre's rows were cut
-  const unsigned long long threads = uint64_t(gridDim.x) * blockDim.x;
-  const unsigned long long spread = (end - begin + threads - 1) / threads;  // ≥ 1
-  const unsigned long long per_thread = spread < kMaxRowsPerThread ? spread : kMaxRowsPerThread;
-  const unsigned long long runs = (end - begin + per_thread - 1) / per_thread;
+  const int lane = int(threadIdx.x & 31);
+  const unsigned long long warps = (uint64_t(gridDim.x) * blockDim.x) >> 5;
+  // Items per warp: 32, fewer when the grid has warps to spare — a warp's rows are a chain of
+  // steps, and in a small class the longest chain is the launch's time.
+  const unsigned long long spread = (end - begin + warps - 1) / warps;  // ≥ 1
+  const int per_warp = spread < 32 ? int(spread) : 32;
+  const unsigned long long tasks = (end - begin + per_warp - 1) / per_warp;
   const bool wrap_x = g.along(0) == Boundary::periodic, wrap_y = g.along(1) == Boundary::periodic,
              wrap_z = g.along(2) == Boundary::periodic;
   const int64_t plane_words = words_per_row * g.ny;
   // Extents are below 2^15 (validate_shape), so coordinates and offsets are ints.
   const int nx = int(g.nx), ny = int(g.ny), nz = int(g.nz);
-  for (unsigned long long r = blockIdx.x * uint64_t(blockDim.x) + threadIdx.x; r < runs; r += threads) {
-    const unsigned long long first = begin + r * per_thread;
-    const unsigned long long last = first + per_thread < end ? first + per_thread : end;
-    int64_t lo = s, hi = e - 1;  // the last centre k with row_start[k] ≤ first
-    while (lo < hi) {
-      const int64_t mid = (lo + hi + 1) / 2;
-      if (row_start[mid] <= first) lo = mid; else hi = mid - 1;
+  for (unsigned long long t = (blockIdx.x * uint64_t(blockDim.x) + threadIdx.x) >> 5; t < tasks; t += warps) {
+    const unsigned long long item = begin + t * per_warp + lane;
+    const int64_t centre = warp_item_centre(begin + t * per_warp, s, e, item_start, lane);
+    const WalkItem<V> own = lane < per_warp && item < end
+                                ? walk_item(item, centre, centre_r2, centre_index, centre_cut, item_start, g, m)
+                                : WalkItem<V>{};
+    const int count = own.count, lo = own.lo, dz = own.dz, cx = own.cx, cy = own.cy, cz = own.cz, x0 = own.x0,
+              x1 = own.x1;
+    const int64_t k = own.k;
+    const V r2 = own.r2;
+    const float value = own.value;
+    __syncwarp();
+    // The warp's rows, numbered lane by lane: this lane's are [after − count, after).
+    int after = count;
+    for (int o = 1; o < 32; o <<= 1) {
+      const int before = __shfl_up_sync(kWarp, after, o);
+      if (lane >= o) after += before;
     }
-    int64_t k = lo;
-    V r2{};
-    float value = 0;
-    int cx = 0, cy = 0, cz = 0, y0 = 0, z0 = 0, x0 = 0, x1 = 0, side = 1;
-    float inv_side = 1.0f;
-    unsigned long long own_first = 0, own_end = 0;
-    auto load = [&] {
-      r2 = centre_r2[k];
-      value = m.radius(r2);
-      int64_t x, y, z;
-      g.split(centre_index[k], x, y, z);
-      cx = int(x), cy = int(y), cz = int(z);
-      const RowBox box = box_of(m, r2, g, centre_cut[k], cy, cz);
-      y0 = box.y0, z0 = box.z0, x0 = box.x0, x1 = box.x1;
-      side = box.y1 - box.y0 + 1;  // ≥ 1 whenever the centre owns rows
-      inv_side = 1.0f / float(side);
-      own_first = row_start[k];
-      own_end = row_start[k + 1];
-    };
-    load();
-    for (unsigned long long row = first; row < last; ++row) {
-      while (row >= own_end) {
-        ++k;
-        load();
-      }
-      // (dz, dy) of the row: a float quotient, corrected exactly (no integer divide).
-      const int local = int(row - own_first);
-      int zi = int(float(local) * inv_side);
-      while (zi * side > local) --zi;
-      while ((zi + 1) * side <= local) ++zi;
-      const int dz = z0 + zi, dy = y0 + local - zi * side;
+    const int total = __shfl_sync(kWarp, after, 31);
+    const int first_dy = lo - (after - count);  // row number j of this lane's rows is dy = first_dy + j
+    for (int j0 = 0; j0 < total; j0 += 32) {
+      const int j = j0 + lane;
+      int owner = 0;  // the lanes whose rows all come before row j
+      for (int step = 16; step > 0; step >>= 1)
+        if (__shfl_sync(kWarp, after, owner + step - 1) <= j) owner += step;
+      const int dy = __shfl_sync(kWarp, first_dy, owner) + j;
+      const int row_dz = __shfl_sync(kWarp, dz, owner);
+      const int row_cx = __shfl_sync(kWarp, cx, owner), row_cy = __shfl_sync(kWarp, cy, owner),
+                row_cz = __shfl_sync(kWarp, cz, owner);
+      const int row_x0 = __shfl_sync(kWarp, x0, owner), row_x1 = __shfl_sync(kWarp, x1, owner);
+      const V row_r2 = __shfl_sync(kWarp, r2, owner);
+      const float row_value = __shfl_sync(kWarp, value, owner);
+      const int64_t row_k = __shfl_sync(kWarp, k, owner);
+      if (j >= total) continue;
       int from, to;
-      if (!clip_chord(int(detail::chord_half_width(m, r2, 0, dy, dz)), x0, x1, from, to)) continue;
-      int y = cy + dy, z = cz + dz;
+      if (!clip_chord(int(detail::chord_half_width(m, row_r2, 0, dy, row_dz)), row_x0, row_x1, from, to)) continue;
+      int y = row_cy + dy, z = row_cz + row_dz;
       if (y < 0 || y >= ny) {
         if (!wrap_y) continue;
         y = ((y % ny) + ny) % ny;
@@ -315,19 +403,19 @@ __device__ void walk_rows(int64_t s, int64_t e, const typename M::value_type* __
         z = ((z % nz) + nz) % nz;
       }
       unsigned int* words = bitmap + int64_t(z) * plane_words + y;
-      const int a = cx + from, b = cx + to;
+      const int a = row_cx + from, b = row_cx + to;
       if (!wrap_x) {
-        run(words, a > 0 ? a : 0, b < nx - 1 ? b : nx - 1, y, z, value, k);
+        run(words, a > 0 ? a : 0, b < nx - 1 ? b : nx - 1, y, z, row_value, row_k);
       } else if (b - a + 1 >= nx) {
-        run(words, 0, nx - 1, y, z, value, k);
+        run(words, 0, nx - 1, y, z, row_value, row_k);
       } else if (a < 0) {
-        run(words, a + nx, nx - 1, y, z, value, k);
-        run(words, 0, b, y, z, value, k);
+        run(words, a + nx, nx - 1, y, z, row_value, row_k);
+        run(words, 0, b, y, z, row_value, row_k);
       } else if (b >= nx) {
-        run(words, a, nx - 1, y, z, value, k);
-        run(words, 0, b - nx, y, z, value, k);
+        run(words, a, nx - 1, y, z, row_value, row_k);
+        run(words, 0, b - nx, y, z, row_value, row_k);
       } else {
-        run(words, a, b, y, z, value, k);
+        run(words, a, b, y, z, row_value, row_k);
       }
     }
   }
@@ -376,7 +464,7 @@ __device__ inline unsigned int union_run(unsigned int* words, int stride, int a,
 template <class M>
 __global__ void paint_class(int q, const typename M::value_type* __restrict__ centre_r2,
                             const uint32_t* __restrict__ centre_index, const RowCut* __restrict__ centre_cut,
-                            const unsigned long long* __restrict__ row_start,
+                            const unsigned long long* __restrict__ item_start,
                             const unsigned int* __restrict__ class_start, const unsigned int* __restrict__ class_count,
                             int64_t capacity, Geometry g, M m, unsigned int* __restrict__ bitmap, int64_t words_per_row,
                             unsigned long long* __restrict__ class_newly) {
@@ -385,7 +473,7 @@ __global__ void paint_class(int q, const typename M::value_type* __restrict__ ce
   int64_t begin, end;
   class_range(q, class_start, class_count, capacity, begin, end);
   unsigned long long fresh = 0;
-  walk_rows(begin, end, centre_r2, centre_index, centre_cut, row_start, g, m, bitmap, words_per_row,
+  walk_rows(begin, end, centre_r2, centre_index, centre_cut, item_start, g, m, bitmap, words_per_row,
             [&](unsigned int* words, int a, int b, int, int, float, int64_t) { fresh += union_run(words, stride, a, b); });
   for (int o = 16; o > 0; o >>= 1) fresh += __shfl_down_sync(0xFFFFFFFFu, fresh, o);
   if ((threadIdx.x & 31) == 0 && fresh) atomicAdd(&class_newly[q], fresh);
@@ -408,7 +496,7 @@ __global__ void paint_class(int q, const typename M::value_type* __restrict__ ce
 template <class M>
 __global__ void paint_band(int q, const typename M::value_type* __restrict__ centre_r2,
                            const uint32_t* __restrict__ centre_index, const RowCut* __restrict__ centre_cut,
-                           const unsigned long long* __restrict__ row_start,
+                           const unsigned long long* __restrict__ item_start,
                            const unsigned int* __restrict__ class_start, const unsigned int* __restrict__ class_count,
                            int64_t capacity, Geometry g, M m, unsigned int* bitmap, int64_t words_per_row,
                            float* thickness, bool filter_values) {
@@ -419,7 +507,7 @@ __global__ void paint_band(int q, const typename M::value_type* __restrict__ cen
   class_range(q, class_start, class_count, capacity, begin, end);
   // Class q + 1's centres lie just before class q's (place_classes: largest first).
   if (larger_begin >= larger_end) larger_begin = begin;
-  walk_rows(larger_begin, end, centre_r2, centre_index, centre_cut, row_start, g, m, bitmap, words_per_row,
+  walk_rows(larger_begin, end, centre_r2, centre_index, centre_cut, item_start, g, m, bitmap, words_per_row,
             [&](unsigned int* words, int a, int b, int y, int z, float value, int64_t k) {
               if (k < begin) {  // band q + 1: the union
                 union_run(words, stride, a, b);

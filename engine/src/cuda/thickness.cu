@@ -102,11 +102,11 @@ struct Engine {
 
   DeviceBuffer<V> distance;  // PSD path (and the anisotropic map path)
   // Kept ball centres, grouped by class: squared radius, voxel index, row cut, and the number
-  // of rows (scanned in place into row numbers; capacity + 1 entries).
+  // of painter items (walk_rows; scanned in place into item numbers, capacity + 1 entries).
   DeviceBuffer<V> centre_r2;
   DeviceBuffer<uint32_t> centre_index;
   DeviceBuffer<kernels::RowCut> centre_cut;
-  DeviceBuffer<unsigned long long> centre_rows;
+  DeviceBuffer<unsigned long long> centre_items;
   // Bitmaps: covered voxels (rows padded to whole words, coverage_kernels.cuh's layout) and
   // ball centres (a bit per voxel in index order).
   DeviceBuffer<unsigned int> coverage, centre_bits;
@@ -171,7 +171,7 @@ struct Engine {
     centre_r2 = DeviceBuffer<V>(capacity, stream, "ball centres (radii)");
     centre_index = DeviceBuffer<uint32_t>(capacity, stream, "ball centres (indices)");
     centre_cut = DeviceBuffer<kernels::RowCut>(capacity, stream, "ball centres (row cuts)");
-    centre_rows = DeviceBuffer<unsigned long long>(capacity + 1, stream, "ball centres (row numbers)");
+    centre_items = DeviceBuffer<unsigned long long>(capacity + 1, stream, "ball centres (item numbers)");
     words_per_row = (g.nx + 31) / 32;
     coverage = DeviceBuffer<unsigned int>(std::size_t(words_per_row * g.ny * g.nz), stream, "the coverage bitmap");
     centre_bits = DeviceBuffer<unsigned int>(std::size_t((voxels + 31) / 32), stream, "the centre bitmap");
@@ -242,15 +242,15 @@ struct Engine {
     kernels::write_classes<M><<<unsigned(chunks), kernels::kCentreThreads, kernels::class_pass_shared(2 * classes, n),
                                  stream>>>(d, g, metric, voxels, centre_bits.data(), set.d_edges.data(), n,
                                            set.cursor.data(), capacity, centre_r2.data(), centre_index.data(),
-                                           centre_cut.data(), centre_rows.data());
+                                           centre_cut.data(), centre_items.data());
     PF_CUDA_CHECK_LAUNCH(stream);
     const unsigned scan_grid = unsigned(std::min<int64_t>(kernels::scan_tile_count(capacity), paint_blocks));
-    kernels::scan_tiles<<<scan_grid, kernels::kScanThreads, 0, stream>>>(centre_rows.data(), total.data(), capacity,
+    kernels::scan_tiles<<<scan_grid, kernels::kScanThreads, 0, stream>>>(centre_items.data(), total.data(), capacity,
                                                                           tile_sums.data());
     PF_CUDA_CHECK_LAUNCH(stream);
     kernels::scan_tile_sums<<<1, kernels::kScanThreads, 0, stream>>>(tile_sums.data(), total.data(), capacity);
     PF_CUDA_CHECK_LAUNCH(stream);
-    kernels::add_tile_offsets<<<scan_grid, kernels::kScanThreads, 0, stream>>>(centre_rows.data(), total.data(), capacity,
+    kernels::add_tile_offsets<<<scan_grid, kernels::kScanThreads, 0, stream>>>(centre_items.data(), total.data(), capacity,
                                                                                 tile_sums.data());
     PF_CUDA_CHECK_LAUNCH(stream);
   }
@@ -277,7 +277,7 @@ struct Engine {
   // Step 4 for class q of `set`: its union into the coverage bitmap.
   void paint_union(ClassSet& set, int q, cudaStream_t stream) {
     launch_painter(kernels::paint_class<M>, stream, q, centre_r2.data(), centre_index.data(), centre_cut.data(),
-                   centre_rows.data(), set.start.data(), set.count.data(), capacity, g, metric, coverage.data(),
+                   centre_items.data(), set.start.data(), set.count.data(), capacity, g, metric, coverage.data(),
                    words_per_row, set.newly.data());
   }
 
@@ -288,7 +288,7 @@ struct Engine {
     PF_CUDA_CHECK(cudaMemsetAsync(thickness, 0, std::size_t(voxels) * sizeof(float), stream));
     for (int q = bands.size() + 1; q >= 1; --q)  // largest band first; band q + 1's union with it
       launch_painter(kernels::paint_band<M>, stream, q, centre_r2.data(), centre_index.data(), centre_cut.data(),
-                     centre_rows.data(), bands.start.data(), bands.count.data(), capacity, g, metric,
+                     centre_items.data(), bands.start.data(), bands.count.data(), capacity, g, metric,
                      coverage.data(), words_per_row, thickness, filter_values);
   }
 
