@@ -13,6 +13,8 @@
 //                        by one neighbour at a time could reach;
 //   box around them      rows of the smallest (dy, dz) box holding those rows (what a centre
 //                        would walk if it carried that box instead of its cuts);
+//   painter in that box  the painter's rows inside that box (what the column walker would
+//                        walk with the box as well as the cuts: box corners cost it nothing);
 //   two largest cover    the same with only the two neighbours of largest radius (what a
 //                        centre could carry in a 4-byte word: an offset and a Δ each);
 //   26 bits cover        the same with all 26, each known only as "radius no smaller" (one
@@ -43,7 +45,7 @@ namespace {
 
 struct Census {
   int n = 0;
-  int64_t phase = 0, centres = 0, whole = 0, painter = 0, diagonal = 0, single_cover = 0, single_box = 0, top2_cover = 0, bits_cover = 0, own_voxel = 0;
+  int64_t phase = 0, centres = 0, whole = 0, painter = 0, diagonal = 0, single_cover = 0, single_box = 0, box_painter = 0, top2_cover = 0, bits_cover = 0, own_voxel = 0;
 };
 
 // Largest a ≥ 0 with a² + dy² + dz² < r2 (the open lattice ball's chord), or −1.
@@ -64,10 +66,10 @@ Census census(int n) {
   const auto centres = cpu::ball_centres(shape, Boundary::open, metric, d2);
   c.centres = int64_t(centres.size());
   auto at = [&](int64_t x, int64_t y, int64_t z) { return d2[std::size_t((z * n + y) * n + x)]; };
-  int64_t whole = 0, painter = 0, diagonal = 0, single_cover = 0, single_box = 0, top2_cover = 0, bits_cover = 0,
+  int64_t whole = 0, painter = 0, diagonal = 0, single_cover = 0, single_box = 0, box_painter = 0, top2_cover = 0, bits_cover = 0,
           own_voxel = 0;
 #pragma omp parallel for schedule(dynamic, 256) \
-    reduction(+ : whole, painter, diagonal, single_cover, single_box, top2_cover, bits_cover, own_voxel)
+    reduction(+ : whole, painter, diagonal, single_cover, single_box, box_painter, top2_cover, bits_cover, own_voxel)
   for (std::size_t k = 0; k < centres.size(); ++k) {
     const uint32_t r2 = centres[k].r2;
     const int64_t i = centres[k].index;
@@ -142,10 +144,19 @@ Census census(int n) {
           own = thickness[std::size_t(row + x + dx)] == radius;
         own_voxel += own;
       }
-    if (open_y0 <= open_y1) single_box += int64_t(open_y1 - open_y0 + 1) * (open_z1 - open_z0 + 1);
+    if (open_y0 <= open_y1) {
+      single_box += int64_t(open_y1 - open_y0 + 1) * (open_z1 - open_z0 + 1);
+      // What the column walker would walk with that box as well as its cuts: the painter's
+      // rows inside it.
+      for (int dz = std::max(open_z0, box.z0); dz <= std::min(open_z1, box.z1); ++dz)
+        for (int dy = std::max(open_y0, box.y0); dy <= std::min(open_y1, box.y1); ++dy) {
+          int from = 0, to = 0;
+          box_painter += detail::clip_chord(chord(r2, dy, dz), box.x0, box.x1, from, to);
+        }
+    }
   }
   c.whole = whole, c.painter = painter, c.diagonal = diagonal, c.single_cover = single_cover, c.top2_cover = top2_cover;
-  c.single_box = single_box, c.bits_cover = bits_cover;
+  c.single_box = single_box, c.box_painter = box_painter, c.bits_cover = bits_cover;
   c.own_voxel = own_voxel;
   return c;
 }
@@ -170,18 +181,20 @@ int main(int argc, char** argv) {
   }
   std::vector<Census> rows;
   std::printf("rows that meet the volume, blobs p=0.4 open (%% of the whole balls' rows)\n");
-  std::printf("%6s %10s %13s %20s %20s %20s %20s %20s %20s %20s\n", "size", "centres", "whole balls", "painter",
-              "+ yz-diagonals", "one of 26 covers", "box around them", "two largest cover", "26 bits cover", "own voxel");
+  std::printf("%6s %10s %13s %20s %20s %20s %20s %20s %20s %20s %20s\n", "size", "centres", "whole balls", "painter",
+              "+ yz-diagonals", "one of 26 covers", "box around them", "painter in that box", "two largest cover",
+              "26 bits cover", "own voxel");
   for (int n : sizes) {
     const Census c = census(n);
     rows.push_back(c);
     auto pct = [&](int64_t v) { return 100.0 * double(v) / double(c.whole); };
     std::printf("%5d³ %10lld %13lld %12lld %5.1f%% %12lld %5.1f%% %12lld %5.1f%% %12lld %5.1f%% %12lld %5.1f%% %12lld %5.1f%% "
-                "%12lld %5.1f%%\n", n,
+                "%12lld %5.1f%% %12lld %5.1f%%\n", n,
                 static_cast<long long>(c.centres), static_cast<long long>(c.whole), static_cast<long long>(c.painter),
                 pct(c.painter), static_cast<long long>(c.diagonal), pct(c.diagonal),
                 static_cast<long long>(c.single_cover), pct(c.single_cover), static_cast<long long>(c.single_box),
-                pct(c.single_box), static_cast<long long>(c.top2_cover),
+                pct(c.single_box), static_cast<long long>(c.box_painter), pct(c.box_painter),
+                static_cast<long long>(c.top2_cover),
                 pct(c.top2_cover), static_cast<long long>(c.bits_cover), pct(c.bits_cover),
                 static_cast<long long>(c.own_voxel), pct(c.own_voxel));
     std::fflush(stdout);
@@ -195,6 +208,7 @@ int main(int argc, char** argv) {
         << ", \"rows_whole_balls\": " << c.whole << ", \"rows_painter\": " << c.painter
         << ", \"rows_after_yz_diagonals\": " << c.diagonal << ", \"rows_not_covered_by_one_of_26\": " << c.single_cover
         << ", \"rows_in_the_box_around_those\": " << c.single_box
+        << ", \"painter_rows_in_that_box\": " << c.box_painter
         << ", \"rows_not_covered_by_the_two_largest\": " << c.top2_cover
         << ", \"rows_not_covered_by_26_bits\": " << c.bits_cover
         << ", \"rows_with_own_voxel\": " << c.own_voxel << "}" << (k + 1 < rows.size() ? "," : "") << "\n";
