@@ -38,8 +38,8 @@ struct ContextConfig {
 /// Device memory a context takes, by part, in bytes (the CUB-style size query).
 struct WorkspaceSize {
   std::size_t distance = 0;  ///< squared distances (PSD path; the map path uses its output)
-  std::size_t centres = 0;   ///< ball centres: radius, index, row cut, row number
-  std::size_t scan = 0;      ///< tile totals of the scan of the centres' rows
+  std::size_t centres = 0;   ///< ball centres: radius, index, row cut, painter item number
+  std::size_t scan = 0;      ///< tile totals of the scan of the centres' painter items
   std::size_t coverage = 0;  ///< covered-voxel and centre bitmaps
   std::size_t small = 0;     ///< counters, tables, flags
   std::size_t total() const { return distance + centres + scan + coverage + small; }
