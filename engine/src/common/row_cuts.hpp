@@ -17,43 +17,45 @@ PF_HD int larger(int a, int b) { return a > b ? a : b; }
 
 // Where neighbours take over a centre's voxels. Faces, toward +y, −y, +z, −z, +x, −x: the
 // voxels at offset t ≥ from along that direction are painted by the neighbour (kNoCut: none);
-// `from` ≤ 1 always. Four bits a face: 15 is none, and code c ≤ 14 stands for
-// from = 1 − ⌊c·(reach + 1) / 14⌋, where reach is the ball's (ball_reach): every `from` while
-// the reach is below 14, steps of (reach + 1) / 14 above, each rounded toward 1, which only
-// keeps more voxels; c = 14 is from = −reach, the whole ball. yz-diagonals (0, ±1, ±1), by
-// `diagonal` k = (dy > 0) + 2·(dz > 0): the rows (dy, dz) with dy·sign_y + dz·sign_z ≥
-// threshold are painted by that neighbour (see row_cut); two bits each (none, threshold 2,
-// 1, 0; a lower threshold is stored as 0, which only keeps more rows). One word for all (the
-// map's memory target counts every byte of a centre).
+// `from` ≤ 1 always. A y or z face has five bits: 31 is none, and code c ≤ 30 stands for
+// from = 1 − ⌊c·(reach + 1) / 30⌋, where reach is the ball's (ball_reach): every `from` while
+// the reach is below 30, steps of (reach + 1) / 30 above, each rounded toward 1, which only
+// keeps more voxels; c = 30 is from = −reach, the whole ball. An x face has four bits, the
+// same with 15 and 14 (its cuts shorten rows; the y and z cuts drop them). yz-diagonals
+// (0, ±1, ±1), by `diagonal` k = (dy > 0) + 2·(dz > 0), one bit each: the rows (dy, dz) with
+// dy·sign_y + dz·sign_z ≥ 1 are painted by that neighbour (see row_cut). One word for all
+// (the map's memory target counts every byte of a centre). CPU counts of the rows this leaves
+// at 512³ and 1000³: results/bench/NOTES.md step 21.
 constexpr int kNoCut = 127;
 struct RowCut {
   enum Side { plus_y, minus_y, plus_z, minus_z, plus_x, minus_x };
-  static constexpr int kNone = 15, kSteps = 14, kDiagonalBase = 24;
-  static constexpr uint32_t kAllNone = 0x00FFFFFFu;  // every face none, every diagonal none
+  static constexpr int kXBase = 20, kDiagonalBase = 28;
+  static constexpr uint32_t kAllNone = 0x0FFFFFFFu;  // every face none, no diagonal
   uint32_t bits = kAllNone;
 
   PF_HD bool any() const { return bits != kAllNone; }
+  // A face's field: its first bit, width and number of steps.
+  PF_HD static int shift(int side) { return side < 4 ? 5 * side : kXBase + 4 * (side - 4); }
+  PF_HD static int width(int side) { return side < 4 ? 5 : 4; }
+  PF_HD static int steps(int side) { return side < 4 ? 30 : 14; }
   // `reach` is the ball's, the same as when the field was set.
   PF_HD int from(int side, int reach) const {
-    const int code = int(bits >> (4 * side)) & 15;
-    return code == kNone ? kNoCut : 1 - int(int64_t(code) * (reach + 1) / kSteps);
+    const int none = (1 << width(side)) - 1;
+    const int code = int(bits >> shift(side)) & none;
+    return code == none ? kNoCut : 1 - int(int64_t(code) * (reach + 1) / steps(side));
   }
   PF_HD void set(int side, int64_t from, int reach) {
-    // The largest code whose `from` is still ≥ this one: ⌊c·m / 14⌋ ≤ 1 − from, m = reach + 1.
-    const int64_t below = 1 - from, m = int64_t(reach) + 1;
-    const int64_t code = (kSteps * (below + 1) - 1) / m;
-    const uint32_t field = uint32_t(code < kSteps ? code : kSteps);
-    bits = (bits & ~(15u << (4 * side))) | (field << (4 * side));
+    // The largest code whose `from` is still ≥ this one: ⌊c·m / steps⌋ ≤ 1 − from, m = reach + 1.
+    const int64_t below = 1 - from, m = int64_t(reach) + 1, n = steps(side);
+    const int64_t code = (n * (below + 1) - 1) / m;
+    const uint32_t field = uint32_t(code < n ? code : n), mask = (1u << width(side)) - 1u;
+    bits = (bits & ~(mask << shift(side))) | (field << shift(side));
   }
-  // The diagonal's threshold, or kNoCut.
-  PF_HD int diagonal_from(int diagonal) const {
-    const int field = int(bits >> (kDiagonalBase + 2 * diagonal)) & 3;
-    return field == 0 ? kNoCut : 3 - field;
-  }
-  PF_HD void set_diagonal(int diagonal, int64_t threshold) {  // threshold ≤ 2
-    const uint32_t field = uint32_t(3 - (threshold > 0 ? threshold : 0));
-    bits = (bits & ~(3u << (kDiagonalBase + 2 * diagonal))) | (field << (kDiagonalBase + 2 * diagonal));
-  }
+  // The diagonal's threshold (1), or kNoCut.
+  PF_HD int diagonal_from(int diagonal) const { return (bits >> (kDiagonalBase + diagonal)) & 1u ? 1 : kNoCut; }
+  // Leaves to diagonal neighbour k the rows with dy·sign_y + dz·sign_z ≥ 1 (row_cut: only a
+  // neighbour whose threshold is 1 or less).
+  PF_HD void set_diagonal(int diagonal) { bits |= 1u << (kDiagonalBase + diagonal); }
   // Whether row (dy, dz) is left to a diagonal neighbour.
   PF_HD bool diagonal_takes(int dy, int dz) const {
     for (int k = 0; k < 4; ++k) {
@@ -126,16 +128,17 @@ PF_HD RowBox box_of(const M& m, typename M::value_type r2, const Geometry& g, Ro
 // 2t ≥ 1 − Δ: the voxel is |w|² + t² < R², and |w|² + (t − 1)² < R'² follows exactly then.
 // A yz-diagonal neighbour c' = c + d (d = (0, ±1, ±1)) with R'² = R² + Δ, Δ ≥ 0, holds the
 // whole row (dy, dz) of c — same x-centre, a chord no shorter — when s = dy·d_y + dz·d_z has
-// 2s ≥ 2 − Δ; it is cut from s ≥ 2 when Δ = 0 and from s ≥ ⌈(2 − Δ) / 2⌉ otherwise (see below).
+// 2s ≥ 2 − Δ; with Δ ≥ 1 it is cut from s ≥ 1 (⌈(2 − Δ) / 2⌉ ≤ 1), with Δ = 0 it could be
+// from s ≥ 2 only (see below), which the cut word has no room for: no cut.
 // The neighbour's class is at least c's, so it is painted in this or an earlier class — or,
 // if it is not a kept centre, the ball containing it (strictly larger) is — with a radius no
 // smaller. Along y and z a face cut drops whole rows, along x the end of every row. The
 // neighbour's voxels may be cut in turn, by a neighbour whose radius is no smaller: along such
 // a chain R² grows, or it stays and the voxel's squared offset |t|² from the painting centre
-// shrinks (a face cut with Δ = 0 has t ≥ 1: |t|² falls by 2t − 1 ≥ 1; a diagonal one with
-// Δ = 0 has s ≥ 2: |t|² falls by 2s − 2 ≥ 2 — with s = 1 two equal diagonal neighbours could
-// hand a row back and forth and neither paint it), so the chain ends at a centre that paints
-// the voxel. Where both x-neighbours cut, with one of them larger, c paints nothing.
+// shrinks (a face cut with Δ = 0 has t ≥ 1: |t|² falls by 2t − 1 ≥ 1; a diagonal cut with
+// Δ = 0 would need s ≥ 2: |t|² falls by 2s − 2 — with s = 1 two equal diagonal neighbours
+// could hand a row back and forth and neither paint it), so the chain ends at a centre that
+// paints the voxel. Where both x-neighbours cut, with one of them larger, c paints nothing.
 // Anisotropic spacing keeps whole balls (its ties are decided in floating point).
 template <class M>
 PF_HD RowCut row_cut(const typename M::value_type* d2, int64_t i, int64_t x, int64_t y, int64_t z,
@@ -182,8 +185,9 @@ PF_HD RowCut row_cut(const typename M::value_type* d2, int64_t i, int64_t x, int
         if (!neighbour((k & 1) ? 1 : -1, (k & 2) ? 1 : -1, offset)) continue;
         const V other = d2[i + offset];
         if (other == V(0) || other == M::infinity || other < r2) continue;
-        const int64_t delta = int64_t(other) - int64_t(r2);
-        cut.set_diagonal(k, delta == 0 ? 2 : -((delta - 2) >> 1));  // ⌈(2 − Δ) / 2⌉
+        // Δ ≥ 1: the threshold ⌈(2 − Δ) / 2⌉ is 1 or less, kept as 1 (keeps more rows);
+        // Δ = 0 needs 2 (see above), which one bit does not hold: no cut.
+        if (int64_t(other) - int64_t(r2) >= 1) cut.set_diagonal(k);
       }
   }
   return cut;
