@@ -26,8 +26,8 @@ struct Replay {
 };
 
 // Paints every kept centre of `phase` as the CUDA painter does: the rows of each column that
-// column_rows gives (checked against every row of the box: a row meets the ball exactly when
-// the x-cuts leave its chord a voxel) and, in each row, its chord clipped by the x-cuts,
+// column_rows gives (checked against every row of the box: a row is given exactly when the
+// x-cuts leave its chord a voxel and no diagonal neighbour takes it) and, in each row, its chord clipped by the x-cuts,
 // wrapped or clipped at the faces; with `cuts` false, whole balls.
 Replay replay_painter(const Mask& phase, Boundary boundary, bool cuts) {
   const Shape s = phase.shape();
@@ -49,7 +49,9 @@ Replay replay_painter(const Mask& phase, Boundary boundary, bool cuts) {
         int from, to;
         const bool meets =
             detail::clip_chord(int(detail::chord_half_width(metric, centre.r2, 0, dy, dz)), box.x0, box.x1, from, to);
-        out.column_mismatches += meets != (dy >= lo && dy <= hi);
+        // The column's rows are those that meet the ball and no diagonal neighbour takes.
+        out.column_mismatches += (meets && !cut.diagonal_takes(dy, dz)) != (dy >= lo && dy <= hi);
+        if (dy < lo || dy > hi) continue;
         if (!meets) continue;
         const int yy = int(y) + dy, zz = int(z) + dz;
         if ((yy < 0 || yy >= ny) && g.along(1) != Boundary::periodic) continue;
@@ -110,30 +112,49 @@ TEST_CASE("row_cuts.field_packing") {
   detail::RowCut cut;
   CHECK_FALSE(cut.any());
   for (int side = 0; side < 6; ++side) CHECK(cut.from(side, 5) == detail::kNoCut);
-  // Below a reach of 30 every `from` in [−reach, 1] is kept exactly.
-  for (int reach : {0, 1, 7, 29})
-    for (int from = -reach; from <= 1; ++from) {
-      CAPTURE(reach);
-      CAPTURE(from);
-      cut.set(detail::RowCut::minus_z, from, reach);
-      CHECK(cut.from(detail::RowCut::minus_z, reach) == from);
-    }
-  // Above, a `from` is rounded toward 1 (keeps more voxels) by less than a step, (reach + 1) / 30;
-  // beyond the ball it becomes −reach (the whole ball along that side).
-  for (int reach : {30, 47, 200, 16000})
-    for (int64_t from : {int64_t(1), int64_t(0), int64_t(-13), int64_t(-29), int64_t(-reach / 2), int64_t(-reach),
-                         int64_t(-reach - 5), int64_t(-1000000)}) {
-      CAPTURE(reach);
-      CAPTURE(from);
-      cut.set(detail::RowCut::plus_y, from, reach);
-      const int kept = cut.from(detail::RowCut::plus_y, reach);
-      const int64_t wanted = std::max<int64_t>(from, -reach);
-      CHECK(kept >= wanted);
-      CHECK(kept - wanted < (reach + 1) / 30.0 + 1);
-    }
+  for (int k = 0; k < 4; ++k) CHECK(cut.diagonal_from(k) == detail::kNoCut);
+  for (int side : {int(detail::RowCut::minus_z), int(detail::RowCut::plus_x)}) {
+    const int exact_below = side < 4 ? 30 : 14, steps = exact_below;
+    CAPTURE(side);
+    // Below a reach of 30 (y, z) or 14 (x) every `from` in [−reach, 1] is kept exactly.
+    for (int reach : {0, 1, 7, exact_below - 1})
+      for (int from = -reach; from <= 1; ++from) {
+        CAPTURE(reach);
+        CAPTURE(from);
+        cut.set(side, from, reach);
+        CHECK(cut.from(side, reach) == from);
+      }
+    // Above, a `from` is rounded toward 1 (keeps more voxels) by less than a step,
+    // (reach + 1) / steps; beyond the ball it becomes −reach (the whole ball along that side).
+    for (int reach : {exact_below, 47, 200, 16000})
+      for (int64_t from : {int64_t(1), int64_t(0), int64_t(-13), int64_t(-29), int64_t(-reach / 2), int64_t(-reach),
+                           int64_t(-reach - 5), int64_t(-1000000)}) {
+        CAPTURE(reach);
+        CAPTURE(from);
+        cut.set(side, from, reach);
+        const int kept = cut.from(side, reach);
+        const int64_t wanted = std::max<int64_t>(from, -reach);
+        CHECK(kept >= wanted);
+        CHECK(kept - wanted < double(reach + 1) / steps + 1);
+      }
+  }
   CHECK(cut.any());
   cut.set(detail::RowCut::plus_x, 1, 40);
+  cut.set(detail::RowCut::minus_z, -3, 40);
+  CHECK_FALSE(cut.diagonal_takes(5, 5));
+  cut.set_diagonal(3);  // toward (+y, +z): rows with dy + dz ≥ 1
+  cut.set_diagonal(0);  // toward (−y, −z): rows with −dy − dz ≥ 1
+  CHECK(cut.diagonal_from(3) == 1);
+  CHECK(cut.diagonal_from(0) == 1);
+  CHECK(cut.diagonal_from(1) == detail::kNoCut);
+  CHECK(cut.diagonal_takes(1, 0));
+  CHECK(cut.diagonal_takes(-1, -1));
+  CHECK_FALSE(cut.diagonal_takes(1, -1));
+  CHECK_FALSE(cut.diagonal_takes(0, 0));
+  // Every field keeps its own bits.
   CHECK(cut.from(detail::RowCut::plus_x, 40) == 1);
-  CHECK(cut.from(detail::RowCut::minus_x, 40) == detail::kNoCut);
-  CHECK(cut.from(detail::RowCut::minus_y, 40) == detail::kNoCut);
+  CHECK(cut.from(detail::RowCut::minus_z, 40) == -3);
+  for (int side : {int(detail::RowCut::plus_y), int(detail::RowCut::minus_y), int(detail::RowCut::plus_z),
+                   int(detail::RowCut::minus_x)})
+    CHECK(cut.from(side, 40) == detail::kNoCut);
 }
