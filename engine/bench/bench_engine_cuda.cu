@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <fstream>
 #include <functional>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -43,7 +44,13 @@ struct Row {
   double lt_bytes_per_voxel = 0, psd_bytes_per_voxel = 0;
 };
 
-Row measure(const std::string& name, const Mask& phase, int reps) {
+// Painter settings the command line can force (unset: the engine's defaults), to compare
+// variants on the same volumes in one run.
+struct Settings {
+  std::optional<bool> walk_once;
+};
+
+Row measure(const std::string& name, const Mask& phase, int reps, const Settings& settings) {
   Row row;
   row.name = name;
   row.shape = phase.shape();
@@ -62,7 +69,9 @@ Row measure(const std::string& name, const Mask& phase, int reps) {
   CHECK_CUDA(cudaMemcpy(d_mask, phase.data(), n, cudaMemcpyHostToDevice));
   CHECK_CUDA(cudaDeviceSynchronize());  // the DMA from pageable memory has landed
   {
-    cuda::ThicknessContext lt({phase.shape(), {}, Boundary::open, {}});
+    cuda::ContextConfig config{phase.shape(), {}, Boundary::open, {}};
+    config.walk_band_rows_once = settings.walk_once;
+    cuda::ThicknessContext lt(config);
     const cudaStream_t s = static_cast<cudaStream_t>(lt.stream());
     lt.thickness_async(d_mask, d_map);
     lt.synchronize();
@@ -103,6 +112,7 @@ int main(int argc, char** argv) {
   std::vector<int64_t> sizes = {128, 250, 512, 1000};
   int reps = 20;
   std::string json = "results/bench/engine_cuda.json", volumes, berea = POREFORGE_SHARED_DATA "/berea_110.raw";
+  Settings settings;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i];
     if (a == "--sizes") {
@@ -118,8 +128,15 @@ int main(int argc, char** argv) {
       volumes = argv[i + 1];
     } else if (a == "--berea") {
       berea = argv[i + 1];
+    } else if (a == "--walk-once") {
+      const std::string v = argv[i + 1];
+      if (v != "on" && v != "off") {
+        std::fprintf(stderr, "--walk-once takes on or off\n");
+        return 2;
+      }
+      settings.walk_once = v == "on";
     } else {
-      std::fprintf(stderr, "usage: bench_engine_cuda [--sizes A,B,...] [--reps R] [--json PATH] [--volumes DIR] [--berea PATH|none]\n");
+      std::fprintf(stderr, "usage: bench_engine_cuda [--sizes A,B,...] [--reps R] [--json PATH] [--volumes DIR] [--berea PATH|none] [--walk-once on|off]\n");
       return 2;
     }
   }
@@ -130,7 +147,7 @@ int main(int argc, char** argv) {
   auto run = [&](const std::string& name, const std::string& file, const Mask& m) {
     std::fprintf(stderr, "measuring %s %s ...\n", name.c_str(), to_string(m.shape()).c_str());
     if (!volumes.empty()) write_raw(volumes + "/" + file, m);
-    rows.push_back(measure(name, m, reps));
+    rows.push_back(measure(name, m, reps, settings));
   };
   for (int64_t n : sizes) {
     std::fprintf(stderr, "generating blobs %lld^3 ...\n", static_cast<long long>(n));

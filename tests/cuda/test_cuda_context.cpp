@@ -102,10 +102,18 @@ void check_parity(const Mask& phase, Boundary boundary) {
     return count;
   };
   CHECK(mismatches(got) == 0);
-  // The painter's other way of writing values (a read before the atomics; off by default),
-  // with the narrow radius bands of the large volumes (by default 3 % only above 2^25 voxels).
-  {
+  // The painter's other ways: walking each row once or twice (by default once only above
+  // 2^22 voxels), each with a read before the atomics (off by default) and the narrow radius
+  // bands of the large volumes (by default 3 % only above 2^25 voxels).
+  for (const bool once : {false, true}) {
+    CAPTURE(once);
     cuda::ContextConfig other = config;
+    other.walk_band_rows_once = once;
+    cuda::ThicknessContext walked(other);
+    lt.poison(walked.stream());
+    walked.thickness_async(mask.ptr, lt.ptr);
+    walked.synchronize();
+    CHECK(mismatches(lt.download()) == 0);
     other.filter_map_atomics = true;
     other.band_step = 1.03;
     cuda::ThicknessContext filtered(other);

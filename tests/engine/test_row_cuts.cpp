@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -157,4 +158,45 @@ TEST_CASE("row_cuts.field_packing") {
   for (int side : {int(detail::RowCut::plus_y), int(detail::RowCut::minus_y), int(detail::RowCut::plus_z),
                    int(detail::RowCut::minus_x)})
     CHECK(cut.from(side, 40) == detail::kNoCut);
+}
+
+// The painter's integer chord width (32-bit float estimate, one correction each way) against
+// the definition — the largest w with w² + a² + b² < r2 — over the whole range the painter
+// can meet: squared radii up to 3·(2^15 − 1)², offsets up to 2^15 − 1, and the values next to
+// perfect squares where a float root rounds across an integer.
+TEST_CASE("row_cuts.integer_chord_width") {
+  const detail::VoxelMetric metric{};
+  auto reference = [](uint64_t r2, int64_t a, int64_t b) -> int64_t {
+    const uint64_t base = uint64_t(a * a + b * b);
+    if (base >= r2) return -1;
+    const uint64_t rest = r2 - base - 1;
+    uint64_t w = uint64_t(std::sqrt(double(rest)));
+    while (w * w > rest) --w;
+    while ((w + 1) * (w + 1) <= rest) ++w;
+    return int64_t(w);
+  };
+  const uint64_t seed = testing::fresh_seed();
+  CAPTURE(seed);
+  std::mt19937_64 rng(seed);
+  const uint32_t largest = 3u * 32767u * 32767u;
+  std::uniform_int_distribution<uint32_t> any_r2(1, largest);
+  std::uniform_int_distribution<int> offset(0, 32767), small(0, 64);
+  int64_t checked = 0, mismatches = 0;
+  auto check = [&](uint32_t r2, int a, int b) {
+    for (int axis = 0; axis < 3; ++axis) {
+      const int64_t aa = axis == 0 ? a : 0, bb = axis == 2 ? 0 : b;
+      mismatches += detail::chord_half_width(metric, r2, axis, a, b) != reference(r2, aa, bb);
+      ++checked;
+    }
+  };
+  for (int i = 0; i < 200000; ++i) check(any_r2(rng), offset(rng) % 4 == 0 ? small(rng) : offset(rng), small(rng));
+  // Around perfect squares w², w² + base ± 1, for w across the range (the float root's edge).
+  for (uint32_t w = 1; w < 65536; w += 7)
+    for (int a : {0, 3, 100})
+      for (int delta : {-1, 0, 1, 2}) {
+        const uint64_t r2 = uint64_t(w) * w + uint64_t(a * a) + delta;
+        if (r2 >= 1 && r2 <= largest) check(uint32_t(r2), a, 0);
+      }
+  CAPTURE(checked);
+  CHECK(mismatches == 0);
 }

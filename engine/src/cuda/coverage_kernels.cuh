@@ -290,9 +290,11 @@ __device__ WalkItem<typename M::value_type> walk_item(unsigned long long item, i
 // (each round the 32 lanes test 32 pivots and a ballot keeps one gap: ~6 rounds of one load
 // for 10^8 centres, where a binary search is ~27 loads in a chain), then each lane counts the
 // next 32 centres' first items below its own (shuffles). A lane whose item lies beyond those
-// 32 centres (centres with no items between) searches on alone. Every lane must call it.
+// 32 centres (centres with no items between) searches on alone, if it `wants` the answer (a
+// lane without an item does not). Every lane must call it.
 __device__ inline int64_t warp_item_centre(unsigned long long base, int64_t s, int64_t e,
-                                           const unsigned long long* __restrict__ item_start, int lane) {
+                                           const unsigned long long* __restrict__ item_start, int lane,
+                                           bool wants) {
   constexpr unsigned int kWarp = 0xFFFFFFFFu;
   int64_t lo = s, hi = e - 1;  // item_start[lo] ≤ base; the answer lies in [lo, hi]
   while (hi - lo >= 32) {
@@ -313,7 +315,8 @@ __device__ inline int64_t warp_item_centre(unsigned long long base, int64_t s, i
   for (int step = 16; step > 0; step >>= 1)
     if (__shfl_sync(kWarp, starts, passed + step - 1) <= item) passed += step;
   int64_t k = first + passed;
-  if (__shfl_sync(kWarp, starts, 31) <= item && k + 1 < e) {  // beyond the 32: on alone
+  const unsigned long long last_start = __shfl_sync(kWarp, starts, 31);  // by every lane
+  if (wants && last_start <= item && k + 1 < e) {  // beyond the 32: on alone
     int64_t a = first + 32, b = e - 1;
     while (a < b) {
       const int64_t mid = (a + b + 1) / 2;
@@ -335,11 +338,13 @@ __device__ inline int64_t warp_item_centre(unsigned long long base, int64_t s, i
 // walked (results/bench/NOTES.md step 21). For each row that meets the volume,
 // `run(row_words, a, b, y, z, value, k)` gets the row's first bitmap word and each clipped
 // x-run [a, b] of centre k; a periodic ball wider than the period gives some voxels twice.
-template <class M, class Run>
+// The value (the ball's radius) and k reach `run` only when kValue / kCentre ask for them:
+// each field a row carries is a shuffle per row (results/bench/NOTES.md step 22).
+template <class M, bool kValue, bool kCentre, class Word, class Run>
 __device__ void walk_rows(int64_t s, int64_t e, const typename M::value_type* __restrict__ centre_r2,
                           const uint32_t* __restrict__ centre_index, const RowCut* __restrict__ centre_cut,
                           const unsigned long long* __restrict__ item_start, const Geometry& g, const M& m,
-                          unsigned int* bitmap, int64_t words_per_row, Run&& run) {
+                          Word* bitmap, int64_t words_per_row, Run&& run) {
   using V = typename M::value_type;
   constexpr unsigned int kWarp = 0xFFFFFFFFu;
   if (s >= e) return;
@@ -359,16 +364,16 @@ __device__ void walk_rows(int64_t s, int64_t e, const typename M::value_type* __
   const int nx = int(g.nx), ny = int(g.ny), nz = int(g.nz);
   for (unsigned long long t = (blockIdx.x * uint64_t(blockDim.x) + threadIdx.x) >> 5; t < tasks; t += warps) {
     const unsigned long long item = begin + t * per_warp + lane;
-    const int64_t centre = warp_item_centre(begin + t * per_warp, s, e, item_start, lane);
-    const WalkItem<V> own = lane < per_warp && item < end
+    const bool has_item = lane < per_warp && item < end;
+    const int64_t centre = warp_item_centre(begin + t * per_warp, s, e, item_start, lane, has_item);
+    const WalkItem<V> own = has_item
                                 ? walk_item(item, centre, centre_r2, centre_index, centre_cut, item_start, g, m)
                                 : WalkItem<V>{};
-    const int count = own.count, lo = own.lo, dz = own.dz, cx = own.cx, cy = own.cy, cz = own.cz, x0 = own.x0,
-              x1 = own.x1;
+    const int count = own.count, lo = own.lo, dz = own.dz, cx = own.cx, x0 = own.x0, x1 = own.x1;
+    const int cyz = own.cy | (own.cz << 16);  // both below 2^15: one shuffle
     const int64_t k = own.k;
     const V r2 = own.r2;
     const float value = own.value;
-    __syncwarp();
     // The warp's rows, numbered lane by lane: this lane's are [after − count, after).
     int after = count;
     for (int o = 1; o < 32; o <<= 1) {
@@ -384,12 +389,14 @@ __device__ void walk_rows(int64_t s, int64_t e, const typename M::value_type* __
         if (__shfl_sync(kWarp, after, owner + step - 1) <= j) owner += step;
       const int dy = __shfl_sync(kWarp, first_dy, owner) + j;
       const int row_dz = __shfl_sync(kWarp, dz, owner);
-      const int row_cx = __shfl_sync(kWarp, cx, owner), row_cy = __shfl_sync(kWarp, cy, owner),
-                row_cz = __shfl_sync(kWarp, cz, owner);
+      const int row_cx = __shfl_sync(kWarp, cx, owner), row_cyz = __shfl_sync(kWarp, cyz, owner);
+      const int row_cy = row_cyz & 0xFFFF, row_cz = row_cyz >> 16;
       const int row_x0 = __shfl_sync(kWarp, x0, owner), row_x1 = __shfl_sync(kWarp, x1, owner);
       const V row_r2 = __shfl_sync(kWarp, r2, owner);
-      const float row_value = __shfl_sync(kWarp, value, owner);
-      const int64_t row_k = __shfl_sync(kWarp, k, owner);
+      float row_value = 0;
+      if constexpr (kValue) row_value = __shfl_sync(kWarp, value, owner);
+      int64_t row_k = 0;
+      if constexpr (kCentre) row_k = __shfl_sync(kWarp, k, owner);
       if (j >= total) continue;
       int from, to;
       if (!clip_chord(int(detail::chord_half_width(m, row_r2, 0, dy, row_dz)), row_x0, row_x1, from, to)) continue;
@@ -402,7 +409,7 @@ __device__ void walk_rows(int64_t s, int64_t e, const typename M::value_type* __
         if (!wrap_z) continue;
         z = ((z % nz) + nz) % nz;
       }
-      unsigned int* words = bitmap + int64_t(z) * plane_words + y;
+      Word* words = bitmap + int64_t(z) * plane_words + y;
       const int a = row_cx + from, b = row_cx + to;
       if (!wrap_x) {
         run(words, a > 0 ? a : 0, b < nx - 1 ? b : nx - 1, y, z, row_value, row_k);
@@ -473,23 +480,56 @@ __global__ void paint_class(int q, const typename M::value_type* __restrict__ ce
   int64_t begin, end;
   class_range(q, class_start, class_count, capacity, begin, end);
   unsigned long long fresh = 0;
-  walk_rows(begin, end, centre_r2, centre_index, centre_cut, item_start, g, m, bitmap, words_per_row,
-            [&](unsigned int* words, int a, int b, int, int, float, int64_t) { fresh += union_run(words, stride, a, b); });
+  walk_rows<M, false, false>(begin, end, centre_r2, centre_index, centre_cut, item_start, g, m, bitmap, words_per_row,
+                             [&](unsigned int* words, int a, int b, int, int, float, int64_t) {
+                               fresh += union_run(words, stride, a, b);
+                             });
   for (int o = 16; o > 0; o >>= 1) fresh += __shfl_down_sync(0xFFFFFFFFu, fresh, o);
   if ((threadIdx.x & 31) == 0 && fresh) atomicAdd(&class_newly[q], fresh);
 }
 
-// Step 4 of the map, band q: every ball of band q writes its radius, by atomicMax on the
-// float's bits (non-negative floats order as their bits), to the voxels of its rows that no
-// larger band covers; in the same launch the balls of band q + 1 add their union to the
-// bitmap (for the top band, q + 1 is the empty class that ClassSet keeps above the top and
-// place_classes places). The skip is only a saving — an extra atomicMax by a smaller ball leaves
-// the larger value — so reading band q + 1's bits while they are being set is exact: a voxel
-// skipped for one of them lies in a larger ball. One launch a band instead of two; band 1's
-// union is never painted, nothing reads it. With `filter_values` a thread reads a word's
-// values before its atomics and sends only those that raise a value: most voxels lie in
-// several balls of a band, and on maps much larger than L2 each atomic is a trip to DRAM
-// (1000³ with 15 % bands: 674 → 551 ms); with the narrow bands the engine now uses there,
+// The map's value write for the x-run [a, b] of a row: `bits_of_value` by atomicMax on the
+// float's bits (non-negative floats order as their bits) to each voxel the coverage words
+// leave open; `row_cells` is the row's first value. With `marks` (the marking painter) those
+// voxels are also marked there, at the same word offset as in the coverage bitmap. With
+// `filter_values` the open values of a word are read first and only those this ball raises
+// get an atomic: a stale read is an older, smaller value (values only grow), so it can let an
+// unneeded atomic through, never stop a needed one.
+__device__ inline void write_values(const unsigned int* words, unsigned int* marks, int stride, int a, int b,
+                                    int* row_cells, int bits_of_value, bool filter_values) {
+  for (int w = a >> 5; w <= (b >> 5); ++w) {
+    unsigned int open = run_bits(w, a, b) & ~words[int64_t(w) * stride];
+    if (!open) continue;
+    if (marks) {
+      unsigned int* mark = marks + int64_t(w) * stride;
+      if ((*mark & open) != open) atomicOr(mark, open);  // a stale read only costs an atomic
+    }
+    int* cell = row_cells + w * 32;
+    if (filter_values) {  // the word's open values, read together: one latency, not one per voxel
+      unsigned int raise = 0;
+#pragma unroll
+      for (int j = 0; j < 32; ++j)
+        if ((open >> j) & 1u) raise |= unsigned(cell[j] < bits_of_value) << j;
+      open = raise;
+    }
+    while (open) {
+      const int bit = __ffs(open) - 1;
+      open &= open - 1;
+      atomicMax(cell + bit, bits_of_value);
+    }
+  }
+}
+
+// Step 4 of the map, band q: every ball of band q writes its radius to the voxels of its rows
+// that no larger band covers (write_values); in the same launch the balls of band q + 1 add
+// their union to the bitmap (for the top band, q + 1 is the empty class that ClassSet keeps
+// above the top and place_classes places). The skip is only a saving — an extra atomicMax by
+// a smaller ball leaves the larger value — so reading band q + 1's bits while they are being
+// set is exact: a voxel skipped for one of them lies in a larger ball. One launch a band
+// instead of two; band 1's union is never painted, nothing reads it. This walks every row
+// twice, once for values and once for the union; paint_band_marking walks it once.
+// `filter_values` (write_values) paid on 1000³ maps with 15 % bands, where many balls of a
+// band cover each voxel and each atomic is a trip to DRAM (674 → 551 ms); with narrow bands,
 // and on smaller maps at any width, the reads cost more than the atomics they save (1000³
 // with 3 % bands: 448 against 393 ms; 250³: 3.00 against 2.53 ms), so it is off unless asked
 // (results/bench/NOTES.md steps 17 and 19).
@@ -507,35 +547,70 @@ __global__ void paint_band(int q, const typename M::value_type* __restrict__ cen
   class_range(q, class_start, class_count, capacity, begin, end);
   // Class q + 1's centres lie just before class q's (place_classes: largest first).
   if (larger_begin >= larger_end) larger_begin = begin;
-  walk_rows(larger_begin, end, centre_r2, centre_index, centre_cut, item_start, g, m, bitmap, words_per_row,
-            [&](unsigned int* words, int a, int b, int y, int z, float value, int64_t k) {
-              if (k < begin) {  // band q + 1: the union
-                union_run(words, stride, a, b);
-                return;
-              }
-              const int64_t row_base = (int64_t(z) * g.ny + y) * g.nx;
-              const int bits_of_value = __float_as_int(value);
-              for (int w = a >> 5; w <= (b >> 5); ++w) {
-                unsigned int open = run_bits(w, a, b) & ~words[int64_t(w) * stride];
-                int* cell = reinterpret_cast<int*>(thickness) + row_base + w * 32;
-                if (filter_values && open) {
-                  // The word's open values, read together (one latency, not one per voxel),
-                  // keep only the voxels this ball can raise. A stale read is an older,
-                  // smaller value (values only grow): it can let an unneeded atomic through,
-                  // never stop a needed one.
-                  unsigned int raise = 0;
-#pragma unroll
-                  for (int j = 0; j < 32; ++j)
-                    if ((open >> j) & 1u) raise |= unsigned(cell[j] < bits_of_value) << j;
-                  open = raise;
-                }
-                while (open) {
-                  const int bit = __ffs(open) - 1;
-                  open &= open - 1;
-                  atomicMax(cell + bit, bits_of_value);
-                }
-              }
-            });
+  walk_rows<M, true, true>(larger_begin, end, centre_r2, centre_index, centre_cut, item_start, g, m, bitmap,
+                           words_per_row, [&](unsigned int* words, int a, int b, int y, int z, float value, int64_t k) {
+                             if (k < begin) {  // band q + 1: the union
+                               union_run(words, stride, a, b);
+                               return;
+                             }
+                             int* row_cells = reinterpret_cast<int*>(thickness) + (int64_t(z) * g.ny + y) * g.nx;
+                             write_values(words, nullptr, stride, a, b, row_cells, __float_as_int(value), filter_values);
+                           });
+}
+
+// Step 4 of the map, band q, walking each row once: every ball of band q writes its radius to
+// the voxels of its rows that no larger band covers, and marks those voxels in `marks`, a
+// second bitmap of the coverage's layout that this launch never reads (a ball must not skip
+// a voxel for a smaller ball of its own band); merge_band_marks then adds the marks to the
+// coverage for the bands below. Marking only the open voxels gives the same union as setting
+// every row's bits: the others are covered already. The coverage is read-only here, and
+// complete for the larger bands (paint_band reads band q + 1's while it is being set). At
+// 1000³ the second walk of paint_band was about half of the painter's instructions
+// (results/bench/NOTES.md step 22); the price is a pass over the marks after each band.
+template <class M>
+__global__ void paint_band_marking(int q, const typename M::value_type* __restrict__ centre_r2,
+                                   const uint32_t* __restrict__ centre_index, const RowCut* __restrict__ centre_cut,
+                                   const unsigned long long* __restrict__ item_start,
+                                   const unsigned int* __restrict__ class_start,
+                                   const unsigned int* __restrict__ class_count, int64_t capacity, Geometry g, M m,
+                                   const unsigned int* __restrict__ coverage, unsigned int* __restrict__ marks,
+                                   int64_t words_per_row, float* __restrict__ thickness, bool filter_values) {
+  wait_for_previous_kernel();
+  const int stride = int(g.ny);
+  int64_t begin, end;
+  class_range(q, class_start, class_count, capacity, begin, end);
+  walk_rows<M, true, false>(begin, end, centre_r2, centre_index, centre_cut, item_start, g, m, coverage,
+                            words_per_row, [&](const unsigned int* words, int a, int b, int y, int z, float value, int64_t) {
+                              int* row_cells = reinterpret_cast<int*>(thickness) + (int64_t(z) * g.ny + y) * g.nx;
+                              write_values(words, marks + (words - coverage), stride, a, b, row_cells,
+                                           __float_as_int(value), filter_values);
+                            });
+}
+
+// After paint_band_marking's band q: the marks join the coverage and are cleared for the next
+// band. A band with no centres marked nothing: its pass ends at once (the graph launches it
+// for every band). `words` is the bitmap's length; whole 16-byte groups first.
+__global__ void merge_band_marks(int q, const unsigned int* __restrict__ class_count, unsigned int* __restrict__ coverage,
+                                 unsigned int* __restrict__ marks, int64_t words) {
+  wait_for_previous_kernel();
+  if (class_count[q] == 0) return;
+  const int64_t groups = words / 4, step = int64_t(gridDim.x) * blockDim.x;
+  uint4* cover4 = reinterpret_cast<uint4*>(coverage);
+  uint4* marks4 = reinterpret_cast<uint4*>(marks);
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < groups; i += step) {
+    const uint4 m = marks4[i];
+    if ((m.x | m.y | m.z | m.w) == 0u) continue;
+    uint4 c = cover4[i];
+    c.x |= m.x, c.y |= m.y, c.z |= m.z, c.w |= m.w;
+    cover4[i] = c;
+    marks4[i] = make_uint4(0u, 0u, 0u, 0u);
+  }
+  for (int64_t i = groups * 4 + int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < words; i += step) {
+    const unsigned int m = marks[i];
+    if (m == 0u) continue;
+    coverage[i] |= m;
+    marks[i] = 0u;
+  }
 }
 
 // Step 5 (one thread). counts: at_least[edges], above, phase voxels.

@@ -79,6 +79,11 @@ double default_band_step(int64_t voxels) {
   return voxels <= (int64_t(1) << 22) ? 1.8 : voxels <= (int64_t(1) << 25) ? 1.15 : 1.03;
 }
 
+// Whether the map's painter walks each row once (paint_band_marking, with a pass over a second
+// bitmap after each band) or twice (paint_band: the union again in the next band's launch).
+// results/bench/NOTES.md step 22.
+bool default_walk_band_rows_once(int64_t voxels) { return voxels > (int64_t(1) << 22); }
+
 template <class M>
 std::vector<double> band_edges(const M& m, typename M::value_type max_r2, double step) {
   double smallest = 0;
@@ -118,7 +123,8 @@ struct Engine {
   int64_t words_per_row = 0;
   int paint_blocks = 0;
   bool early_launch = false;  // programmatic dependent launches (sm_90 and later)
-  bool filter_values = false;  // paint_band reads before its atomics (large maps)
+  bool filter_values = false;  // the map's painter reads values before its atomics
+  bool mark_unions = false;    // the map's painter walks each row once (paint_band_marking)
   // Containment tables on the device.
   DeviceBuffer<V> table_shell, table_reach;
   DeviceBuffer<uint32_t> table_below;
@@ -165,6 +171,7 @@ struct Engine {
     PF_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
     early_launch = major >= 9;
     filter_values = c.filter_map_atomics.value_or(false);
+    mark_unions = c.walk_band_rows_once.value_or(default_walk_band_rows_once(voxels));
 
     // Workspace, once.
     if (distance_buffer) distance = DeviceBuffer<V>(voxels, stream, "squared distances");
@@ -174,7 +181,10 @@ struct Engine {
     centre_items = DeviceBuffer<unsigned long long>(capacity + 1, stream, "ball centres (item numbers)");
     words_per_row = (g.nx + 31) / 32;
     coverage = DeviceBuffer<unsigned int>(std::size_t(words_per_row * g.ny * g.nz), stream, "the coverage bitmap");
-    centre_bits = DeviceBuffer<unsigned int>(std::size_t((voxels + 31) / 32), stream, "the centre bitmap");
+    // The centre bits are spent once the centres are written: the map's marking painter takes
+    // the same buffer for its marks, which have the coverage's layout (rows padded to words).
+    centre_bits = DeviceBuffer<unsigned int>(std::max<std::size_t>(std::size_t((voxels + 31) / 32), coverage.size()),
+                                             stream, "the centre bitmap");
     total = DeviceBuffer<unsigned int>(1, stream, "centre count");
     phase_total = DeviceBuffer<unsigned long long>(1, stream, "phase count");
     status = DeviceBuffer<kernels::Status>(1, stream, "status flags");
@@ -286,6 +296,20 @@ struct Engine {
   void thickness_map(const uint8_t* mask, const V* d, float* thickness, cudaStream_t stream) {
     find_centres(mask, d, bands, stream);
     PF_CUDA_CHECK(cudaMemsetAsync(thickness, 0, std::size_t(voxels) * sizeof(float), stream));
+    if (mark_unions) {
+      unsigned int* marks = centre_bits.data();
+      PF_CUDA_CHECK(cudaMemsetAsync(marks, 0, coverage.bytes(), stream));
+      for (int q = bands.size() + 1; q >= 1; --q) {  // largest band first
+        launch_painter(kernels::paint_band_marking<M>, stream, q, centre_r2.data(), centre_index.data(),
+                       centre_cut.data(), centre_items.data(), bands.start.data(), bands.count.data(), capacity, g,
+                       metric, static_cast<const unsigned int*>(coverage.data()), marks, words_per_row, thickness,
+                       filter_values);
+        if (q > 1)  // band 1's union: nothing reads it
+          launch_painter(kernels::merge_band_marks, stream, q, static_cast<const unsigned int*>(bands.count.data()),
+                         coverage.data(), marks, static_cast<int64_t>(coverage.size()));
+      }
+      return;
+    }
     for (int q = bands.size() + 1; q >= 1; --q)  // largest band first; band q + 1's union with it
       launch_painter(kernels::paint_band<M>, stream, q, centre_r2.data(), centre_index.data(), centre_cut.data(),
                      centre_items.data(), bands.start.data(), bands.count.data(), capacity, g, metric,
@@ -344,7 +368,8 @@ WorkspaceSize ThicknessContext::workspace_size(const ContextConfig& config) {
   w.centres = std::size_t(capacity) * (value + sizeof(uint32_t) + sizeof(kernels::RowCut)) +
               std::size_t(capacity + 1) * sizeof(unsigned long long);
   w.scan = std::size_t(kernels::scan_tile_count(capacity)) * sizeof(unsigned long long);
-  w.coverage = std::size_t((s.nx + 31) / 32 * s.ny * s.nz + (voxels + 31) / 32) * sizeof(unsigned int);
+  const std::size_t coverage_words = std::size_t((s.nx + 31) / 32 * s.ny * s.nz);
+  w.coverage = (coverage_words + std::max<std::size_t>(coverage_words, std::size_t((voxels + 31) / 32))) * sizeof(unsigned int);
   // Flags, counters, bands and edges, containment tables (≤ 1 MiB).
   w.small = (std::size_t(1) << 20) + (config.psd_edges.size() + 3) * 28;
   return w;
