@@ -48,6 +48,7 @@ struct Row {
 // variants on the same volumes in one run.
 struct Settings {
   std::optional<bool> walk_once;
+  std::optional<double> band_step;
 };
 
 Row measure(const std::string& name, const Mask& phase, int reps, const Settings& settings) {
@@ -71,6 +72,7 @@ Row measure(const std::string& name, const Mask& phase, int reps, const Settings
   {
     cuda::ContextConfig config{phase.shape(), {}, Boundary::open, {}};
     config.walk_band_rows_once = settings.walk_once;
+    config.band_step = settings.band_step;
     cuda::ThicknessContext lt(config);
     const cudaStream_t s = static_cast<cudaStream_t>(lt.stream());
     lt.thickness_async(d_mask, d_map);
@@ -135,8 +137,10 @@ int main(int argc, char** argv) {
         return 2;
       }
       settings.walk_once = v == "on";
+    } else if (a == "--band-step") {
+      settings.band_step = std::stod(argv[i + 1]);
     } else {
-      std::fprintf(stderr, "usage: bench_engine_cuda [--sizes A,B,...] [--reps R] [--json PATH] [--volumes DIR] [--berea PATH|none] [--walk-once on|off]\n");
+      std::fprintf(stderr, "usage: bench_engine_cuda [--sizes A,B,...] [--reps R] [--json PATH] [--volumes DIR] [--berea PATH|none] [--walk-once on|off] [--band-step RATIO]\n");
       return 2;
     }
   }

@@ -102,9 +102,9 @@ void check_parity(const Mask& phase, Boundary boundary) {
     return count;
   };
   CHECK(mismatches(got) == 0);
-  // The painter's other ways: walking each row once or twice (by default once only above
-  // 2^22 voxels), each with a read before the atomics (off by default) and the narrow radius
-  // bands of the large volumes (by default 3 % only above 2^25 voxels).
+  // The painter's other ways: walking each row once (the default) or twice, each then with
+  // a read before the atomics (off by default) and the narrow radius bands of the large
+  // volumes (by default 2 % only above 2^28 voxels).
   for (const bool once : {false, true}) {
     CAPTURE(once);
     cuda::ContextConfig other = config;
@@ -115,7 +115,7 @@ void check_parity(const Mask& phase, Boundary boundary) {
     walked.synchronize();
     CHECK(mismatches(lt.download()) == 0);
     other.filter_map_atomics = true;
-    other.band_step = 1.03;
+    other.band_step = 1.02;
     cuda::ThicknessContext filtered(other);
     lt.poison(filtered.stream());
     filtered.thickness_async(mask.ptr, lt.ptr);

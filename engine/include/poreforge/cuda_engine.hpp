@@ -31,12 +31,11 @@ struct ContextConfig {
   std::optional<bool> filter_map_atomics;
   /// Ratio between the map painter's successive radius bands, in (1, 4]. Narrow bands put
   /// fewer balls of a band over each voxel, wide ones take fewer launches. Unset: 1.8 up to
-  /// 2^22 voxels, 1.15 up to 2^25, 1.03 above. The map is the same either way.
+  /// 2^22 voxels, 1.15 up to 2^25, 1.05 up to 2^28, 1.02 above. The map is the same either way.
   std::optional<double> band_step;
   /// Whether the map's painter walks each ball's rows once, marking each band's union in a
   /// second bitmap that is merged after the band (a pass over it a band), or twice, the union
-  /// again in the next band's launch. Unset: once above 2^22 voxels. The map is the same
-  /// either way.
+  /// again in the next band's launch. Unset: once. The map is the same either way.
   std::optional<bool> walk_band_rows_once;
 };
 

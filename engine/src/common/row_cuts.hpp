@@ -46,9 +46,12 @@ struct RowCut {
   }
   PF_HD void set(int side, int64_t from, int reach) {
     // The largest code whose `from` is still ≥ this one: ⌊c·m / steps⌋ ≤ 1 − from, m = reach + 1.
-    const int64_t below = 1 - from, m = int64_t(reach) + 1, n = steps(side);
-    const int64_t code = (n * (below + 1) - 1) / m;
-    const uint32_t field = uint32_t(code < n ? code : n), mask = (1u << width(side)) - 1u;
+    // `below` ≥ m gives a code ≥ n (the whole ball): clamped first, so the division is 32-bit
+    // (write_classes runs it for every face of 10^8 centres at 1000³).
+    const int64_t m = int64_t(reach) + 1, below = 1 - from < m ? 1 - from : m;
+    const uint32_t n = uint32_t(steps(side));
+    const uint32_t code = (n * uint32_t(below + 1) - 1u) / uint32_t(m);
+    const uint32_t field = code < n ? code : n, mask = (1u << width(side)) - 1u;
     bits = (bits & ~(mask << shift(side))) | (field << shift(side));
   }
   // The diagonal's threshold (1), or kNoCut.

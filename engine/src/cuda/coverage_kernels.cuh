@@ -131,8 +131,11 @@ __global__ void place_classes(const unsigned int* __restrict__ class_count, int 
 
 // Step 4's unit of work (walk_rows): a segment of up to kRowsPerItem rows of one column of a
 // centre's box. A centre has a column per dz of its box and as many segments per column as
-// its box is high; segments that miss the ball are dropped by the walk, not walked.
-constexpr int kRowsPerItem = 16;
+// its box is high; segments that miss the ball are dropped by the walk, not walked. Each item
+// costs a centre look-up and a clip: 32 rows against 16 took the 1000³ map 163.8 → 160.9 ms
+// and its PSD path 126 → 121, and left 250³, 512³ and Berea within noise (results/bench/
+// NOTES.md step 22).
+constexpr int kRowsPerItem = 32;
 
 PF_HD int64_t items_of(const RowBox& box) {
   if (box.rows() == 0) return 0;

@@ -10,6 +10,8 @@
 //    work per voxel is proportional to its distance, and the pass runs in place.
 #include <cuda_runtime.h>
 
+#include <type_traits>
+
 #include "../common/geometry.hpp"
 #include "../common/metric.hpp"
 #include "poreforge/volume.hpp"
@@ -129,6 +131,31 @@ __global__ void edt_lines(typename M::value_type* __restrict__ d, Geometry g, in
   bool left_at_infinity = false;
   for (int p = threadIdx.y; p < n; p += blockDim.y) {
     V best = column[p * width];
+    if constexpr (std::is_same_v<M, detail::VoxelMetric>) {
+      // Integer distances, the common case: when every offset the search can reach — those
+      // with dd² < best ≤ f(p) — stays inside the line, no face or boundary rule applies, and
+      // the search runs without bounds checks, two offsets at a time. It still stops where
+      // dd² reaches the best value, and may look one offset further (harmless: that
+      // candidate is no smaller than the best). An infinite f(p) takes the general search.
+      if (best != M::infinity) {
+        const int reach = best == 0 ? 0 : int(detail::chord_half_width(m, best, 2, 0, 0));  // largest dd² < best
+        if (p - reach - 1 >= 0 && p + reach + 1 < n) {
+          const V* c = column + p * width;
+          const int step = width;
+          for (int dd = 1; dd <= reach; dd += 2) {
+            const V t1 = V(dd) * V(dd), t2 = V(dd + 1) * V(dd + 1);
+            if (!(t1 < best)) break;
+            // f ≤ infinity; a sum with infinity wraps, so those are kept apart.
+            const V a1 = c[-dd * step], b1 = c[dd * step], a2 = c[-(dd + 1) * step], b2 = c[(dd + 1) * step];
+            const V f1 = a1 < b1 ? a1 : b1, f2 = a2 < b2 ? a2 : b2;
+            if (f1 != M::infinity && f1 + t1 < best) best = f1 + t1;
+            if (f2 != M::infinity && f2 + t2 < best) best = f2 + t2;
+          }
+          d[base + int64_t(p) * stride] = best;
+          continue;
+        }
+      }
+    }
     // Offsets beyond `reach` see no more voxels: the far face (open), the wall voxel just
     // past it (wall), or half the period (periodic, where offsets ±d and ∓(n−d) coincide).
     const int reach = b == Boundary::periodic ? n / 2 : b == Boundary::wall ? (p + 1 > n - p ? p + 1 : n - p)

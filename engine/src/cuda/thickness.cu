@@ -70,19 +70,18 @@ struct ClassSet {
 
 // The map's radius bands: 0, then geometric steps from the smallest possible radius to the
 // largest one the shape allows. Narrow bands keep few balls of one band over a voxel (each
-// visits it: an atomic, or a read with filter_values); each band costs a launch, empty ones
-// above the volume's largest ball included. Small volumes are launch-bound, large ones
-// bound by the visits, so the step shrinks as the volume grows (results/bench/NOTES.md steps
-// 17–19, H200): 80 % up to 2^22 voxels (a 160³ cube; 128³ 0.40 → 0.37 ms against 35 %), 15 %
-// up to 2^25 (322³), 3 % above (1000³: 550 ms with 15 % and step 17's filter, 391 ms).
+// visits it: an atomic, or a read with filter_values); each band costs a launch and a merge
+// pass (paint_band_marking), empty ones above the volume's largest ball included. Small
+// volumes are launch-bound, large ones bound by the visits, so the step shrinks as the volume
+// grows (results/bench/NOTES.md steps 17–19 and 22, H200): 80 % up to 2^22 voxels (a 160³
+// cube), 15 % up to 2^25 (322³), 5 % up to 2^28 (645³; 512³ 15.8 → 15.4 ms against 3 %),
+// 2 % above (1000³ 170 → 164 ms against 3 %, 201 with 5 %).
 double default_band_step(int64_t voxels) {
-  return voxels <= (int64_t(1) << 22) ? 1.8 : voxels <= (int64_t(1) << 25) ? 1.15 : 1.03;
+  return voxels <= (int64_t(1) << 22)   ? 1.8
+         : voxels <= (int64_t(1) << 25) ? 1.15
+         : voxels <= (int64_t(1) << 28) ? 1.05
+                                        : 1.02;
 }
-
-// Whether the map's painter walks each row once (paint_band_marking, with a pass over a second
-// bitmap after each band) or twice (paint_band: the union again in the next band's launch).
-// results/bench/NOTES.md step 22.
-bool default_walk_band_rows_once(int64_t voxels) { return voxels > (int64_t(1) << 22); }
 
 template <class M>
 std::vector<double> band_edges(const M& m, typename M::value_type max_r2, double step) {
@@ -146,7 +145,11 @@ struct Engine {
     const int shared_limit = device_shared_limit();
     for (int axis = 1; axis < 3; ++axis) {
       const int64_t n = c.shape.extent(axis);
+      // Tiles of about 32 KiB, but no narrower than 8 lines (32-byte rows of 4-byte values):
+      // seven blocks fit an SM. 64 KiB tiles of 16 lines at 1000³ left three (results/bench/
+      // NOTES.md step 22). Long lines shrink the tile to fit 96 KiB.
       int w = 32;
+      while (w > 8 && std::size_t(n) * w * sizeof(V) > 32 * 1024) w /= 2;
       while (w > 1 && std::size_t(n) * w * sizeof(V) > 96 * 1024) w /= 2;
       line_width[axis] = w;
       line_shared[axis] = std::size_t(n) * w * sizeof(V);
@@ -171,7 +174,9 @@ struct Engine {
     PF_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
     early_launch = major >= 9;
     filter_values = c.filter_map_atomics.value_or(false);
-    mark_unions = c.walk_band_rows_once.value_or(default_walk_band_rows_once(voxels));
+    // Once: 1000³ 277 → 192 ms, 250³ 2.14 → 1.95; no slower at 128³ or on Berea 110³, where
+    // the merge passes cost about what the second walk did (results/bench/NOTES.md step 22).
+    mark_unions = c.walk_band_rows_once.value_or(true);
 
     // Workspace, once.
     if (distance_buffer) distance = DeviceBuffer<V>(voxels, stream, "squared distances");
