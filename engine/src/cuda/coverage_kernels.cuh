@@ -56,6 +56,18 @@ __device__ int coverage_class(const M& m, typename M::value_type r2, const doubl
   return a == n && r > edges[n - 1] ? n + 1 : a;
 }
 
+// The class of squared radius r2: from `table` (integer distances up to `table_limit`, built on
+// the host with coverage_class's own rule, thickness.cu's class_table) when there is one,
+// else by coverage_class's search. The centre passes ask it for every centre (10^8 at 1000³),
+// where the search is a chain of ~9 dependent shared-memory loads and double compares.
+template <class M>
+__device__ int class_of(const M& m, typename M::value_type r2, const uint16_t* __restrict__ table, int64_t table_limit,
+                        const double* edges, int n) {
+  if constexpr (std::is_same_v<M, detail::VoxelMetric>)
+    if (table && int64_t(r2) <= table_limit) return table[r2];
+  return coverage_class(m, r2, edges, n);
+}
+
 using detail::box_of;
 using detail::clip_chord;
 using detail::column_rows;
@@ -81,7 +93,8 @@ inline std::size_t class_pass_shared(int counters, int num_edges) {
 template <class M>
 __global__ void count_classes(const uint8_t* __restrict__ mask, const typename M::value_type* __restrict__ d2,
                               Geometry g, detail::ContainmentView<M> table, M m, int64_t voxels,
-                              const double* __restrict__ edges, int num_edges, unsigned int* __restrict__ class_count,
+                              const double* __restrict__ edges, int num_edges, const uint16_t* __restrict__ class_table,
+                              int64_t table_limit, unsigned int* __restrict__ class_count,
                               unsigned int* __restrict__ centre_bits, unsigned long long* __restrict__ phase_total) {
   extern __shared__ unsigned int histogram[];
   using BlockSum = cub::BlockReduce<unsigned int, kCentreThreads>;
@@ -97,7 +110,7 @@ __global__ void count_classes(const uint8_t* __restrict__ mask, const typename M
     if (i < voxels && mask[i]) {
       ++phase;
       if (is_centre(d2, i, g, table)) {
-        const int q = coverage_class(m, d2[i], edges, num_edges);
+        const int q = class_of(m, d2[i], class_table, table_limit, edges, num_edges);
         centre = q > 0;
         if (centre) atomicAdd(&histogram[q], 1u);
       }
@@ -146,7 +159,8 @@ PF_HD int64_t items_of(const RowBox& box) {
 template <class M>
 __global__ void write_classes(const typename M::value_type* __restrict__ d2, Geometry g, M m, int64_t voxels,
                               const unsigned int* __restrict__ centre_bits, const double* __restrict__ edges,
-                              int num_edges, unsigned int* __restrict__ class_cursor, int64_t capacity,
+                              int num_edges, const uint16_t* __restrict__ class_table, int64_t table_limit,
+                              unsigned int* __restrict__ class_cursor, int64_t capacity,
                               typename M::value_type* __restrict__ centre_r2, uint32_t* __restrict__ centre_index,
                               RowCut* __restrict__ centre_cut, unsigned long long* __restrict__ centre_items) {
   extern __shared__ unsigned int shared_counts[];
@@ -161,7 +175,7 @@ __global__ void write_classes(const typename M::value_type* __restrict__ d2, Geo
   for (int k = 0; k < kCentreItems; ++k) {
     const int64_t i = striped_voxel(k);
     const bool centre = i < voxels && (centre_bits[i >> 5] >> (i & 31)) & 1u;
-    cls[k] = centre ? coverage_class(m, d2[i], edges, num_edges) : 0;
+    cls[k] = centre ? class_of(m, d2[i], class_table, table_limit, edges, num_edges) : 0;
     if (cls[k] > 0) rank[k] = atomicAdd(&block_count[cls[k]], 1u);
   }
   __syncthreads();

@@ -52,6 +52,8 @@ int device_shared_limit() {
 struct ClassSet {
   std::vector<double> edges;
   DeviceBuffer<double> d_edges;
+  DeviceBuffer<uint16_t> table;  // class of each integer r2 ≤ table_limit (class_table); empty: none
+  int64_t table_limit = -1;
   DeviceBuffer<unsigned int> count, start, cursor;
   DeviceBuffer<unsigned long long> newly;
 
@@ -198,6 +200,9 @@ struct Engine {
     PF_CUDA_CHECK(cudaMemsetAsync(status.data(), 0, status.bytes(), stream));
     bands = ClassSet(band_edges(m, max_r2, band_step), stream, "radius bands");
     if (!c.psd_edges.empty()) psd = ClassSet(c.psd_edges, stream, "PSD edges");
+    std::vector<uint16_t> host_bands, host_psd;  // live until the copies finish (the sync below)
+    class_table(bands, max_r2, host_bands, stream);
+    if (!c.psd_edges.empty()) class_table(psd, max_r2, host_psd, stream);
     tile_sums = DeviceBuffer<unsigned long long>(std::size_t(kernels::scan_tile_count(capacity)), stream, "the row scan's tile totals");
 
     // Containment tables (host-built, exact), copied once.
@@ -216,6 +221,26 @@ struct Engine {
     }
     // The host tables and edges die with this scope: finish the copies first.
     PF_CUDA_CHECK(cudaStreamSynchronize(stream));
+  }
+
+  // The class of every integer squared radius up to max_r2 for `set`, by coverage_class's rule
+  // (the same float radius, the same comparisons), into set.table: the centre passes read one
+  // entry instead of searching the edges (kernels::class_of). Integer distances only, and only
+  // while the table stays small (2^24 entries, 32 MiB; 1000³ open needs 3·10⁶).
+  void class_table(ClassSet& set, V max_r2, std::vector<uint16_t>& host, cudaStream_t stream) {
+    if constexpr (std::is_same_v<M, VoxelMetric>) {
+      const int n = set.size();
+      if (int64_t(max_r2) >= (int64_t(1) << 24) || n + 1 > 65535) return;
+      host.resize(std::size_t(max_r2) + 1);
+      for (uint32_t r2 = 0; r2 <= max_r2; ++r2) {
+        const double r = double(metric.radius(r2));
+        const int below = int(std::upper_bound(set.edges.begin(), set.edges.end(), r) - set.edges.begin());
+        host[r2] = uint16_t(below == n && r > set.edges[n - 1] ? n + 1 : below);
+      }
+      set.table = DeviceBuffer<uint16_t>(host.size(), stream, "class table");
+      PF_CUDA_CHECK(cudaMemcpyAsync(set.table.data(), host.data(), set.table.bytes(), cudaMemcpyHostToDevice, stream));
+      set.table_limit = int64_t(max_r2);
+    }
   }
 
   // The EDT into `d` (N values), the first step of every operation: it clears the status
@@ -248,15 +273,15 @@ struct Engine {
     PF_CUDA_CHECK(cudaMemsetAsync(phase_total.data(), 0, phase_total.bytes(), stream));
     PF_CUDA_CHECK(cudaMemsetAsync(coverage.data(), 0, coverage.bytes(), stream));
     kernels::count_classes<M><<<unsigned(chunks), kernels::kCentreThreads, kernels::class_pass_shared(classes, n), stream>>>(
-        mask, d, g, table, metric, voxels, set.d_edges.data(), n, set.count.data(), centre_bits.data(),
-        phase_total.data());
+        mask, d, g, table, metric, voxels, set.d_edges.data(), n, set.table.data(), set.table_limit,
+        set.count.data(), centre_bits.data(), phase_total.data());
     PF_CUDA_CHECK_LAUNCH(stream);
     kernels::place_classes<<<1, 1, 0, stream>>>(set.count.data(), n, set.start.data(), set.cursor.data(), total.data(),
                                                 capacity, status.data());
     PF_CUDA_CHECK_LAUNCH(stream);
     kernels::write_classes<M><<<unsigned(chunks), kernels::kCentreThreads, kernels::class_pass_shared(2 * classes, n),
                                  stream>>>(d, g, metric, voxels, centre_bits.data(), set.d_edges.data(), n,
-                                           set.cursor.data(), capacity, centre_r2.data(), centre_index.data(),
+                                           set.table.data(), set.table_limit, set.cursor.data(), capacity, centre_r2.data(), centre_index.data(),
                                            centre_cut.data(), centre_items.data());
     PF_CUDA_CHECK_LAUNCH(stream);
     const unsigned scan_grid = unsigned(std::min<int64_t>(kernels::scan_tile_count(capacity), paint_blocks));
@@ -375,8 +400,13 @@ WorkspaceSize ThicknessContext::workspace_size(const ContextConfig& config) {
   w.scan = std::size_t(kernels::scan_tile_count(capacity)) * sizeof(unsigned long long);
   const std::size_t coverage_words = std::size_t((s.nx + 31) / 32 * s.ny * s.nz);
   w.coverage = (coverage_words + std::max<std::size_t>(coverage_words, std::size_t((voxels + 31) / 32))) * sizeof(unsigned int);
-  // Flags, counters, bands and edges, containment tables (≤ 1 MiB).
+  // Flags, counters, bands and edges, containment tables (≤ 1 MiB), class tables.
   w.small = (std::size_t(1) << 20) + (config.psd_edges.size() + 3) * 28;
+  if (isotropic) {  // Engine::class_table: one per class set, while small
+    const uint32_t max_r2 = max_squared_distance(s, config.boundary, VoxelMetric{});
+    if (int64_t(max_r2) < (int64_t(1) << 24))
+      w.small += (config.psd_edges.empty() ? 1 : 2) * (std::size_t(max_r2) + 1) * sizeof(uint16_t);
+  }
   return w;
 }
 
