@@ -14,22 +14,24 @@
 //    in the first band whose union covers it, and is the largest radius among that band's
 //    balls that cover it. So every ball of a band writes its radius by atomicMax to the
 //    voxels of its rows not yet covered (by a larger band), and the band's union is added to
-//    the bitmap for the bands below — in the next band's launch (paint_band). Any order
-//    within a band is right.
+//    the bitmap for the bands below: marked as it paints, in a second bitmap merged after
+//    the band (paint_band_marking, merge_band_marks), or by walking the band's rows again in
+//    the next band's launch (paint_band). Any order within a band is right.
 //
-// Either way a ball skips the voxels that a face neighbour of no smaller radius paints
-// (row_cut: whole rows toward ±y and ±z, the ends of rows toward ±x), which is exact for
-// both: a skipped voxel is covered by a ball at least as large.
+// Either way a ball skips the voxels that a face or yz-diagonal neighbour of no smaller
+// radius paints (row_cut: whole rows toward ±y, ±z and the diagonals, the ends of rows toward
+// ±x), which is exact for both: a skipped voxel is covered by a ball at least as large.
 //
-//  1. count_classes: centres per class (block histograms), phase voxels, the no-background
-//     flag; a bit per voxel marks the centres (a warp's ballot is one word: no atomics), so
+//  1. count_classes: centres per class (block histograms), phase voxels; a bit per voxel
+//     marks the centres (a warp's ballot is one word: no atomics), so
 //     the containment test runs once.
 //  2. place_classes (one thread): class regions, largest class first; the total and overflow.
 //  3. write_classes: each marked centre into its class region (block-reserved ranges), with
 //     its row cut and its number of painter items; an exclusive scan of those gives item
 //     numbers (scan_tiles, scan_tile_sums, add_tile_offsets: over the centres found, not the capacity).
-//  4. Per class, largest first: paint_class (PSD: the union), or paint_band (map: band q's
-//     values and band q + 1's union in one launch); a warp shares out the rows of 32 items.
+//  4. Per class, largest first: paint_class (PSD: the union), or for the map
+//     paint_band_marking and merge_band_marks (the default) or paint_band (band q's values and
+//     band q + 1's union in one launch); a warp shares out the rows of 32 items.
 //  5. counts_from_classes (PSD): running sums → at_least[edges], above, phase.
 #include <cuda_runtime.h>
 
@@ -44,9 +46,10 @@
 
 namespace poreforge::cuda::kernels {
 
-// How many thresholds the radius of squared radius r2 passes: 0 … n + 1 (n edges).
+// How many thresholds the radius of squared radius r2 passes: 0 … n + 1 (n edges). Host and
+// device: thickness.cu's class tables are built with it.
 template <class M>
-__device__ int coverage_class(const M& m, typename M::value_type r2, const double* edges, int n) {
+PF_HD int coverage_class(const M& m, typename M::value_type r2, const double* edges, int n) {
   const double r = double(m.radius(r2));  // the float radius the map would store
   int a = 0, b = n;                       // edges are increasing: count those ≤ r
   while (a < b) {

@@ -223,20 +223,17 @@ struct Engine {
     PF_CUDA_CHECK(cudaStreamSynchronize(stream));
   }
 
-  // The class of every integer squared radius up to max_r2 for `set`, by coverage_class's rule
-  // (the same float radius, the same comparisons), into set.table: the centre passes read one
-  // entry instead of searching the edges (kernels::class_of). Integer distances only, and only
-  // while the table stays small (2^24 entries, 32 MiB; 1000³ open needs 3·10⁶).
+  // The class of every integer squared radius up to max_r2 for `set` (kernels::coverage_class,
+  // run on the host), into set.table: the centre passes read one entry instead of searching
+  // the edges (kernels::class_of). Integer distances only, and only while the table stays
+  // small (2^24 entries, 32 MiB; 1000³ open needs 3·10⁶).
   void class_table(ClassSet& set, V max_r2, std::vector<uint16_t>& host, cudaStream_t stream) {
     if constexpr (std::is_same_v<M, VoxelMetric>) {
       const int n = set.size();
       if (int64_t(max_r2) >= (int64_t(1) << 24) || n + 1 > 65535) return;
       host.resize(std::size_t(max_r2) + 1);
-      for (uint32_t r2 = 0; r2 <= max_r2; ++r2) {
-        const double r = double(metric.radius(r2));
-        const int below = int(std::upper_bound(set.edges.begin(), set.edges.end(), r) - set.edges.begin());
-        host[r2] = uint16_t(below == n && r > set.edges[n - 1] ? n + 1 : below);
-      }
+      for (uint32_t r2 = 0; r2 <= max_r2; ++r2)
+        host[r2] = uint16_t(kernels::coverage_class(metric, r2, set.edges.data(), n));
       set.table = DeviceBuffer<uint16_t>(host.size(), stream, "class table");
       PF_CUDA_CHECK(cudaMemcpyAsync(set.table.data(), host.data(), set.table.bytes(), cudaMemcpyHostToDevice, stream));
       set.table_limit = int64_t(max_r2);
@@ -281,8 +278,9 @@ struct Engine {
     PF_CUDA_CHECK_LAUNCH(stream);
     kernels::write_classes<M><<<unsigned(chunks), kernels::kCentreThreads, kernels::class_pass_shared(2 * classes, n),
                                  stream>>>(d, g, metric, voxels, centre_bits.data(), set.d_edges.data(), n,
-                                           set.table.data(), set.table_limit, set.cursor.data(), capacity, centre_r2.data(), centre_index.data(),
-                                           centre_cut.data(), centre_items.data());
+                                           set.table.data(), set.table_limit, set.cursor.data(), capacity,
+                                           centre_r2.data(), centre_index.data(), centre_cut.data(),
+                                           centre_items.data());
     PF_CUDA_CHECK_LAUNCH(stream);
     const unsigned scan_grid = unsigned(std::min<int64_t>(kernels::scan_tile_count(capacity), paint_blocks));
     kernels::scan_tiles<<<scan_grid, kernels::kScanThreads, 0, stream>>>(centre_items.data(), total.data(), capacity,
