@@ -20,11 +20,71 @@ namespace poreforge::cuda::kernels {
 
 using detail::Geometry;
 
+// The x pass of one row of n ≤ 1024 voxels by a warp, from bit words: lane c keeps the
+// ballot of chunk c (voxels 32c … 32c + 31, 1 = background), a scan over the lanes gives
+// each chunk the last background voxel before it and the first after it, and each voxel's
+// nearest on either side is a bit search in its own chunk's word. The mask is read once and
+// the output written once; the two-sweep loop below reads the mask twice and the output back
+// (14 bytes a voxel moved against 5; results/bench/NOTES.md step 23). `last` and `next` are
+// the row's virtual background on either side (the boundary rule; low / high: none).
+// Returns whether a voxel was left at infinity.
+template <class M>
+__device__ bool edt_row_by_words(const uint8_t* __restrict__ in, typename M::value_type* __restrict__ out, int n,
+                                 Boundary b, const M& m, bool invert, int lane) {
+  using V = typename M::value_type;
+  constexpr unsigned full = 0xFFFFFFFFu;
+  constexpr int low = -(1 << 30), high = 1 << 30;
+  const int chunks = (n + 31) / 32;
+  unsigned int word = 0;  // chunk `lane`'s background bits
+#pragma unroll 4
+  for (int c = 0; c < chunks; ++c) {
+    const int p = c * 32 + lane;
+    const unsigned int bits = __ballot_sync(full, p < n && (in[p] != 0) == invert);
+    if (lane == c) word = bits;
+  }
+  // Per chunk: its last and first background voxel (low / high: none), then running extrema.
+  int last = word ? lane * 32 + 31 - __clz(word) : low;
+  int first = word ? lane * 32 + __ffs(word) - 1 : high;
+  for (int o = 1; o < 32; o <<= 1) {
+    const int before = __shfl_up_sync(full, last, o), after = __shfl_down_sync(full, first, o);
+    if (lane >= o && before > last) last = before;
+    if (lane + o < 32 && after < first) first = after;
+  }
+  // The row's virtual background beyond each end.
+  int left_end = b == Boundary::wall ? -1 : low, right_end = b == Boundary::wall ? n : high;
+  if (b == Boundary::periodic) {
+    const int row_last = __shfl_sync(full, last, 31), row_first = __shfl_sync(full, first, 0);
+    if (row_last != low) left_end = row_last - n, right_end = row_first + n;
+  }
+  // Chunk c's neighbours: the last background before it, the first after it.
+  int before = __shfl_up_sync(full, last, 1), after = __shfl_down_sync(full, first, 1);
+  if (lane == 0 || before == low) before = left_end;
+  if (lane == 31 || after == high) after = right_end;
+  bool unreachable = false;
+  const unsigned int at_or_below = lane == 31 ? full : (2u << lane) - 1u, at_or_above = ~((1u << lane) - 1u);
+  for (int c = 0; c < chunks; ++c) {
+    const unsigned int w = __shfl_sync(full, word, c);
+    const int chunk_before = __shfl_sync(full, before, c), chunk_after = __shfl_sync(full, after, c);
+    const int p = c * 32 + lane;
+    const unsigned int left_bits = w & at_or_below, right_bits = w & at_or_above;
+    const int left = left_bits ? c * 32 + 31 - __clz(left_bits) : chunk_before;
+    const int right = right_bits ? c * 32 + __ffs(right_bits) - 1 : chunk_after;
+    const int to_left = left == low ? high : p - left, to_right = right == high ? high : right - p;
+    const int dist = to_left < to_right ? to_left : to_right;
+    if (p < n) {
+      out[p] = dist == high ? M::infinity : m.term(dist, 0);
+      unreachable |= dist == high;
+    }
+  }
+  return unreachable;
+}
+
 // x pass: d = term(distance to the nearest non-phase voxel along the row), or infinity.
-// One warp per row, 32 voxels at a time (coalesced): a prefix-max scan over the lanes finds
-// the last background voxel at or before each voxel, a suffix-min scan the next one, each
-// carried from chunk to chunk. The forward sweep parks p − last in the output, the backward
-// sweep (same lane, same voxel) finishes it.
+// One warp per row. Rows of up to 1024 voxels: edt_row_by_words. Longer rows, 32 voxels at
+// a time (coalesced): a prefix-max scan over the lanes finds the last background voxel at or
+// before each voxel, a suffix-min scan the next one, each carried from chunk to chunk. The
+// forward sweep parks p − last in the output, the backward sweep (same lane, same voxel)
+// finishes it.
 // `invert` swaps the roles: voxels with mask ≠ 0 are the background (the morphology measures
 // from the set to dilate it). On the last pass, `unreachable` (when given) is set to 1 if a
 // voxel is left at infinity: it had no background to measure from.
@@ -44,6 +104,10 @@ __global__ void edt_rows(const uint8_t* __restrict__ mask, typename M::value_typ
   for (int64_t row = (int64_t(blockIdx.x) * blockDim.x + threadIdx.x) >> 5; row < rows; row += warps) {
     const uint8_t* in = mask + row * n;
     V* out = d + row * n;
+    if (n <= 1024) {
+      left_at_infinity |= edt_row_by_words(in, out, n, b, m, invert, lane);
+      continue;
+    }
     int last = b == Boundary::wall ? -1 : low;
     int next = b == Boundary::wall ? n : high;
     if (b == Boundary::periodic) {  // the row's last and first background voxels, as images
