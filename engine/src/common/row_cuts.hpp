@@ -38,11 +38,13 @@ struct RowCut {
   PF_HD static int shift(int side) { return side < 4 ? 5 * side : kXBase + 4 * (side - 4); }
   PF_HD static int width(int side) { return side < 4 ? 5 : 4; }
   PF_HD static int steps(int side) { return side < 4 ? 30 : 14; }
-  // `reach` is the ball's, the same as when the field was set.
+  // `reach` is the ball's, the same as when the field was set. In 32 bits (code ≤ 30, reach
+  // below 2^16): the painter decodes six faces for every item it walks, and a 64-bit division
+  // by a constant is a chain of wide multiplies on the GPU.
   PF_HD int from(int side, int reach) const {
     const int none = (1 << width(side)) - 1;
     const int code = int(bits >> shift(side)) & none;
-    return code == none ? kNoCut : 1 - int(int64_t(code) * (reach + 1) / steps(side));
+    return code == none ? kNoCut : 1 - int(uint32_t(code) * uint32_t(reach + 1) / uint32_t(steps(side)));
   }
   PF_HD void set(int side, int64_t from, int reach) {
     // The largest code whose `from` is still ≥ this one: ⌊c·m / steps⌋ ≤ 1 − from, m = reach + 1.
