@@ -34,8 +34,9 @@ struct ContextConfig {
   /// 2^22 voxels, 1.15 up to 2^25, 1.05 up to 2^28, 1.02 above. The map is the same either way.
   std::optional<double> band_step;
   /// Whether the map's painter walks each ball's rows once, marking each band's union in a
-  /// second bitmap that is merged after the band (a pass over it a band), or twice, the union
-  /// again in the next band's launch. Unset: once. The map is the same either way.
+  /// bitmap that the next band's launch merges (two such bitmaps, one bit per voxel each), or
+  /// twice, the union again in the next band's launch. Unset: once. The map is the same
+  /// either way.
   std::optional<bool> walk_band_rows_once;
 };
 
@@ -44,7 +45,7 @@ struct WorkspaceSize {
   std::size_t distance = 0;  ///< squared distances (PSD path; the map path uses its output)
   std::size_t centres = 0;   ///< ball centres: radius, index, row cut, painter item number
   std::size_t scan = 0;      ///< tile totals of the scan of the centres' painter items
-  std::size_t coverage = 0;  ///< covered-voxel and centre bitmaps
+  std::size_t coverage = 0;  ///< covered-voxel, centre and mark bitmaps
   std::size_t small = 0;     ///< counters, tables, flags
   std::size_t total() const { return distance + centres + scan + coverage + small; }
 };

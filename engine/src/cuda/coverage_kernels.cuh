@@ -14,29 +14,34 @@
 //    in the first band whose union covers it, and is the largest radius among that band's
 //    balls that cover it. So every ball of a band writes its radius by atomicMax to the
 //    voxels of its rows not yet covered (by a larger band), and the band's union is added to
-//    the bitmap for the bands below: marked as it paints, in a second bitmap merged after
-//    the band (paint_band_marking, merge_band_marks), or by walking the band's rows again in
+//    the bitmap for the bands below: marked as it paints, in a bitmap of its own that the
+//    next band's launch merges (paint_band_marking), or by walking the band's rows again in
 //    the next band's launch (paint_band). Any order within a band is right.
 //
 // Either way a ball skips the voxels that a face or yz-diagonal neighbour of no smaller
 // radius paints (row_cut: whole rows toward ±y, ±z and the diagonals, the ends of rows toward
 // ±x), which is exact for both: a skipped voxel is covered by a ball at least as large.
 //
-//  1. count_classes: centres per class (block histograms), phase voxels; a bit per voxel
-//     marks the centres (a warp's ballot is one word: no atomics), so
-//     the containment test runs once.
+//  1. count_classes: centres per class (block histograms), phase voxels (those with a
+//     distance); a bit per voxel marks the centres (a warp's ballot is one word: no atomics),
+//     so the containment test (is_centre_in_warp) runs once.
 //  2. place_classes (one thread): class regions, largest class first; the total and overflow.
-//  3. write_classes: each marked centre into its class region (block-reserved ranges), with
-//     its row cut and its number of painter items; an exclusive scan of those gives item
-//     numbers (scan_tiles, scan_tile_sums, add_tile_offsets: over the centres found, not the capacity).
+//  3. write_classes: each marked centre into its class region (block-reserved ranges, from a
+//     list of the block's centres), with its row cut and its number of painter items; an
+//     exclusive scan of those gives item numbers (sum_tiles, scan_tile_sums, scan_tiles: over
+//     the centres found, not the capacity).
 //  4. Per class, largest first: paint_class (PSD: the union), or for the map
-//     paint_band_marking and merge_band_marks (the default) or paint_band (band q's values and
-//     band q + 1's union in one launch); a warp shares out the rows of 32 items.
+//     paint_band_marking (the default: band q's values and marks, band q + 1's marks merged
+//     first) or paint_band (band q's values and band q + 1's union in one launch); a warp
+//     shares out the rows of 32 items.
 //  5. counts_from_classes (PSD): running sums → at_least[edges], above, phase.
 #include <cuda_runtime.h>
 
+#include <cub/block/block_load.cuh>
 #include <cub/block/block_reduce.cuh>
 #include <cub/block/block_scan.cuh>
+#include <cub/block/block_store.cuh>
+#include <cuda/std/functional>
 
 #include <algorithm>
 #include <type_traits>
@@ -94,7 +99,7 @@ inline std::size_t class_pass_shared(int counters, int num_edges) {
 
 // Step 1. Dynamic shared memory: class_pass_shared(classes, edges).
 template <class M>
-__global__ void count_classes(const uint8_t* __restrict__ mask, const typename M::value_type* __restrict__ d2,
+__global__ void count_classes(const typename M::value_type* __restrict__ d2,
                               Geometry g, detail::ContainmentView<M> table, M m, int64_t voxels,
                               const double* __restrict__ edges, int num_edges, const uint16_t* __restrict__ class_table,
                               int64_t table_limit, unsigned int* __restrict__ class_count,
@@ -107,16 +112,19 @@ __global__ void count_classes(const uint8_t* __restrict__ mask, const typename M
   edges = shared_edges(histogram, classes, edges, num_edges);
   __syncthreads();
   unsigned int phase = 0;
+  // A phase voxel is one with a distance (≥ one voxel, or infinite); the mask is not read.
+  // (Loading the thread's 8 distances before the first test took 72 registers against 48 and
+  // the kernel 10.8 → 28 ms at 1000³: results/bench/NOTES.md step 23.)
+  using V = typename M::value_type;
   for (int k = 0; k < kCentreItems; ++k) {
     const int64_t i = striped_voxel(k);
+    const V r2 = i < voxels ? d2[i] : V(0);
+    phase += r2 != V(0);
     bool centre = false;
-    if (i < voxels && mask[i]) {
-      ++phase;
-      if (is_centre(d2, i, g, table)) {
-        const int q = class_of(m, d2[i], class_table, table_limit, edges, num_edges);
-        centre = q > 0;
-        if (centre) atomicAdd(&histogram[q], 1u);
-      }
+    if (is_centre_in_warp(d2, i, r2, voxels, g, table)) {
+      const int q = class_of(m, r2, class_table, table_limit, edges, num_edges);
+      centre = q > 0;
+      if (centre) atomicAdd(&histogram[q], 1u);
     }
     // The warp's 32 voxels are consecutive and start at a multiple of 32: one word.
     const unsigned int word = __ballot_sync(0xFFFFFFFFu, centre);
@@ -159,6 +167,10 @@ PF_HD int64_t items_of(const RowBox& box) {
 }
 
 // Step 3. Dynamic shared memory: class_pass_shared(2 × classes, edges) (ranks, block bases).
+// The block's centres are listed first and described (row cut, painter items) from the list,
+// a thread a centre: described where they were found, a warp's 32 voxels held ~3 centres at
+// 1000³ and the warp spent the row cut's ten loads and the box's arithmetic on each of them
+// in turn (results/bench/NOTES.md step 23).
 template <class M>
 __global__ void write_classes(const typename M::value_type* __restrict__ d2, Geometry g, M m, int64_t voxels,
                               const unsigned int* __restrict__ centre_bits, const double* __restrict__ edges,
@@ -167,36 +179,51 @@ __global__ void write_classes(const typename M::value_type* __restrict__ d2, Geo
                               typename M::value_type* __restrict__ centre_r2, uint32_t* __restrict__ centre_index,
                               RowCut* __restrict__ centre_cut, unsigned long long* __restrict__ centre_items) {
   extern __shared__ unsigned int shared_counts[];
+  // The block's centres: voxel (offset in the chunk), class, rank within the block's class.
+  __shared__ uint16_t found_voxel[kCentreChunk], found_rank[kCentreChunk];
+  __shared__ unsigned int found_class[kCentreChunk];
+  __shared__ unsigned int found;
   const int classes = num_edges + 2;
   unsigned int* block_count = shared_counts;
   unsigned int* block_base = shared_counts + classes;
   for (int q = threadIdx.x; q < classes; q += blockDim.x) block_count[q] = 0;
+  if (threadIdx.x == 0) found = 0;
   edges = shared_edges(shared_counts, 2 * classes, edges, num_edges);
   __syncthreads();
-  int cls[kCentreItems];
-  unsigned int rank[kCentreItems];
+  const int lane = int(threadIdx.x & 31);
   for (int k = 0; k < kCentreItems; ++k) {
     const int64_t i = striped_voxel(k);
     const bool centre = i < voxels && (centre_bits[i >> 5] >> (i & 31)) & 1u;
-    cls[k] = centre ? class_of(m, d2[i], class_table, table_limit, edges, num_edges) : 0;
-    if (cls[k] > 0) rank[k] = atomicAdd(&block_count[cls[k]], 1u);
+    const int q = centre ? class_of(m, d2[i], class_table, table_limit, edges, num_edges) : 0;
+    // A place in the list for each centre of the warp: one shared atomic a warp.
+    const unsigned int listed = __ballot_sync(0xFFFFFFFFu, q > 0);
+    unsigned int first = 0;
+    if (lane == 0 && listed) first = atomicAdd(&found, unsigned(__popc(listed)));
+    first = __shfl_sync(0xFFFFFFFFu, first, 0);
+    if (q > 0) {
+      const unsigned int at = first + unsigned(__popc(listed & ((1u << lane) - 1u)));
+      found_voxel[at] = uint16_t(k * kCentreThreads + int(threadIdx.x));
+      found_class[at] = unsigned(q);
+      found_rank[at] = uint16_t(atomicAdd(&block_count[q], 1u));
+    }
   }
   __syncthreads();
   for (int q = threadIdx.x; q < classes; q += blockDim.x)
     block_base[q] = block_count[q] ? atomicAdd(&class_cursor[q], block_count[q]) : 0;
   __syncthreads();
-  for (int k = 0; k < kCentreItems; ++k) {
-    if (cls[k] <= 0) continue;
-    const int64_t slot = int64_t(block_base[cls[k]]) + rank[k];
+  const int64_t chunk_start = int64_t(blockIdx.x) * kCentreChunk;
+  for (unsigned int j = threadIdx.x; j < found; j += blockDim.x) {
+    const int64_t slot = int64_t(block_base[found_class[j]]) + found_rank[j];
     if (slot >= capacity) continue;  // overflow: place_classes has raised the flag
-    const int64_t i = striped_voxel(k);
+    const int64_t i = chunk_start + found_voxel[j];
     int64_t x, y, z;
     g.split(uint32_t(i), x, y, z);
+    const typename M::value_type r2 = d2[i];
     const RowCut cut = row_cut<M>(d2, i, x, y, z, g);
-    centre_r2[slot] = d2[i];
+    centre_r2[slot] = r2;
     centre_index[slot] = static_cast<uint32_t>(i);
     centre_cut[slot] = cut;
-    centre_items[slot] = static_cast<unsigned long long>(items_of(box_of(m, d2[i], g, cut, int(y), int(z))));
+    centre_items[slot] = static_cast<unsigned long long>(items_of(box_of(m, r2, g, cut, int(y), int(z))));
   }
 }
 
@@ -204,10 +231,14 @@ __global__ void write_classes(const typename M::value_type* __restrict__ d2, Geo
 // the centres found, at most the capacity; entry `used` becomes the total). A library scan
 // must be told its length on the host, so it ran over the whole capacity — with room for a
 // centre at every voxel (the annealer's contexts), clearing and scanning the unused slots cost
-// more than a tenth of a 250³ PSD evaluation. Tiles of kScanTile entries: each tile is scanned
-// on its own (scan_tiles), the tile totals are scanned (scan_tile_sums), every tile gets its
-// offset (add_tile_offsets). Grids are sized for the capacity and loop; tiles past `used` do
-// nothing.
+// more than a tenth of a 250³ PSD evaluation. Tiles of kScanTile entries: each tile's total
+// (sum_tiles), the totals scanned (scan_tile_sums), each tile scanned from its offset
+// (scan_tiles). Entries move between memory and registers through shared memory (warp
+// transposes), so each load and store of a warp is contiguous; the tiles' sums read the
+// entries and write nothing. Before (a tile scanned and written, then offsets added in a
+// second pass; each thread's 8 entries loaded and stored as 8 strided accesses) the three
+// kernels took 1.9 ms at 1000³ (results/bench/NOTES.md step 23). Grids are sized for the
+// capacity and loop; tiles past `used` do nothing.
 constexpr int kScanThreads = 256, kScanItems = 8, kScanTile = kScanThreads * kScanItems;
 
 // Tiles of the scan for a capacity (its capacity + 1 entries).
@@ -217,19 +248,28 @@ __device__ inline int64_t used_centres(const unsigned int* total, int64_t capaci
   return *total < capacity ? int64_t(*total) : capacity;
 }
 
-__global__ void scan_tiles(unsigned long long* __restrict__ centre_items, const unsigned int* __restrict__ total,
-                           int64_t capacity, unsigned long long* __restrict__ tile_sums) {
-  using Scan = cub::BlockScan<unsigned long long, kScanThreads>;
-  __shared__ typename Scan::TempStorage scratch;
+using ScanLoad = cub::BlockLoad<unsigned long long, kScanThreads, kScanItems, cub::BLOCK_LOAD_WARP_TRANSPOSE>;
+using ScanStore = cub::BlockStore<unsigned long long, kScanThreads, kScanItems, cub::BLOCK_STORE_WARP_TRANSPOSE>;
+
+// The entries of a tile that hold centres' counts (the rest load as 0).
+__device__ inline int tile_entries(int64_t tile, int64_t used) {
+  const int64_t left = used - tile * kScanTile;
+  return int(left < kScanTile ? left : kScanTile);
+}
+
+__global__ void sum_tiles(const unsigned long long* __restrict__ centre_items, const unsigned int* __restrict__ total,
+                          int64_t capacity, unsigned long long* __restrict__ tile_sums) {
+  using Sum = cub::BlockReduce<unsigned long long, kScanThreads>;
+  __shared__ union {
+    typename ScanLoad::TempStorage load;
+    typename Sum::TempStorage sum;
+  } scratch;
   const int64_t used = used_centres(total, capacity);
   for (int64_t tile = blockIdx.x; tile * kScanTile <= used; tile += gridDim.x) {
-    const int64_t first = tile * kScanTile + int64_t(threadIdx.x) * kScanItems;
     unsigned long long items[kScanItems];
-    for (int k = 0; k < kScanItems; ++k) items[k] = first + k < used ? centre_items[first + k] : 0;
-    unsigned long long tile_total;
-    Scan(scratch).ExclusiveSum(items, items, tile_total);
-    for (int k = 0; k < kScanItems; ++k)
-      if (first + k <= used) centre_items[first + k] = items[k];
+    ScanLoad(scratch.load).Load(centre_items + tile * kScanTile, items, tile_entries(tile, used), 0ull);
+    __syncthreads();  // the load's scratch is the sum's
+    const unsigned long long tile_total = Sum(scratch.sum).Sum(items);
     if (threadIdx.x == 0) tile_sums[tile] = tile_total;
     __syncthreads();  // scratch is reused by the next tile
   }
@@ -252,14 +292,26 @@ __global__ void scan_tile_sums(unsigned long long* __restrict__ tile_sums, const
   }
 }
 
-__global__ void add_tile_offsets(unsigned long long* __restrict__ centre_items, const unsigned int* __restrict__ total,
-                                 int64_t capacity, const unsigned long long* __restrict__ tile_sums) {
+__global__ void scan_tiles(unsigned long long* __restrict__ centre_items, const unsigned int* __restrict__ total,
+                           int64_t capacity, const unsigned long long* __restrict__ tile_sums) {
+  using Scan = cub::BlockScan<unsigned long long, kScanThreads>;
+  __shared__ union {
+    typename ScanLoad::TempStorage load;
+    typename Scan::TempStorage scan;
+    typename ScanStore::TempStorage store;
+  } scratch;
   const int64_t used = used_centres(total, capacity);
   for (int64_t tile = blockIdx.x; tile * kScanTile <= used; tile += gridDim.x) {
+    unsigned long long* entries = centre_items + tile * kScanTile;
+    const int loaded = tile_entries(tile, used);
+    unsigned long long items[kScanItems];
+    ScanLoad(scratch.load).Load(entries, items, loaded, 0ull);
+    __syncthreads();
     const unsigned long long offset = tile_sums[tile];
-    if (offset == 0) continue;
-    const int64_t end = std::min<int64_t>(used, tile * kScanTile + kScanTile - 1);
-    for (int64_t i = tile * kScanTile + threadIdx.x; i <= end; i += blockDim.x) centre_items[i] += offset;
+    Scan(scratch.scan).ExclusiveScan(items, items, offset, ::cuda::std::plus<unsigned long long>());
+    __syncthreads();
+    ScanStore(scratch.store).Store(entries, items, loaded + 1 < kScanTile ? loaded + 1 : kScanTile);  // + entry `used`
+    __syncthreads();  // scratch is reused by the next tile
   }
 }
 
@@ -578,59 +630,83 @@ __global__ void paint_band(int q, const typename M::value_type* __restrict__ cen
                            });
 }
 
+// The words of the merge that paint_band_marking's blocks claim at a time (16 KiB).
+constexpr int64_t kMergeChunkWords = 4096;
+
+// Adds `pending` (the marks of the band above) to the coverage and clears it, in chunks of
+// kMergeChunkWords that the launch's blocks claim from `claims` (zero before the launch) until
+// none is left: the first blocks to run share the pass out and start painting as soon as it
+// is done, where a grid-stride split would leave a block that the GPU starts late (blocks
+// past those resident wait for others to finish) its part of the pass until its turn.
+// `words` is the bitmap's length; whole 16-byte groups, the tail by the last chunk's block.
+// Not inlined: inlined, it took the painter from 47 registers to 70 (ptxas, sm_90), five
+// blocks an SM to three.
+__device__ __noinline__ void merge_pending_marks(unsigned int* coverage, unsigned int* pending, int64_t words,
+                                           unsigned long long* claims) {
+  __shared__ unsigned long long chunk;
+  const int64_t chunks = (words + kMergeChunkWords - 1) / kMergeChunkWords;
+  for (;;) {
+    __syncthreads();  // every thread has read the previous chunk's number
+    if (threadIdx.x == 0) chunk = atomicAdd(claims, 1ull);
+    __syncthreads();
+    const int64_t c = int64_t(chunk);
+    if (c >= chunks) return;
+    const int64_t first = c * kMergeChunkWords;
+    const int64_t last = first + kMergeChunkWords < words ? first + kMergeChunkWords : words;
+    const int64_t groups_end = last / 4;  // first is a multiple of 4
+    uint4* cover4 = reinterpret_cast<uint4*>(coverage);
+    uint4* pending4 = reinterpret_cast<uint4*>(pending);
+    for (int64_t i = first / 4 + threadIdx.x; i < groups_end; i += blockDim.x) {
+      const uint4 m = pending4[i];
+      if ((m.x | m.y | m.z | m.w) == 0u) continue;
+      uint4 v = cover4[i];
+      v.x |= m.x, v.y |= m.y, v.z |= m.z, v.w |= m.w;
+      cover4[i] = v;
+      pending4[i] = make_uint4(0u, 0u, 0u, 0u);
+    }
+    for (int64_t i = groups_end * 4 + threadIdx.x; i < last; i += blockDim.x) {
+      const unsigned int m = pending[i];
+      if (m == 0u) continue;
+      coverage[i] |= m;
+      pending[i] = 0u;
+    }
+  }
+}
+
 // Step 4 of the map, band q, walking each row once: every ball of band q writes its radius to
 // the voxels of its rows that no larger band covers, and marks those voxels in `marks`, a
-// second bitmap of the coverage's layout that this launch never reads (a ball must not skip
-// a voxel for a smaller ball of its own band); merge_band_marks then adds the marks to the
-// coverage for the bands below. Marking only the open voxels gives the same union as setting
-// every row's bits: the others are covered already. The coverage is read-only here, and
-// complete for the larger bands (paint_band reads band q + 1's while it is being set). At
-// 1000³ the second walk of paint_band was about half of the painter's instructions
-// (results/bench/NOTES.md step 22); the price is a pass over the marks after each band.
+// bitmap of the coverage's layout that this launch never reads (a ball must not skip a voxel
+// for a smaller ball of its own band). Marking only the open voxels gives the same union as
+// setting every row's bits: the others are covered already. The marks of band q + 1
+// (`pending`, the other of the two mark bitmaps) join the coverage at the start of this
+// launch (merge_pending_marks) and are cleared for band q − 1's marks; a painter that reads a
+// coverage word before its merge only sends atomics that change nothing (a smaller radius
+// over a larger one) and marks voxels that are covered already (so neither bitmap is
+// __restrict__ here: the launch writes what it reads). At 1000³ the second walk of
+// paint_band was about half of the painter's instructions (results/bench/NOTES.md step 22);
+// merging in the painter's own launch, not a launch of its own after each band, halves the
+// launches (step 23).
 template <class M>
 __global__ void paint_band_marking(int q, const typename M::value_type* __restrict__ centre_r2,
                                    const uint32_t* __restrict__ centre_index, const RowCut* __restrict__ centre_cut,
                                    const unsigned long long* __restrict__ item_start,
                                    const unsigned int* __restrict__ class_start,
                                    const unsigned int* __restrict__ class_count, int64_t capacity, Geometry g, M m,
-                                   const unsigned int* __restrict__ coverage, unsigned int* __restrict__ marks,
+                                   unsigned int* coverage, unsigned int* pending, unsigned int* __restrict__ marks,
+                                   int64_t words, unsigned long long* merge_claims,
                                    int64_t words_per_row, float* __restrict__ thickness, bool filter_values) {
   wait_for_previous_kernel();
+  if (class_count[q + 1] > 0) merge_pending_marks(coverage, pending, words, merge_claims);  // none: nothing marked
   const int stride = int(g.ny);
   int64_t begin, end;
   class_range(q, class_start, class_count, capacity, begin, end);
-  walk_rows<M, true, false>(begin, end, centre_r2, centre_index, centre_cut, item_start, g, m, coverage,
-                            words_per_row, [&](const unsigned int* words, int a, int b, int y, int z, float value, int64_t) {
+  walk_rows<M, true, false>(begin, end, centre_r2, centre_index, centre_cut, item_start, g, m,
+                            static_cast<const unsigned int*>(coverage), words_per_row,
+                            [&](const unsigned int* words_of_row, int a, int b, int y, int z, float value, int64_t) {
                               int* row_cells = reinterpret_cast<int*>(thickness) + (int64_t(z) * g.ny + y) * g.nx;
-                              write_values(words, marks + (words - coverage), stride, a, b, row_cells,
+                              write_values(words_of_row, marks + (words_of_row - coverage), stride, a, b, row_cells,
                                            __float_as_int(value), filter_values);
                             });
-}
-
-// After paint_band_marking's band q: the marks join the coverage and are cleared for the next
-// band. A band with no centres marked nothing: its pass ends at once (the graph launches it
-// for every band). `words` is the bitmap's length; whole 16-byte groups first.
-__global__ void merge_band_marks(int q, const unsigned int* __restrict__ class_count, unsigned int* __restrict__ coverage,
-                                 unsigned int* __restrict__ marks, int64_t words) {
-  wait_for_previous_kernel();
-  if (class_count[q] == 0) return;
-  const int64_t groups = words / 4, step = int64_t(gridDim.x) * blockDim.x;
-  uint4* cover4 = reinterpret_cast<uint4*>(coverage);
-  uint4* marks4 = reinterpret_cast<uint4*>(marks);
-  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < groups; i += step) {
-    const uint4 m = marks4[i];
-    if ((m.x | m.y | m.z | m.w) == 0u) continue;
-    uint4 c = cover4[i];
-    c.x |= m.x, c.y |= m.y, c.z |= m.z, c.w |= m.w;
-    cover4[i] = c;
-    marks4[i] = make_uint4(0u, 0u, 0u, 0u);
-  }
-  for (int64_t i = groups * 4 + int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < words; i += step) {
-    const unsigned int m = marks[i];
-    if (m == 0u) continue;
-    coverage[i] |= m;
-    marks[i] = 0u;
-  }
 }
 
 // Step 5 (one thread). counts: at_least[edges], above, phase voxels.

@@ -55,6 +55,8 @@ struct ClassSet {
   DeviceBuffer<uint16_t> table;  // class of each integer r2 ≤ table_limit (class_table); empty: none
   int64_t table_limit = -1;
   DeviceBuffer<unsigned int> count, start, cursor;
+  // PSD: the voxels each class covers first. Map bands: the chunks of the merge pass that
+  // band q's painter launch has handed out (paint_band_marking).
   DeviceBuffer<unsigned long long> newly;
 
   ClassSet() = default;
@@ -72,12 +74,13 @@ struct ClassSet {
 
 // The map's radius bands: 0, then geometric steps from the smallest possible radius to the
 // largest one the shape allows. Narrow bands keep few balls of one band over a voxel (each
-// visits it: an atomic, or a read with filter_values); each band costs a launch and a merge
-// pass (paint_band_marking), empty ones above the volume's largest ball included. Small
-// volumes are launch-bound, large ones bound by the visits, so the step shrinks as the volume
-// grows (results/bench/NOTES.md steps 17–19 and 22, H200): 80 % up to 2^22 voxels (a 160³
-// cube), 15 % up to 2^25 (322³), 5 % up to 2^28 (645³; 512³ 15.8 → 15.4 ms against 3 %),
-// 2 % above (1000³ 170 → 164 ms against 3 %, 201 with 5 %).
+// visits it: an atomic, or a read with filter_values); each band costs a launch and a pass
+// over the marks (paint_band_marking), empty ones above the volume's largest ball included.
+// Small volumes are launch-bound, large ones bound by the visits, so the step shrinks as the
+// volume grows (results/bench/NOTES.md steps 17–19, 22 and 23, H200): 80 % up to 2^22 voxels
+// (a 160³ cube), 15 % up to 2^25 (322³), 5 % up to 2^28 (645³; 512³ 15.8 → 15.4 ms against
+// 3 %), 2 % above (1000³ 170 → 164 ms against 3 %, 201 with 5 %; with the merge in the
+// painter's launch, 150.3 against 153.6 with 1.5 % and 157.0 with 3 %).
 double default_band_step(int64_t voxels) {
   return voxels <= (int64_t(1) << 22)   ? 1.8
          : voxels <= (int64_t(1) << 25) ? 1.15
@@ -116,6 +119,7 @@ struct Engine {
   // Bitmaps: covered voxels (rows padded to whole words, coverage_kernels.cuh's layout) and
   // ball centres (a bit per voxel in index order).
   DeviceBuffer<unsigned int> coverage, centre_bits;
+  DeviceBuffer<unsigned int> more_marks;  // the map's second mark bitmap (paint_band_marking)
   DeviceBuffer<unsigned int> total;  // centres found by the last evaluation
   DeviceBuffer<unsigned long long> phase_total;
   DeviceBuffer<kernels::Status> status;
@@ -163,7 +167,9 @@ struct Engine {
     // The class passes keep their counters and the edges in shared memory.
     const int most_edges = std::max<int>(int(c.psd_edges.size()), int(band_edges(m, max_r2, band_step).size()));
     const std::size_t class_shared = kernels::class_pass_shared(2 * (most_edges + 2), most_edges);
-    if (class_shared > std::size_t(shared_limit))
+    cudaFuncAttributes write_pass{};  // its list of the block's centres is static shared memory
+    PF_CUDA_CHECK(cudaFuncGetAttributes(&write_pass, kernels::write_classes<M>));
+    if (class_shared + write_pass.sharedSizeBytes > std::size_t(shared_limit))
       throw InputError("the CUDA backend holds the PSD edges in shared memory: " + std::to_string(c.psd_edges.size()) +
                        " edges are too many for this device");
     PF_CUDA_CHECK(cudaFuncSetAttribute(kernels::count_classes<M>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(class_shared)));
@@ -189,9 +195,11 @@ struct Engine {
     words_per_row = (g.nx + 31) / 32;
     coverage = DeviceBuffer<unsigned int>(std::size_t(words_per_row * g.ny * g.nz), stream, "the coverage bitmap");
     // The centre bits are spent once the centres are written: the map's marking painter takes
-    // the same buffer for its marks, which have the coverage's layout (rows padded to words).
+    // the same buffer for one of its two mark bitmaps, which have the coverage's layout (rows
+    // padded to words); more_marks is the other.
     centre_bits = DeviceBuffer<unsigned int>(std::max<std::size_t>(std::size_t((voxels + 31) / 32), coverage.size()),
                                              stream, "the centre bitmap");
+    if (mark_unions) more_marks = DeviceBuffer<unsigned int>(coverage.size(), stream, "the mark bitmap");
     total = DeviceBuffer<unsigned int>(1, stream, "centre count");
     phase_total = DeviceBuffer<unsigned long long>(1, stream, "phase count");
     status = DeviceBuffer<kernels::Status>(1, stream, "status flags");
@@ -263,14 +271,14 @@ struct Engine {
 
   // Steps 1–3 of coverage_kernels.cuh on the distances `d`: the centres of `set`'s classes,
   // their rows numbered; the coverage bitmap cleared.
-  void find_centres(const uint8_t* mask, const V* d, ClassSet& set, cudaStream_t stream) {
+  void find_centres(const V* d, ClassSet& set, cudaStream_t stream) {
     const int n = set.size(), classes = n + 2;
     PF_CUDA_CHECK(cudaMemsetAsync(set.count.data(), 0, set.count.bytes(), stream));
     PF_CUDA_CHECK(cudaMemsetAsync(set.newly.data(), 0, set.newly.bytes(), stream));
     PF_CUDA_CHECK(cudaMemsetAsync(phase_total.data(), 0, phase_total.bytes(), stream));
     PF_CUDA_CHECK(cudaMemsetAsync(coverage.data(), 0, coverage.bytes(), stream));
     kernels::count_classes<M><<<unsigned(chunks), kernels::kCentreThreads, kernels::class_pass_shared(classes, n), stream>>>(
-        mask, d, g, table, metric, voxels, set.d_edges.data(), n, set.table.data(), set.table_limit,
+        d, g, table, metric, voxels, set.d_edges.data(), n, set.table.data(), set.table_limit,
         set.count.data(), centre_bits.data(), phase_total.data());
     PF_CUDA_CHECK_LAUNCH(stream);
     kernels::place_classes<<<1, 1, 0, stream>>>(set.count.data(), n, set.start.data(), set.cursor.data(), total.data(),
@@ -283,13 +291,13 @@ struct Engine {
                                            centre_items.data());
     PF_CUDA_CHECK_LAUNCH(stream);
     const unsigned scan_grid = unsigned(std::min<int64_t>(kernels::scan_tile_count(capacity), paint_blocks));
-    kernels::scan_tiles<<<scan_grid, kernels::kScanThreads, 0, stream>>>(centre_items.data(), total.data(), capacity,
-                                                                          tile_sums.data());
+    kernels::sum_tiles<<<scan_grid, kernels::kScanThreads, 0, stream>>>(centre_items.data(), total.data(), capacity,
+                                                                         tile_sums.data());
     PF_CUDA_CHECK_LAUNCH(stream);
     kernels::scan_tile_sums<<<1, kernels::kScanThreads, 0, stream>>>(tile_sums.data(), total.data(), capacity);
     PF_CUDA_CHECK_LAUNCH(stream);
-    kernels::add_tile_offsets<<<scan_grid, kernels::kScanThreads, 0, stream>>>(centre_items.data(), total.data(), capacity,
-                                                                                tile_sums.data());
+    kernels::scan_tiles<<<scan_grid, kernels::kScanThreads, 0, stream>>>(centre_items.data(), total.data(), capacity,
+                                                                          tile_sums.data());
     PF_CUDA_CHECK_LAUNCH(stream);
   }
 
@@ -321,21 +329,18 @@ struct Engine {
 
   // The thickness map of the distances `d` into `thickness`, which may hold `d` itself
   // (isotropic: the centres are found before the map is cleared).
-  void thickness_map(const uint8_t* mask, const V* d, float* thickness, cudaStream_t stream) {
-    find_centres(mask, d, bands, stream);
+  void thickness_map(const V* d, float* thickness, cudaStream_t stream) {
+    find_centres(d, bands, stream);
     PF_CUDA_CHECK(cudaMemsetAsync(thickness, 0, std::size_t(voxels) * sizeof(float), stream));
     if (mark_unions) {
-      unsigned int* marks = centre_bits.data();
-      PF_CUDA_CHECK(cudaMemsetAsync(marks, 0, coverage.bytes(), stream));
-      for (int q = bands.size() + 1; q >= 1; --q) {  // largest band first
+      // Band q marks into marks[q % 2] and merges band q + 1's, the other one; both start clear.
+      unsigned int* marks[2] = {centre_bits.data(), more_marks.data()};
+      for (unsigned int* m : marks) PF_CUDA_CHECK(cudaMemsetAsync(m, 0, coverage.bytes(), stream));
+      for (int q = bands.size() + 1; q >= 1; --q)  // largest band first
         launch_painter(kernels::paint_band_marking<M>, stream, q, centre_r2.data(), centre_index.data(),
                        centre_cut.data(), centre_items.data(), bands.start.data(), bands.count.data(), capacity, g,
-                       metric, static_cast<const unsigned int*>(coverage.data()), marks, words_per_row, thickness,
-                       filter_values);
-        if (q > 1)  // band 1's union: nothing reads it
-          launch_painter(kernels::merge_band_marks, stream, q, static_cast<const unsigned int*>(bands.count.data()),
-                         coverage.data(), marks, static_cast<int64_t>(coverage.size()));
-      }
+                       metric, coverage.data(), marks[(q + 1) % 2], marks[q % 2], static_cast<int64_t>(coverage.size()),
+                       bands.newly.data() + q, words_per_row, thickness, filter_values);
       return;
     }
     for (int q = bands.size() + 1; q >= 1; --q)  // largest band first; band q + 1's union with it
@@ -345,8 +350,8 @@ struct Engine {
   }
 
   // The PSD-only path on the distances `d`: counts into `counts`.
-  void psd_counts(const uint8_t* mask, const V* d, int64_t* counts, cudaStream_t stream) {
-    find_centres(mask, d, psd, stream);
+  void psd_counts(const V* d, int64_t* counts, cudaStream_t stream) {
+    find_centres(d, psd, stream);
     for (int q = psd.size() + 1; q >= 1; --q) paint_union(psd, q, stream);  // largest class first
     kernels::counts_from_classes<<<1, 1, 0, stream>>>(psd.newly.data(), psd.size(), phase_total.data(), counts);
     PF_CUDA_CHECK_LAUNCH(stream);
@@ -397,7 +402,9 @@ WorkspaceSize ThicknessContext::workspace_size(const ContextConfig& config) {
               std::size_t(capacity + 1) * sizeof(unsigned long long);
   w.scan = std::size_t(kernels::scan_tile_count(capacity)) * sizeof(unsigned long long);
   const std::size_t coverage_words = std::size_t((s.nx + 31) / 32 * s.ny * s.nz);
-  w.coverage = (coverage_words + std::max<std::size_t>(coverage_words, std::size_t((voxels + 31) / 32))) * sizeof(unsigned int);
+  const bool second_marks = config.walk_band_rows_once.value_or(true);  // Engine::more_marks
+  w.coverage = ((second_marks ? 2 : 1) * coverage_words + std::max<std::size_t>(coverage_words, std::size_t((voxels + 31) / 32))) *
+               sizeof(unsigned int);
   // Flags, counters, bands and edges, containment tables (≤ 1 MiB), class tables.
   w.small = (std::size_t(1) << 20) + (config.psd_edges.size() + 3) * 28;
   if (isotropic) {  // Engine::class_table: one per class set, while small
@@ -445,7 +452,7 @@ void ThicknessContext::thickness_async(const uint8_t* d_mask, float* d_thickness
       // them (4 bytes per voxel saved); anisotropic distances are doubles and need their own.
       V* d = std::is_same_v<V, uint32_t> ? reinterpret_cast<V*>(d_thickness) : e.distance.data();
       e.distance_transform(d_mask, d, m_impl->stream.get());
-      e.thickness_map(d_mask, d, d_thickness, m_impl->stream.get());
+      e.thickness_map(d, d_thickness, m_impl->stream.get());
     });
   });
 }
@@ -455,7 +462,7 @@ void ThicknessContext::psd_async(const uint8_t* d_mask, int64_t* d_counts) {
   m_impl->replay(1, d_mask, d_counts, [&] {
     m_impl->with_engine([&](auto& e) {
       e.distance_transform(d_mask, e.distance.data(), m_impl->stream.get());
-      e.psd_counts(d_mask, e.distance.data(), d_counts, m_impl->stream.get());
+      e.psd_counts(e.distance.data(), d_counts, m_impl->stream.get());
     });
   });
 }

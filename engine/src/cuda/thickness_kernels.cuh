@@ -82,6 +82,96 @@ __device__ bool is_centre(const typename M::value_type* d2, int64_t i, const Geo
   return true;
 }
 
+// The neighbour maxima of one voxel's yz-cross for is_centre_in_warp: the largest of the ±y
+// neighbours, of the ±z ones, and of the four yz-diagonals. `c` points at the voxel.
+template <class V>
+struct CrossMaxima {
+  V y, z, yz;
+};
+template <class V>
+__device__ CrossMaxima<V> cross_maxima(const V* c, int64_t row, int64_t plane) {
+  auto larger = [](V a, V b) { return a > b ? a : b; };
+  return {larger(c[-row], c[row]), larger(c[-plane], c[plane]),
+          larger(larger(c[-plane - row], c[-plane + row]), larger(c[plane - row], c[plane + row]))};
+}
+
+// is_centre for the 32 consecutive voxels i0 … i0 + 31 of a warp (i0 a multiple of 32; every
+// lane calls it, r2 = d2[i], 0 outside the phase or the volume). The 26 neighbours fall into
+// the same 7 classes as in is_centre, and a class's largest neighbour is a maximum over the
+// voxel's own yz-cross (9 loads: itself, ±y, ±z, the yz-diagonals) and those of the voxels
+// either side in x, which are the lanes either side: shuffles, and for the warp's two end
+// lanes one more cross each. The seven thresholds of the ball's shell are loaded together
+// with the crosses and compared without a load between: the test of is_centre is a chain of
+// up to seven dependent look-ups, and count_classes waited on such chains (results/bench/
+// NOTES.md step 23). Voxels the fast path does not take (a y or z face of the volume, an x
+// face of a periodic one, beyond the tables, or a warp whose loads would leave the volume)
+// go to is_centre. Returns whether voxel i is a centre.
+template <class M>
+__device__ bool is_centre_in_warp(const typename M::value_type* __restrict__ d2, int64_t i,
+                                  typename M::value_type r2, int64_t voxels, const Geometry& g,
+                                  const detail::ContainmentView<M>& table) {
+  using V = typename M::value_type;
+  constexpr unsigned int kWarp = 0xFFFFFFFFu;
+  const bool phase = r2 != V(0);
+  if (!__any_sync(kWarp, phase)) return false;
+  const int lane = int(threadIdx.x & 31);
+  const int64_t row = g.nx, plane = g.nx * g.ny, i0 = i - lane;
+  bool decided = false, centre = false;
+  // Warp-uniform: the crosses of voxels i0 − 1 … i0 + 32 lie inside the volume.
+  if (g.nz > 2 && i0 - 1 - plane - row >= 0 && i0 + 32 + plane + row < voxels) {
+    const int64_t t = phase && r2 != M::infinity ? table.thresholds(r2) : -1;
+    const CrossMaxima<V> own = cross_maxima(d2 + i, row, plane);
+    CrossMaxima<V> end{};
+    V end_value{};
+    if (lane == 0 || lane == 31) {  // the voxel beyond the warp's end on this lane's side
+      const V* c = d2 + (lane == 0 ? i - 1 : i + 1);
+      end = cross_maxima(c, row, plane);
+      end_value = *c;
+    }
+    V reach[7] = {};  // thresholds by class 1 … 7 (ContainmentView::inside)
+    if (t >= 0)
+#pragma unroll
+      for (int k = 0; k < 7; ++k) reach[k] = table.reach[t + k];
+    auto from = [&](V mine, V end_one, int delta, int edge_lane) {
+      const V other = delta < 0 ? __shfl_up_sync(kWarp, mine, 1) : __shfl_down_sync(kWarp, mine, 1);
+      return lane == edge_lane ? end_one : other;
+    };
+    auto larger = [](V a, V b) { return a > b ? a : b; };
+    V value_left = from(r2, end_value, -1, 0), value_right = from(r2, end_value, 1, 31);
+    V y_left = from(own.y, end.y, -1, 0), y_right = from(own.y, end.y, 1, 31);
+    V z_left = from(own.z, end.z, -1, 0), z_right = from(own.z, end.z, 1, 31);
+    V yz_left = from(own.yz, end.yz, -1, 0), yz_right = from(own.yz, end.yz, 1, 31);
+    if (t >= 0) {
+      int64_t x, y, z;
+      g.split(uint32_t(i), x, y, z);
+      // The x faces: a row's end voxel has no neighbour beyond it (open and wall; periodic
+      // wraps, is_centre's case) — the lane beside it holds the next row's voxel, so that
+      // side counts as none (0 contains nothing). Sent to is_centre, a warp paid for its
+      // lane's 26 look-ups in a row; at 128³ half the warps hold a row's end.
+      const bool wrap_x = g.along(0) == Boundary::periodic;
+      if ((!wrap_x || (x > 0 && x < g.nx - 1)) && y > 0 && y < g.ny - 1 && z > 0 && z < g.nz - 1) {
+        if (x == 0) value_left = y_left = z_left = yz_left = V(0);
+        if (x == g.nx - 1) value_right = y_right = z_right = yz_right = V(0);
+        V most[8];  // most[k]: the largest neighbour of class k (bit 0: moves in x, 1: y, 2: z)
+        most[1] = larger(value_left, value_right);
+        most[2] = own.y;
+        most[3] = larger(y_left, y_right);
+        most[4] = own.z;
+        most[5] = larger(z_left, z_right);
+        most[6] = own.yz;
+        most[7] = larger(yz_left, yz_right);
+        decided = true;
+        centre = true;
+#pragma unroll
+        for (int k = 1; k < 8; ++k)  // ContainmentView::inside with the thresholds at hand
+          if (most[k] > r2 && most[k] > reach[k - 1]) centre = false;
+      }
+    }
+  }
+  if (!phase) return false;
+  return decided ? centre : is_centre(d2, i, g, table);
+}
+
 // A chunk's voxels are striped over the block: item k of thread t is voxel
 // chunk start + k·kCentreThreads + t, so a warp's loads of a voxel and of each of its
 // neighbours are 32 consecutive values, and a warp's 32 voxels start at a multiple of 32.
