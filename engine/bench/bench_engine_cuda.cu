@@ -6,7 +6,7 @@
 // (scripts/bench_cupy_peer.py), prints a table and writes JSON.
 //
 //   bench_engine_cuda [--sizes 128,250,512,1000] [--reps R] [--json PATH] [--volumes DIR]
-//                     [--berea PATH|none]
+//                     [--berea PATH|none] [--walk-once on|off] [--claim-tasks on|off] [--band-step RATIO]
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -49,6 +49,7 @@ struct Row {
 struct Settings {
   std::optional<bool> walk_once;
   std::optional<double> band_step;
+  std::optional<bool> claim_tasks;
 };
 
 Row measure(const std::string& name, const Mask& phase, int reps, const Settings& settings) {
@@ -73,6 +74,7 @@ Row measure(const std::string& name, const Mask& phase, int reps, const Settings
     cuda::ContextConfig config{phase.shape(), {}, Boundary::open, {}};
     config.walk_band_rows_once = settings.walk_once;
     config.band_step = settings.band_step;
+    config.claim_painter_tasks = settings.claim_tasks;
     cuda::ThicknessContext lt(config);
     const cudaStream_t s = static_cast<cudaStream_t>(lt.stream());
     lt.thickness_async(d_mask, d_map);
@@ -91,7 +93,9 @@ Row measure(const std::string& name, const Mask& phase, int reps, const Settings
   int64_t* d_counts = nullptr;
   uint32_t* d_d2 = nullptr;
   {
-    cuda::ThicknessContext psd({phase.shape(), {}, Boundary::open, edges});
+    cuda::ContextConfig psd_config{phase.shape(), {}, Boundary::open, edges};
+    psd_config.claim_painter_tasks = settings.claim_tasks;
+    cuda::ThicknessContext psd(psd_config);
     CHECK_CUDA(cudaMalloc(&d_counts, psd.psd_count_entries() * sizeof(int64_t)));
     const cudaStream_t s = static_cast<cudaStream_t>(psd.stream());
     psd.psd_async(d_mask, d_counts);
@@ -137,10 +141,17 @@ int main(int argc, char** argv) {
         return 2;
       }
       settings.walk_once = v == "on";
+    } else if (a == "--claim-tasks") {
+      const std::string v = argv[i + 1];
+      if (v != "on" && v != "off") {
+        std::fprintf(stderr, "--claim-tasks takes on or off\n");
+        return 2;
+      }
+      settings.claim_tasks = v == "on";
     } else if (a == "--band-step") {
       settings.band_step = std::stod(argv[i + 1]);
     } else {
-      std::fprintf(stderr, "usage: bench_engine_cuda [--sizes A,B,...] [--reps R] [--json PATH] [--volumes DIR] [--berea PATH|none] [--walk-once on|off] [--band-step RATIO]\n");
+      std::fprintf(stderr, "usage: bench_engine_cuda [--sizes A,B,...] [--reps R] [--json PATH] [--volumes DIR] [--berea PATH|none] [--walk-once on|off] [--claim-tasks on|off] [--band-step RATIO]\n");
       return 2;
     }
   }

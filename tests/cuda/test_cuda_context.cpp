@@ -152,6 +152,21 @@ void check_parity(const Mask& phase, Boundary boundary) {
     CHECK(gpu.fraction == cpu.fraction);
   };
   check_psd(context, bins);
+  // The painters' tasks claimed and dealt (by default the PSD path claims, the map deals), on
+  // a grid of two blocks — 16 warps, so that a small volume's classes also have more tasks
+  // than warps and the claims' counter hands most of them out.
+  for (const bool claimed : {false, true}) {
+    CAPTURE(claimed);
+    cuda::ContextConfig few = config;
+    few.claim_painter_tasks = claimed;
+    few.painter_blocks = 2;
+    cuda::ThicknessContext small_grid(few);
+    lt.poison(small_grid.stream());
+    small_grid.thickness_async(mask.ptr, lt.ptr);
+    small_grid.synchronize();
+    CHECK(mismatches(lt.download()) == 0);
+    check_psd(small_grid, bins);
+  }
   const Bins narrow = Bins::logarithmic(1.5, 2.5, 5);
   cuda::ThicknessContext narrow_context({phase.shape(), phase.spacing(), boundary, narrow.edges(), 1.0});
   check_psd(narrow_context, narrow);
@@ -275,5 +290,10 @@ TEST_CASE("local_thickness.cuda.errors" * PF_GPU_DECORATORS) {
     cuda::ContextConfig bad{{8, 8, 8}, {}, Boundary::open, {}};
     bad.band_step = step;
     CHECK_THROWS_WITH_AS(cuda::ThicknessContext{bad}, doctest::Contains("band step"), InputError);
+  }
+  for (int blocks : {0, -3, (1 << 20) + 1}) {
+    cuda::ContextConfig bad{{8, 8, 8}, {}, Boundary::open, {}};
+    bad.painter_blocks = blocks;
+    CHECK_THROWS_WITH_AS(cuda::ThicknessContext{bad}, doctest::Contains("painter blocks"), InputError);
   }
 }

@@ -38,6 +38,15 @@ struct ContextConfig {
   /// twice, the union again in the next band's launch. Unset: once. The map is the same
   /// either way.
   std::optional<bool> walk_band_rows_once;
+  /// Whether the painters' warps claim their tasks (32 items of ball rows) one at a time from
+  /// a counter, so that a warp whose tasks were light takes more, or take a fixed share each.
+  /// Unset: claimed on the PSD-only path, a fixed share on the map (results/bench/NOTES.md
+  /// step 24). The results are the same either way.
+  std::optional<bool> claim_painter_tasks;
+  /// Blocks of each painter launch, in [1, 2^20]. Unset: as many as fit on the device at once
+  /// when tasks are claimed, 8 per SM when they are dealt. Tests set a few, so that a small
+  /// volume has more tasks than warps. The results are the same either way.
+  std::optional<int> painter_blocks;
 };
 
 /// Device memory a context takes, by part, in bytes (the CUB-style size query).

@@ -33,7 +33,7 @@
 //  4. Per class, largest first: paint_class (PSD: the union), or for the map
 //     paint_band_marking (the default: band q's values and marks, band q + 1's marks merged
 //     first) or paint_band (band q's values and band q + 1's union in one launch); a warp
-//     shares out the rows of 32 items.
+//     shares out the rows of a task of 32 items, and takes its tasks dealt or claimed.
 //  5. counts_from_classes (PSD): running sums → at_least[edges], above, phase.
 #include <cuda_runtime.h>
 
@@ -152,6 +152,9 @@ __global__ void place_classes(const unsigned int* __restrict__ class_count, int 
   *total = static_cast<unsigned int>(offset);
   if (offset > static_cast<unsigned long long>(capacity)) status->overflow = 1;
 }
+
+// Threads of a step-4 (painter) block.
+constexpr int kPaintThreads = 256;
 
 // Step 4's unit of work (walk_rows): a segment of up to kRowsPerItem rows of one column of a
 // centre's box. A centre has a column per dz of its box and as many segments per column as
@@ -416,7 +419,7 @@ template <class M, bool kValue, bool kCentre, class Word, class Run>
 __device__ void walk_rows(int64_t s, int64_t e, const typename M::value_type* __restrict__ centre_r2,
                           const uint32_t* __restrict__ centre_index, const RowCut* __restrict__ centre_cut,
                           const unsigned long long* __restrict__ item_start, const Geometry& g, const M& m,
-                          Word* bitmap, int64_t words_per_row, Run&& run) {
+                          Word* bitmap, int64_t words_per_row, unsigned long long* task_claims, Run&& run) {
   using V = typename M::value_type;
   constexpr unsigned int kWarp = 0xFFFFFFFFu;
   if (s >= e) return;
@@ -434,7 +437,18 @@ __device__ void walk_rows(int64_t s, int64_t e, const typename M::value_type* __
   const int64_t plane_words = words_per_row * g.ny;
   // Extents are below 2^15 (validate_shape), so coordinates and offsets are ints.
   const int nx = int(g.nx), ny = int(g.ny), nz = int(g.nz);
-  for (unsigned long long t = (blockIdx.x * uint64_t(blockDim.x) + threadIdx.x) >> 5; t < tasks; t += warps) {
+  // A warp's first task is its number. The next ones: dealt, every `warps`-th task; or, with
+  // `task_claims` (zero before the launch), claimed from that counter by lane 0, so that a
+  // warp whose tasks were light takes more. A claim is made a task ahead: the one sent as
+  // task n starts is read when task n + 1 ends.
+  const bool claim = task_claims != nullptr && tasks > warps;  // warp-uniform
+  auto next_of = [&](unsigned long long dealt) {
+    return claim ? (lane == 0 ? warps + atomicAdd(task_claims, 1ull) : 0ull) : dealt;
+  };
+  unsigned long long t = (blockIdx.x * uint64_t(blockDim.x) + threadIdx.x) >> 5;
+  unsigned long long task_after_t = next_of(t + warps);
+  while (t < tasks) {
+    const unsigned long long task_after_that = next_of(task_after_t + warps);
     const unsigned long long item = begin + t * per_warp + lane;
     const bool has_item = lane < per_warp && item < end;
     const int64_t centre = warp_item_centre(begin + t * per_warp, s, e, item_start, lane, has_item);
@@ -446,19 +460,19 @@ __device__ void walk_rows(int64_t s, int64_t e, const typename M::value_type* __
     const int64_t k = own.k;
     const V r2 = own.r2;
     const float value = own.value;
-    // The warp's rows, numbered lane by lane: this lane's are [after − count, after).
-    int after = count;
+    // The warp's rows, numbered lane by lane: this lane's are [rows_end − count, rows_end).
+    int rows_end = count;
     for (int o = 1; o < 32; o <<= 1) {
-      const int before = __shfl_up_sync(kWarp, after, o);
-      if (lane >= o) after += before;
+      const int before = __shfl_up_sync(kWarp, rows_end, o);
+      if (lane >= o) rows_end += before;
     }
-    const int total = __shfl_sync(kWarp, after, 31);
-    const int first_dy = lo - (after - count);  // row number j of this lane's rows is dy = first_dy + j
+    const int total = __shfl_sync(kWarp, rows_end, 31);
+    const int first_dy = lo - (rows_end - count);  // row number j of this lane's rows is dy = first_dy + j
     for (int j0 = 0; j0 < total; j0 += 32) {
       const int j = j0 + lane;
       int owner = 0;  // the lanes whose rows all come before row j
       for (int step = 16; step > 0; step >>= 1)
-        if (__shfl_sync(kWarp, after, owner + step - 1) <= j) owner += step;
+        if (__shfl_sync(kWarp, rows_end, owner + step - 1) <= j) owner += step;
       const int dy = __shfl_sync(kWarp, first_dy, owner) + j;
       const int row_dz = __shfl_sync(kWarp, dz, owner);
       const int row_cx = __shfl_sync(kWarp, cx, owner), row_cyz = __shfl_sync(kWarp, cyz, owner);
@@ -497,6 +511,10 @@ __device__ void walk_rows(int64_t s, int64_t e, const typename M::value_type* __
         run(words, a, b, y, z, row_value, row_k);
       }
     }
+    // Claimed numbers are lane 0's. Claims only grow, so a warp whose next task is past the
+    // end holds no claimed task that lies inside it.
+    t = claim ? __shfl_sync(kWarp, task_after_t, 0) : task_after_t;
+    task_after_t = task_after_that;
   }
 }
 
@@ -539,21 +557,22 @@ __device__ inline unsigned int union_run(unsigned int* words, int stride, int a,
 }
 
 // Step 4 of the PSD path, the union: sets the bits of class q's rows; counts the bits set
-// for the first time into class_newly[q].
+// for the first time into class_newly[q]. `task_claims`: walk_rows' counter (null: dealt).
+// At most 64 registers, four blocks an SM: with the claims' counter live it took 70 (three).
 template <class M>
-__global__ void paint_class(int q, const typename M::value_type* __restrict__ centre_r2,
+__global__ void __launch_bounds__(kPaintThreads, 4) paint_class(int q, const typename M::value_type* __restrict__ centre_r2,
                             const uint32_t* __restrict__ centre_index, const RowCut* __restrict__ centre_cut,
                             const unsigned long long* __restrict__ item_start,
                             const unsigned int* __restrict__ class_start, const unsigned int* __restrict__ class_count,
                             int64_t capacity, Geometry g, M m, unsigned int* __restrict__ bitmap, int64_t words_per_row,
-                            unsigned long long* __restrict__ class_newly) {
+                            unsigned long long* __restrict__ class_newly, unsigned long long* task_claims) {
   wait_for_previous_kernel();
   const int stride = int(g.ny);
   int64_t begin, end;
   class_range(q, class_start, class_count, capacity, begin, end);
   unsigned long long fresh = 0;
   walk_rows<M, false, false>(begin, end, centre_r2, centre_index, centre_cut, item_start, g, m, bitmap, words_per_row,
-                             [&](unsigned int* words, int a, int b, int, int, float, int64_t) {
+                             task_claims, [&](unsigned int* words, int a, int b, int, int, float, int64_t) {
                                fresh += union_run(words, stride, a, b);
                              });
   for (int o = 16; o > 0; o >>= 1) fresh += __shfl_down_sync(0xFFFFFFFFu, fresh, o);
@@ -611,7 +630,7 @@ __global__ void paint_band(int q, const typename M::value_type* __restrict__ cen
                            const unsigned long long* __restrict__ item_start,
                            const unsigned int* __restrict__ class_start, const unsigned int* __restrict__ class_count,
                            int64_t capacity, Geometry g, M m, unsigned int* bitmap, int64_t words_per_row,
-                           float* thickness, bool filter_values) {
+                           float* thickness, bool filter_values, unsigned long long* task_claims) {
   wait_for_previous_kernel();
   const int stride = int(g.ny);
   int64_t larger_begin, larger_end, begin, end;
@@ -620,7 +639,7 @@ __global__ void paint_band(int q, const typename M::value_type* __restrict__ cen
   // Class q + 1's centres lie just before class q's (place_classes: largest first).
   if (larger_begin >= larger_end) larger_begin = begin;
   walk_rows<M, true, true>(larger_begin, end, centre_r2, centre_index, centre_cut, item_start, g, m, bitmap,
-                           words_per_row, [&](unsigned int* words, int a, int b, int y, int z, float value, int64_t k) {
+                           words_per_row, task_claims, [&](unsigned int* words, int a, int b, int y, int z, float value, int64_t k) {
                              if (k < begin) {  // band q + 1: the union
                                union_run(words, stride, a, b);
                                return;
@@ -694,14 +713,15 @@ __global__ void paint_band_marking(int q, const typename M::value_type* __restri
                                    const unsigned int* __restrict__ class_count, int64_t capacity, Geometry g, M m,
                                    unsigned int* coverage, unsigned int* pending, unsigned int* __restrict__ marks,
                                    int64_t words, unsigned long long* merge_claims,
-                                   int64_t words_per_row, float* __restrict__ thickness, bool filter_values) {
+                                   int64_t words_per_row, float* __restrict__ thickness, bool filter_values,
+                                   unsigned long long* task_claims) {
   wait_for_previous_kernel();
   if (class_count[q + 1] > 0) merge_pending_marks(coverage, pending, words, merge_claims);  // none: nothing marked
   const int stride = int(g.ny);
   int64_t begin, end;
   class_range(q, class_start, class_count, capacity, begin, end);
   walk_rows<M, true, false>(begin, end, centre_r2, centre_index, centre_cut, item_start, g, m,
-                            static_cast<const unsigned int*>(coverage), words_per_row,
+                            static_cast<const unsigned int*>(coverage), words_per_row, task_claims,
                             [&](const unsigned int* words_of_row, int a, int b, int y, int z, float value, int64_t) {
                               int* row_cells = reinterpret_cast<int*>(thickness) + (int64_t(z) * g.ny + y) * g.nx;
                               write_values(words_of_row, marks + (words_of_row - coverage), stride, a, b, row_cells,

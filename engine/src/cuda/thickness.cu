@@ -55,9 +55,10 @@ struct ClassSet {
   DeviceBuffer<uint16_t> table;  // class of each integer r2 ≤ table_limit (class_table); empty: none
   int64_t table_limit = -1;
   DeviceBuffer<unsigned int> count, start, cursor;
-  // PSD: the voxels each class covers first. Map bands: the chunks of the merge pass that
-  // band q's painter launch has handed out (paint_band_marking).
-  DeviceBuffer<unsigned long long> newly;
+  DeviceBuffer<unsigned long long> newly;  // PSD: the voxels each class covers first
+  // What class q's painter launch hands out: claims[2q] the chunks of the merge pass
+  // (paint_band_marking), claims[2q + 1] the painter's tasks when they are claimed (walk_rows).
+  DeviceBuffer<unsigned long long> claims;
 
   ClassSet() = default;
   ClassSet(std::vector<double> e, cudaStream_t stream, const char* what) : edges(std::move(e)) {
@@ -68,7 +69,10 @@ struct ClassSet {
     start = DeviceBuffer<unsigned int>(classes, stream, what);
     cursor = DeviceBuffer<unsigned int>(classes, stream, what);
     newly = DeviceBuffer<unsigned long long>(classes, stream, what);
+    claims = DeviceBuffer<unsigned long long>(2 * classes, stream, what);
   }
+  unsigned long long* merge_claims(int q) { return claims.data() + 2 * q; }
+  unsigned long long* task_claims(int q) { return claims.data() + 2 * q + 1; }
   int size() const { return int(edges.size()); }
 };
 
@@ -126,7 +130,9 @@ struct Engine {
   DeviceBuffer<unsigned long long> tile_sums;  // the row scan's tile totals
   ClassSet bands, psd;  // the map's radius bands; the PSD edges (empty: no PSD path)
   int64_t words_per_row = 0;
-  int paint_blocks = 0;
+  int sm_count = 0;
+  int painter_blocks = 0;      // forced (ContextConfig::painter_blocks); 0: by the dealing
+  bool claim_map_tasks = false, claim_psd_tasks = false;  // the painters' warps claim tasks
   bool early_launch = false;  // programmatic dependent launches (sm_90 and later)
   bool filter_values = false;  // the map's painter reads values before its atomics
   bool mark_unions = false;    // the map's painter walks each row once (paint_band_marking)
@@ -174,10 +180,14 @@ struct Engine {
                        " edges are too many for this device");
     PF_CUDA_CHECK(cudaFuncSetAttribute(kernels::count_classes<M>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(class_shared)));
     PF_CUDA_CHECK(cudaFuncSetAttribute(kernels::write_classes<M>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(class_shared)));
-    int dev = 0, sms = 0;
+    int dev = 0;
     PF_CUDA_CHECK(cudaGetDevice(&dev));
-    PF_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-    paint_blocks = 8 * sms;
+    PF_CUDA_CHECK(cudaDeviceGetAttribute(&sm_count, cudaDevAttrMultiProcessorCount, dev));
+    painter_blocks = c.painter_blocks.value_or(0);
+    // Claimed tasks: the PSD path 113 → 101 ms at 1000³ (the map's launches 153 → 170, not
+    // understood): results/bench/NOTES.md step 24.
+    claim_psd_tasks = c.claim_painter_tasks.value_or(true);
+    claim_map_tasks = c.claim_painter_tasks.value_or(false);
     int major = 0;
     PF_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
     early_launch = major >= 9;
@@ -275,6 +285,7 @@ struct Engine {
     const int n = set.size(), classes = n + 2;
     PF_CUDA_CHECK(cudaMemsetAsync(set.count.data(), 0, set.count.bytes(), stream));
     PF_CUDA_CHECK(cudaMemsetAsync(set.newly.data(), 0, set.newly.bytes(), stream));
+    PF_CUDA_CHECK(cudaMemsetAsync(set.claims.data(), 0, set.claims.bytes(), stream));
     PF_CUDA_CHECK(cudaMemsetAsync(phase_total.data(), 0, phase_total.bytes(), stream));
     PF_CUDA_CHECK(cudaMemsetAsync(coverage.data(), 0, coverage.bytes(), stream));
     kernels::count_classes<M><<<unsigned(chunks), kernels::kCentreThreads, kernels::class_pass_shared(classes, n), stream>>>(
@@ -290,7 +301,7 @@ struct Engine {
                                            centre_r2.data(), centre_index.data(), centre_cut.data(),
                                            centre_items.data());
     PF_CUDA_CHECK_LAUNCH(stream);
-    const unsigned scan_grid = unsigned(std::min<int64_t>(kernels::scan_tile_count(capacity), paint_blocks));
+    const unsigned scan_grid = unsigned(std::min<int64_t>(kernels::scan_tile_count(capacity), 8 * sm_count));
     kernels::sum_tiles<<<scan_grid, kernels::kScanThreads, 0, stream>>>(centre_items.data(), total.data(), capacity,
                                                                          tile_sums.data());
     PF_CUDA_CHECK_LAUNCH(stream);
@@ -304,15 +315,27 @@ struct Engine {
   // A step-4 kernel. A painting launch is short (a class above the volume's largest ball is
   // empty), so on sm_90 it is launched with programmatic stream serialisation: its blocks are
   // set up while the previous kernel finishes, and wait for it in
-  // kernels::wait_for_previous_kernel before they read anything.
+  // kernels::wait_for_previous_kernel before they read anything. Its grid: with `claims`
+  // (walk_rows' tasks claimed), the blocks that fit at once — a warp's first task is its own,
+  // and a block that started late would hold its first tasks back until the others had
+  // claimed everything; dealt, 8 blocks an SM, the late ones balancing the fixed shares
+  // (resident blocks only were 2 % slower at 1000³: results/bench/NOTES.md step 23).
   template <class... Params, class... Args>
-  void launch_painter(void (*kernel)(Params...), cudaStream_t stream, Args&&... args) {
+  void launch_painter(void (*kernel)(Params...), cudaStream_t stream, bool claims, Args&&... args) {
     cudaLaunchAttribute early{};
     early.id = cudaLaunchAttributeProgrammaticStreamSerialization;
     early.val.programmaticStreamSerializationAllowed = 1;
     cudaLaunchConfig_t config{};
-    config.gridDim = dim3(unsigned(paint_blocks));
-    config.blockDim = dim3(256);
+    int blocks = painter_blocks;
+    if (blocks == 0 && claims) {
+      int resident = 0;
+      PF_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&resident, kernel, kernels::kPaintThreads, 0));
+      blocks = std::max(1, resident) * sm_count;
+    } else if (blocks == 0) {
+      blocks = 8 * sm_count;
+    }
+    config.gridDim = dim3(unsigned(blocks));
+    config.blockDim = dim3(kernels::kPaintThreads);
     config.stream = stream;
     config.attrs = &early;
     config.numAttrs = early_launch ? 1 : 0;
@@ -322,9 +345,10 @@ struct Engine {
 
   // Step 4 for class q of `set`: its union into the coverage bitmap.
   void paint_union(ClassSet& set, int q, cudaStream_t stream) {
-    launch_painter(kernels::paint_class<M>, stream, q, centre_r2.data(), centre_index.data(), centre_cut.data(),
-                   centre_items.data(), set.start.data(), set.count.data(), capacity, g, metric, coverage.data(),
-                   words_per_row, set.newly.data());
+    launch_painter(kernels::paint_class<M>, stream, claim_psd_tasks, q, centre_r2.data(), centre_index.data(),
+                   centre_cut.data(), centre_items.data(), set.start.data(), set.count.data(), capacity, g, metric,
+                   coverage.data(), words_per_row, set.newly.data(),
+                   claim_psd_tasks ? set.task_claims(q) : nullptr);
   }
 
   // The thickness map of the distances `d` into `thickness`, which may hold `d` itself
@@ -337,16 +361,18 @@ struct Engine {
       unsigned int* marks[2] = {centre_bits.data(), more_marks.data()};
       for (unsigned int* m : marks) PF_CUDA_CHECK(cudaMemsetAsync(m, 0, coverage.bytes(), stream));
       for (int q = bands.size() + 1; q >= 1; --q)  // largest band first
-        launch_painter(kernels::paint_band_marking<M>, stream, q, centre_r2.data(), centre_index.data(),
-                       centre_cut.data(), centre_items.data(), bands.start.data(), bands.count.data(), capacity, g,
-                       metric, coverage.data(), marks[(q + 1) % 2], marks[q % 2], static_cast<int64_t>(coverage.size()),
-                       bands.newly.data() + q, words_per_row, thickness, filter_values);
+        launch_painter(kernels::paint_band_marking<M>, stream, claim_map_tasks, q, centre_r2.data(),
+                       centre_index.data(), centre_cut.data(), centre_items.data(), bands.start.data(),
+                       bands.count.data(), capacity, g, metric, coverage.data(), marks[(q + 1) % 2], marks[q % 2],
+                       static_cast<int64_t>(coverage.size()), bands.merge_claims(q), words_per_row, thickness,
+                       filter_values, claim_map_tasks ? bands.task_claims(q) : nullptr);
       return;
     }
     for (int q = bands.size() + 1; q >= 1; --q)  // largest band first; band q + 1's union with it
-      launch_painter(kernels::paint_band<M>, stream, q, centre_r2.data(), centre_index.data(), centre_cut.data(),
-                     centre_items.data(), bands.start.data(), bands.count.data(), capacity, g, metric,
-                     coverage.data(), words_per_row, thickness, filter_values);
+      launch_painter(kernels::paint_band<M>, stream, claim_map_tasks, q, centre_r2.data(), centre_index.data(),
+                     centre_cut.data(), centre_items.data(), bands.start.data(), bands.count.data(), capacity, g,
+                     metric, coverage.data(), words_per_row, thickness, filter_values,
+                     claim_map_tasks ? bands.task_claims(q) : nullptr);
   }
 
   // The PSD-only path on the distances `d`: counts into `counts`.
@@ -406,7 +432,7 @@ WorkspaceSize ThicknessContext::workspace_size(const ContextConfig& config) {
   w.coverage = ((second_marks ? 2 : 1) * coverage_words + std::max<std::size_t>(coverage_words, std::size_t((voxels + 31) / 32))) *
                sizeof(unsigned int);
   // Flags, counters, bands and edges, containment tables (≤ 1 MiB), class tables.
-  w.small = (std::size_t(1) << 20) + (config.psd_edges.size() + 3) * 28;
+  w.small = (std::size_t(1) << 20) + (config.psd_edges.size() + 3) * 44;  // ClassSet: 3 counters, 3 totals, an edge
   if (isotropic) {  // Engine::class_table: one per class set, while small
     const uint32_t max_r2 = max_squared_distance(s, config.boundary, VoxelMetric{});
     if (int64_t(max_r2) < (int64_t(1) << 24))
@@ -423,6 +449,8 @@ ThicknessContext::ThicknessContext(const ContextConfig& config) : m_impl(std::ma
   if (!config.psd_edges.empty()) Bins::from_edges(config.psd_edges);  // validates
   if (config.band_step && !(*config.band_step > 1 && *config.band_step <= 4))
     throw InputError("band step must lie in (1, 4] (got " + std::to_string(*config.band_step) + ")");
+  if (config.painter_blocks && !(*config.painter_blocks >= 1 && *config.painter_blocks <= (1 << 20)))
+    throw InputError("painter blocks must lie in [1, 1048576] (got " + std::to_string(*config.painter_blocks) + ")");
   m_impl->config = config;
   const cudaStream_t s = m_impl->stream.get();
   if (config.spacing.isotropic()) {
