@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <random>
 #include <string>
 #include <vector>
@@ -199,4 +200,44 @@ TEST_CASE("row_cuts.integer_chord_width") {
       }
   CAPTURE(checked);
   CHECK(mismatches == 0);
+}
+
+// The CUDA map paints over its own squared distances without clearing them first when
+// map_overwrites_distances holds: then every squared distance up to max_r2, read as an int,
+// lies below the float bits (read as an int, as the painter's atomic maximum reads them) of
+// every radius a ball can have. Checked on random draws against that statement, and at the
+// edges.
+TEST_CASE("row_cuts.map_paints_over_distances") {
+  auto bits_of = [](float f) {
+    int32_t b = 0;
+    std::memcpy(&b, &f, sizeof(b));
+    return b;
+  };
+  detail::VoxelMetric unit;
+  CHECK(detail::map_overwrites_distances(unit, 3u * 999u * 999u));  // 1000³, open
+  CHECK(detail::map_overwrites_distances(unit, 1065353215u));       // 1.0f is 0x3F800000
+  CHECK_FALSE(detail::map_overwrites_distances(unit, 1065353216u));
+  CHECK_FALSE(detail::map_overwrites_distances(unit, 0xFFFFFFFEu));
+  detail::VoxelMetric tiny;
+  tiny.spacing = 1e-45;  // rounds to the smallest float, whose bits are 1
+  CHECK(detail::map_overwrites_distances(tiny, 0u));
+  CHECK_FALSE(detail::map_overwrites_distances(tiny, 1u));
+  std::mt19937_64 rng(testing::fresh_seed());
+  int held = 0;
+  for (int draw = 0; draw < 20000; ++draw) {
+    detail::VoxelMetric m;
+    m.spacing = std::pow(10.0, -40.0 + 42.0 * std::uniform_real_distribution<double>(0, 1)(rng));
+    const uint32_t max_r2 = uint32_t(rng() >> (33 + rng() % 31));
+    if (!detail::map_overwrites_distances(m, max_r2)) continue;
+    ++held;
+    const uint32_t d2 = max_r2 == 0 ? 0 : uint32_t(rng() % (uint64_t(max_r2) + 1));
+    const uint32_t r2 = 1 + (max_r2 <= 1 ? 0 : uint32_t(rng() % max_r2));
+    CAPTURE(m.spacing);
+    CAPTURE(max_r2);
+    CAPTURE(d2);
+    CAPTURE(r2);
+    REQUIRE(int32_t(d2) >= 0);
+    REQUIRE(int32_t(d2) < bits_of(m.radius(r2)));
+  }
+  CHECK(held > 1000);  // the draws exercised the statement
 }

@@ -12,6 +12,7 @@
 // is then decided the same way everywhere, ties included (mirror offsets tie exactly).
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 
 #include "host_device.hpp"
@@ -41,6 +42,20 @@ struct VoxelMetric {
     return ua * ua >= 4ull * r2 * d2;
   }
 };
+
+// Whether a thickness map may be painted straight over the squared distances it is computed
+// from, the two sharing their 4-byte words (the CUDA map, isotropic), with no clearing pass:
+// the painter raises each voxel by an atomic maximum on the float's bits read as an int, every
+// phase voxel is painted, and background voxels already hold 0. It holds when the smallest
+// radius a ball can have, radius(1), has float bits above every squared distance up to
+// max_r2 — for unit spacing, any max_r2 below 1.065·10⁹ (distances below 32,600 voxels).
+inline bool map_overwrites_distances(const VoxelMetric& m, VoxelMetric::value_type max_r2) {
+  const float smallest = m.radius(1);
+  uint32_t bits = 0;
+  static_assert(sizeof(bits) == sizeof(smallest));
+  std::memcpy(&bits, &smallest, sizeof(bits));
+  return smallest > 0 && max_r2 < bits;
+}
 
 struct PhysicalMetric {
   using value_type = double;

@@ -136,6 +136,9 @@ struct Engine {
   bool early_launch = false;  // programmatic dependent launches (sm_90 and later)
   bool filter_values = false;  // the map's painter reads values before its atomics
   bool mark_unions = false;    // the map's painter walks each row once (paint_band_marking)
+  // The map painted over its own squared distances needs no clearing pass first
+  // (detail::map_overwrites_distances): 4 GB not written at 1000³.
+  bool paint_over_distances = false;
   // Containment tables on the device.
   DeviceBuffer<V> table_shell, table_reach;
   DeviceBuffer<uint32_t> table_below;
@@ -195,6 +198,7 @@ struct Engine {
     // Once: 1000³ 277 → 192 ms, 250³ 2.14 → 1.95; no slower at 128³ or on Berea 110³, where
     // the merge passes cost about what the second walk did (results/bench/NOTES.md step 22).
     mark_unions = c.walk_band_rows_once.value_or(true);
+    if constexpr (std::is_same_v<M, VoxelMetric>) paint_over_distances = detail::map_overwrites_distances(m, max_r2);
 
     // Workspace, once.
     if (distance_buffer) distance = DeviceBuffer<V>(voxels, stream, "squared distances");
@@ -352,10 +356,12 @@ struct Engine {
   }
 
   // The thickness map of the distances `d` into `thickness`, which may hold `d` itself
-  // (isotropic: the centres are found before the map is cleared).
+  // (isotropic: the centres are found first, then the map is painted over the distances, or
+  // cleared and painted where paint_over_distances does not hold).
   void thickness_map(const V* d, float* thickness, cudaStream_t stream) {
     find_centres(d, bands, stream);
-    PF_CUDA_CHECK(cudaMemsetAsync(thickness, 0, std::size_t(voxels) * sizeof(float), stream));
+    if (!(paint_over_distances && static_cast<const void*>(d) == static_cast<const void*>(thickness)))
+      PF_CUDA_CHECK(cudaMemsetAsync(thickness, 0, std::size_t(voxels) * sizeof(float), stream));
     if (mark_unions) {
       // Band q marks into marks[q % 2] and merges band q + 1's, the other one; both start clear.
       unsigned int* marks[2] = {centre_bits.data(), more_marks.data()};
