@@ -134,20 +134,13 @@ int main(int argc, char** argv) {
       volumes = argv[i + 1];
     } else if (a == "--berea") {
       berea = argv[i + 1];
-    } else if (a == "--walk-once") {
+    } else if (a == "--walk-once" || a == "--claim-tasks") {
       const std::string v = argv[i + 1];
       if (v != "on" && v != "off") {
-        std::fprintf(stderr, "--walk-once takes on or off\n");
+        std::fprintf(stderr, "%s takes on or off\n", a.c_str());
         return 2;
       }
-      settings.walk_once = v == "on";
-    } else if (a == "--claim-tasks") {
-      const std::string v = argv[i + 1];
-      if (v != "on" && v != "off") {
-        std::fprintf(stderr, "--claim-tasks takes on or off\n");
-        return 2;
-      }
-      settings.claim_tasks = v == "on";
+      (a == "--walk-once" ? settings.walk_once : settings.claim_tasks) = v == "on";
     } else if (a == "--band-step") {
       settings.band_step = std::stod(argv[i + 1]);
     } else {

@@ -102,6 +102,14 @@ void check_parity(const Mask& phase, Boundary boundary) {
     return count;
   };
   CHECK(mismatches(got) == 0);
+  // The map from a context made with `other`, against the CPU's.
+  auto check_map = [&](const cuda::ContextConfig& other) {
+    cuda::ThicknessContext ctx(other);
+    lt.poison(ctx.stream());
+    ctx.thickness_async(mask.ptr, lt.ptr);
+    ctx.synchronize();
+    CHECK(mismatches(lt.download()) == 0);
+  };
   // The painter's other ways: walking each row once (the default) or twice, each then with
   // a read before the atomics (off by default) and the narrow radius bands of the large
   // volumes (by default 2 % only above 2^28 voxels).
@@ -109,18 +117,10 @@ void check_parity(const Mask& phase, Boundary boundary) {
     CAPTURE(once);
     cuda::ContextConfig other = config;
     other.walk_band_rows_once = once;
-    cuda::ThicknessContext walked(other);
-    lt.poison(walked.stream());
-    walked.thickness_async(mask.ptr, lt.ptr);
-    walked.synchronize();
-    CHECK(mismatches(lt.download()) == 0);
+    check_map(other);
     other.filter_map_atomics = true;
     other.band_step = 1.02;
-    cuda::ThicknessContext filtered(other);
-    lt.poison(filtered.stream());
-    filtered.thickness_async(mask.ptr, lt.ptr);
-    filtered.synchronize();
-    CHECK(mismatches(lt.download()) == 0);
+    check_map(other);
   }
 
   // The PSD-only path: the map's bins, and bins whose first edge leaves the smallest balls
@@ -160,11 +160,8 @@ void check_parity(const Mask& phase, Boundary boundary) {
     cuda::ContextConfig few = config;
     few.claim_painter_tasks = claimed;
     few.painter_blocks = 2;
+    check_map(few);
     cuda::ThicknessContext small_grid(few);
-    lt.poison(small_grid.stream());
-    small_grid.thickness_async(mask.ptr, lt.ptr);
-    small_grid.synchronize();
-    CHECK(mismatches(lt.download()) == 0);
     check_psd(small_grid, bins);
   }
   const Bins narrow = Bins::logarithmic(1.5, 2.5, 5);
