@@ -106,22 +106,37 @@ PF_HD int64_t chord_half_width(const M& m, typename M::value_type r2, int axis, 
   return w;
 }
 
+// ⌊√rest⌋ from a float estimate of √rest within 0.5 of it: the truncated estimate is then
+// off by at most one, corrected each way in 32 bits (w² must fit: w ≤ 65535).
+PF_HD uint32_t corrected_root(uint32_t rest, float estimate) {
+  uint32_t w = estimate > 0.0f ? static_cast<uint32_t>(estimate) : 0u;
+  if (w > 65535u) w = 65535u;  // √rest < 65536
+  if (w * w > rest) --w;
+  else if (w < 65535u && (w + 1u) * (w + 1u) <= rest) ++w;
+  return w;
+}
+
 // The same answer for integer squared distances, by an integer square root (a float estimate
 // corrected exactly): the CUDA painter runs this per row. All in 32 bits, which hold every
 // value here (offsets below 2^15, squared distances below 2^32): 64-bit products and a 64-bit
 // conversion made it a sixth of the painter's instructions at 1000³ (results/bench/NOTES.md
-// step 22). The correctly rounded float root of a value below 2^32 is within 0.01 of the
-// true one, so the estimate is off by at most one (above it, in practice; both are checked).
+// step 22). The estimate: on the device x·rsqrt(x) — the hardware's approximate reciprocal
+// root (relative error below 2^-22.9, PTX rsqrt.approx.f32) and a product, within 0.02 of √x
+// below 2^32 — where a correctly rounded sqrtf is that root refined, a range check and a
+// branch to a slow path (nine instructions of the painter's row against two); on the host
+// the correctly rounded root (within 0.01).
 PF_HD int64_t chord_half_width(const VoxelMetric&, uint32_t r2, int axis, int64_t a, int64_t b) {
   const int ia = int(a), ib = int(b);
   const uint32_t base = axis == 0 ? uint32_t(ia * ia) + uint32_t(ib * ib) : axis == 1 ? uint32_t(ib * ib) : 0u;
   if (base >= r2) return -1;
   const uint32_t rest = r2 - base - 1u;  // w² ≤ rest  ⇔  w² + base < r2
-  uint32_t w = static_cast<uint32_t>(std::sqrt(static_cast<float>(rest)));
-  if (w > 65535u) w = 65535u;  // w² must fit 32 bits; √rest < 65536
-  if (w * w > rest) --w;
-  else if (w < 65535u && (w + 1u) * (w + 1u) <= rest) ++w;
-  return int64_t(w);
+  const float x = static_cast<float>(rest);
+#ifdef __CUDA_ARCH__
+  const float estimate = rest == 0u ? 0.0f : x * rsqrtf(x);
+#else
+  const float estimate = std::sqrt(x);
+#endif
+  return int64_t(corrected_root(rest, estimate));
 }
 
 }  // namespace poreforge::detail
