@@ -240,6 +240,7 @@ TEST_CASE("row_cuts.map_paints_over_distances") {
     REQUIRE(int32_t(d2) < bits_of(m.radius(r2)));
   }
   CHECK(held > 1000);  // the draws exercised the statement
+}
 
 // The chord width's correction (detail::corrected_root) for any estimate within the bound the
 // device's x·rsqrt(x) keeps (0.02 of √x below 2^32; the PTX guide's rsqrt.approx.f32 bound is a
