@@ -402,6 +402,12 @@ __device__ inline int64_t warp_item_centre(unsigned long long base, int64_t s, i
   return k;
 }
 
+// A row (y, z) of the volume: its first word in the bitmaps (word w of the row is word + w·ny,
+// coverage_kernels' layout) and its first voxel.
+struct RowAt {
+  uint32_t word, voxel;
+};
+
 // Step 4's walk over the rows of the centres [s, e) (one class, or two adjacent ones). The
 // work is numbered in items: centre k owns items item_start[k] … item_start[k + 1] − 1, one
 // per column dz of its box (box_of) and segment of kRowsPerItem rows of the box's height
@@ -411,15 +417,15 @@ __device__ inline int64_t warp_item_centre(unsigned long long base, int64_t s, i
 // every lane walks a row that meets the ball. Walking whole boxes row by row, a thread a run
 // of rows, spent a step on every box corner, and a warp a step on any row one of its lanes
 // walked (results/bench/NOTES.md step 21). For each row that meets the volume,
-// `run(row_words, a, b, y, z, value, k)` gets the row's first bitmap word and each clipped
-// x-run [a, b] of centre k; a periodic ball wider than the period gives some voxels twice.
-// The value (the ball's radius) and k reach `run` only when kValue / kCentre ask for them:
-// each field a row carries is a shuffle per row (results/bench/NOTES.md step 22).
-template <class M, bool kValue, bool kCentre, class Word, class Run>
+// `run(row, a, b, value, k)` gets the row's indices (RowAt) and each clipped x-run [a, b] of
+// centre k; a periodic ball wider than the period gives some voxels twice. The value (the
+// ball's radius) and k reach `run` only when kValue / kCentre ask for them: each field a row
+// carries is a shuffle per row (results/bench/NOTES.md step 22).
+template <class M, bool kValue, bool kCentre, class Run>
 __device__ void walk_rows(int64_t s, int64_t e, const typename M::value_type* __restrict__ centre_r2,
                           const uint32_t* __restrict__ centre_index, const RowCut* __restrict__ centre_cut,
                           const unsigned long long* __restrict__ item_start, const Geometry& g, const M& m,
-                          Word* bitmap, int64_t words_per_row, unsigned long long* task_claims, Run&& run) {
+                          int64_t words_per_row, unsigned long long* task_claims, Run&& run) {
   using V = typename M::value_type;
   constexpr unsigned int kWarp = 0xFFFFFFFFu;
   if (s >= e) return;
@@ -434,7 +440,9 @@ __device__ void walk_rows(int64_t s, int64_t e, const typename M::value_type* __
   const unsigned long long tasks = (end - begin + per_warp - 1) / per_warp;
   const bool wrap_x = g.along(0) == Boundary::periodic, wrap_y = g.along(1) == Boundary::periodic,
              wrap_z = g.along(2) == Boundary::periodic;
-  const int64_t plane_words = words_per_row * g.ny;
+  // Bitmap words and voxels number below 2^32 (Engine: voxels < 2^32; the bitmap has ≤ 1/32
+  // of them plus a word a row): 32-bit row indices, one wide multiply-add per access.
+  const uint32_t plane_words = uint32_t(words_per_row * g.ny);
   // Extents are below 2^15 (validate_shape), so coordinates and offsets are ints.
   const int nx = int(g.nx), ny = int(g.ny), nz = int(g.nz);
   // A warp's first task is its number. The next ones: dealt, every `warps`-th task; or, with
@@ -495,20 +503,20 @@ __device__ void walk_rows(int64_t s, int64_t e, const typename M::value_type* __
         if (!wrap_z) continue;
         z = ((z % nz) + nz) % nz;
       }
-      Word* words = bitmap + int64_t(z) * plane_words + y;
+      const RowAt row{uint32_t(z) * plane_words + uint32_t(y), (uint32_t(z) * uint32_t(ny) + uint32_t(y)) * uint32_t(nx)};
       const int a = row_cx + from, b = row_cx + to;
       if (!wrap_x) {
-        run(words, a > 0 ? a : 0, b < nx - 1 ? b : nx - 1, y, z, row_value, row_k);
+        run(row, a > 0 ? a : 0, b < nx - 1 ? b : nx - 1, row_value, row_k);
       } else if (b - a + 1 >= nx) {
-        run(words, 0, nx - 1, y, z, row_value, row_k);
+        run(row, 0, nx - 1, row_value, row_k);
       } else if (a < 0) {
-        run(words, a + nx, nx - 1, y, z, row_value, row_k);
-        run(words, 0, b, y, z, row_value, row_k);
+        run(row, a + nx, nx - 1, row_value, row_k);
+        run(row, 0, b, row_value, row_k);
       } else if (b >= nx) {
-        run(words, a, nx - 1, y, z, row_value, row_k);
-        run(words, 0, b - nx, y, z, row_value, row_k);
+        run(row, a, nx - 1, row_value, row_k);
+        run(row, 0, b - nx, row_value, row_k);
       } else {
-        run(words, a, b, y, z, row_value, row_k);
+        run(row, a, b, row_value, row_k);
       }
     }
     // Claimed numbers are lane 0's. Claims only grow, so a warp whose next task is past the
@@ -542,13 +550,13 @@ __device__ inline void class_range(int q, const unsigned int* class_start, const
   end = begin + class_count[q] < capacity ? begin + class_count[q] : capacity;
 }
 
-// Sets the bits of the x-run [a, b] in the row whose first word is `words`; returns how many
-// were not set before.
-__device__ inline unsigned int union_run(unsigned int* words, int stride, int a, int b) {
+// Sets the bits of the x-run [a, b] of the row whose first word is `row_word` in `bitmap`
+// (word w at row_word + w·stride); returns how many were not set before.
+__device__ inline unsigned int union_run(unsigned int* bitmap, uint32_t row_word, int stride, int a, int b) {
   unsigned int fresh = 0;
   for (int w = a >> 5; w <= (b >> 5); ++w) {
     const unsigned int bits = run_bits(w, a, b);
-    unsigned int* word = words + int64_t(w) * stride;
+    unsigned int* word = bitmap + (row_word + uint32_t(w) * uint32_t(stride));
     // A stale read only costs an atomic: the atomic's old value decides.
     if ((*word & bits) == bits) continue;
     fresh += __popc(bits & ~atomicOr(word, bits));
@@ -558,9 +566,12 @@ __device__ inline unsigned int union_run(unsigned int* words, int stride, int a,
 
 // Step 4 of the PSD path, the union: sets the bits of class q's rows; counts the bits set
 // for the first time into class_newly[q]. `task_claims`: walk_rows' counter (null: dealt).
-// At most 64 registers, four blocks an SM: with the claims' counter live it took 70 (three).
+// Blocks an SM it is held to (registers): five for integer distances (48 registers, none
+// spilled, where four let it take 55), four for physical ones (five spilled 96 bytes).
 template <class M>
-__global__ void __launch_bounds__(kPaintThreads, 4) paint_class(int q, const typename M::value_type* __restrict__ centre_r2,
+constexpr int kPaintClassBlocks = std::is_same_v<M, detail::VoxelMetric> ? 5 : 4;
+template <class M>
+__global__ void __launch_bounds__(kPaintThreads, kPaintClassBlocks<M>) paint_class(int q, const typename M::value_type* __restrict__ centre_r2,
                             const uint32_t* __restrict__ centre_index, const RowCut* __restrict__ centre_cut,
                             const unsigned long long* __restrict__ item_start,
                             const unsigned int* __restrict__ class_start, const unsigned int* __restrict__ class_count,
@@ -571,42 +582,46 @@ __global__ void __launch_bounds__(kPaintThreads, 4) paint_class(int q, const typ
   int64_t begin, end;
   class_range(q, class_start, class_count, capacity, begin, end);
   unsigned long long fresh = 0;
-  walk_rows<M, false, false>(begin, end, centre_r2, centre_index, centre_cut, item_start, g, m, bitmap, words_per_row,
-                             task_claims, [&](unsigned int* words, int a, int b, int, int, float, int64_t) {
-                               fresh += union_run(words, stride, a, b);
+  walk_rows<M, false, false>(begin, end, centre_r2, centre_index, centre_cut, item_start, g, m, words_per_row,
+                             task_claims, [&](RowAt row, int a, int b, float, int64_t) {
+                               fresh += union_run(bitmap, row.word, stride, a, b);
                              });
   for (int o = 16; o > 0; o >>= 1) fresh += __shfl_down_sync(0xFFFFFFFFu, fresh, o);
   if ((threadIdx.x & 31) == 0 && fresh) atomicAdd(&class_newly[q], fresh);
 }
 
-// The map's value write for the x-run [a, b] of a row: `bits_of_value` by atomicMax on the
-// float's bits (non-negative floats order as their bits) to each voxel the coverage words
-// leave open; `row_cells` is the row's first value. With `marks` (the marking painter) those
-// voxels are also marked there, at the same word offset as in the coverage bitmap. With
-// `filter_values` the open values of a word are read first and only those this ball raises
-// get an atomic: a stale read is an older, smaller value (values only grow), so it can let an
-// unneeded atomic through, never stop a needed one.
-__device__ inline void write_values(const unsigned int* words, unsigned int* marks, int stride, int a, int b,
-                                    int* row_cells, int bits_of_value, bool filter_values) {
+// The map's value write for the x-run [a, b] of `row`: `bits_of_value` by atomicMax on the
+// float's bits (non-negative floats order as their bits) to each voxel of `cells` (the map,
+// as ints) that the coverage words leave open. With kMark (the marking painter) those voxels
+// are also marked in `marks`, a bitmap of the coverage's layout. With `filter_values` the open
+// values of a word are read first and only those this ball raises get an atomic: a stale read
+// is an older, smaller value (values only grow), so it can let an unneeded atomic through,
+// never stop a needed one. Addresses from 32-bit indices: 64-bit pointer arithmetic was about
+// half of a word's instructions and a third of an atomic's (SASS, sm_90).
+template <bool kMark>
+__device__ inline void write_values(const unsigned int* coverage, unsigned int* marks, RowAt row, int stride, int a,
+                                    int b, int* cells, int bits_of_value, bool filter_values) {
   for (int w = a >> 5; w <= (b >> 5); ++w) {
-    unsigned int open = run_bits(w, a, b) & ~words[int64_t(w) * stride];
+    const uint32_t word = row.word + uint32_t(w) * uint32_t(stride);
+    unsigned int open = run_bits(w, a, b) & ~coverage[word];
     if (!open) continue;
-    if (marks) {
-      unsigned int* mark = marks + int64_t(w) * stride;
+    if constexpr (kMark) {
+      unsigned int* mark = marks + word;
       if ((*mark & open) != open) atomicOr(mark, open);  // a stale read only costs an atomic
     }
-    int* cell = row_cells + w * 32;
+    const uint32_t first = row.voxel + uint32_t(w) * 32u;  // the word's first voxel
     if (filter_values) {  // the word's open values, read together: one latency, not one per voxel
+      const int* cell = cells + first;
       unsigned int raise = 0;
 #pragma unroll
       for (int j = 0; j < 32; ++j)
         if ((open >> j) & 1u) raise |= unsigned(cell[j] < bits_of_value) << j;
       open = raise;
     }
-    while (open) {
-      const int bit = __ffs(open) - 1;
-      open &= open - 1;
-      atomicMax(cell + bit, bits_of_value);
+    while (open) {  // highest bit first: one instruction finds it
+      const uint32_t bit = 31u - uint32_t(__clz(open));
+      open ^= 1u << bit;
+      atomicMax(cells + (first + bit), bits_of_value);
     }
   }
 }
@@ -638,14 +653,15 @@ __global__ void paint_band(int q, const typename M::value_type* __restrict__ cen
   class_range(q, class_start, class_count, capacity, begin, end);
   // Class q + 1's centres lie just before class q's (place_classes: largest first).
   if (larger_begin >= larger_end) larger_begin = begin;
-  walk_rows<M, true, true>(larger_begin, end, centre_r2, centre_index, centre_cut, item_start, g, m, bitmap,
-                           words_per_row, task_claims, [&](unsigned int* words, int a, int b, int y, int z, float value, int64_t k) {
+  int* cells = reinterpret_cast<int*>(thickness);
+  walk_rows<M, true, true>(larger_begin, end, centre_r2, centre_index, centre_cut, item_start, g, m, words_per_row,
+                           task_claims, [&](RowAt row, int a, int b, float value, int64_t k) {
                              if (k < begin) {  // band q + 1: the union
-                               union_run(words, stride, a, b);
+                               union_run(bitmap, row.word, stride, a, b);
                                return;
                              }
-                             int* row_cells = reinterpret_cast<int*>(thickness) + (int64_t(z) * g.ny + y) * g.nx;
-                             write_values(words, nullptr, stride, a, b, row_cells, __float_as_int(value), filter_values);
+                             write_values<false>(bitmap, nullptr, row, stride, a, b, cells, __float_as_int(value),
+                                                 filter_values);
                            });
 }
 
@@ -720,12 +736,11 @@ __global__ void paint_band_marking(int q, const typename M::value_type* __restri
   const int stride = int(g.ny);
   int64_t begin, end;
   class_range(q, class_start, class_count, capacity, begin, end);
-  walk_rows<M, true, false>(begin, end, centre_r2, centre_index, centre_cut, item_start, g, m,
-                            static_cast<const unsigned int*>(coverage), words_per_row, task_claims,
-                            [&](const unsigned int* words_of_row, int a, int b, int y, int z, float value, int64_t) {
-                              int* row_cells = reinterpret_cast<int*>(thickness) + (int64_t(z) * g.ny + y) * g.nx;
-                              write_values(words_of_row, marks + (words_of_row - coverage), stride, a, b, row_cells,
-                                           __float_as_int(value), filter_values);
+  int* cells = reinterpret_cast<int*>(thickness);
+  walk_rows<M, true, false>(begin, end, centre_r2, centre_index, centre_cut, item_start, g, m, words_per_row,
+                            task_claims, [&](RowAt row, int a, int b, float value, int64_t) {
+                              write_values<true>(coverage, marks, row, stride, a, b, cells, __float_as_int(value),
+                                                 filter_values);
                             });
 }
 
