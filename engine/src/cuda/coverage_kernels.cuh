@@ -420,8 +420,11 @@ struct RowAt {
 // `run(row, a, b, value, k)` gets the row's indices (RowAt) and each clipped x-run [a, b] of
 // centre k; a periodic ball wider than the period gives some voxels twice. The value (the
 // ball's radius) and k reach `run` only when kValue / kCentre ask for them: each field a row
-// carries is a shuffle per row (results/bench/NOTES.md step 22).
-template <class M, bool kValue, bool kCentre, class Run>
+// carries is a shuffle per row (results/bench/NOTES.md step 22). kClaim: the warps claim
+// their tasks from `task_claims` (below); without it they are dealt and `task_claims` is
+// unused — a choice made at compile time, because the dealt walk compiled beside a claim
+// chosen at run time ran the 1000³ map 25 % slower (150 → 189 ms, NOTES step 25).
+template <class M, bool kClaim, bool kValue, bool kCentre, class Run>
 __device__ void walk_rows(int64_t s, int64_t e, const typename M::value_type* __restrict__ centre_r2,
                           const uint32_t* __restrict__ centre_index, const RowCut* __restrict__ centre_cut,
                           const unsigned long long* __restrict__ item_start, const Geometry& g, const M& m,
@@ -446,10 +449,10 @@ __device__ void walk_rows(int64_t s, int64_t e, const typename M::value_type* __
   // Extents are below 2^15 (validate_shape), so coordinates and offsets are ints.
   const int nx = int(g.nx), ny = int(g.ny), nz = int(g.nz);
   // A warp's first task is its number. The next ones: dealt, every `warps`-th task; or, with
-  // `task_claims` (zero before the launch), claimed from that counter by lane 0, so that a
-  // warp whose tasks were light takes more. A claim is made a task ahead: the one sent as
-  // task n starts is read when task n + 1 ends.
-  const bool claim = task_claims != nullptr && tasks > warps;  // warp-uniform
+  // kClaim, claimed from `task_claims` (zero before the launch) by lane 0, so that a warp
+  // whose tasks were light takes more. A claim is made a task ahead: the one sent as task n
+  // starts is read when task n + 1 ends.
+  const bool claim = kClaim && tasks > warps;  // warp-uniform
   auto next_of = [&](unsigned long long dealt) {
     return claim ? (lane == 0 ? warps + atomicAdd(task_claims, 1ull) : 0ull) : dealt;
   };
@@ -565,12 +568,12 @@ __device__ inline unsigned int union_run(unsigned int* bitmap, uint32_t row_word
 }
 
 // Step 4 of the PSD path, the union: sets the bits of class q's rows; counts the bits set
-// for the first time into class_newly[q]. `task_claims`: walk_rows' counter (null: dealt).
+// for the first time into class_newly[q]. `task_claims`: walk_rows' counter (kClaim).
 // Blocks an SM it is held to (registers): five for integer distances (48 registers, none
 // spilled, where four let it take 55), four for physical ones (five spilled 96 bytes).
 template <class M>
 constexpr int kPaintClassBlocks = std::is_same_v<M, detail::VoxelMetric> ? 5 : 4;
-template <class M>
+template <class M, bool kClaim>
 __global__ void __launch_bounds__(kPaintThreads, kPaintClassBlocks<M>) paint_class(int q, const typename M::value_type* __restrict__ centre_r2,
                             const uint32_t* __restrict__ centre_index, const RowCut* __restrict__ centre_cut,
                             const unsigned long long* __restrict__ item_start,
@@ -582,7 +585,7 @@ __global__ void __launch_bounds__(kPaintThreads, kPaintClassBlocks<M>) paint_cla
   int64_t begin, end;
   class_range(q, class_start, class_count, capacity, begin, end);
   unsigned long long fresh = 0;
-  walk_rows<M, false, false>(begin, end, centre_r2, centre_index, centre_cut, item_start, g, m, words_per_row,
+  walk_rows<M, kClaim, false, false>(begin, end, centre_r2, centre_index, centre_cut, item_start, g, m, words_per_row,
                              task_claims, [&](RowAt row, int a, int b, float, int64_t) {
                                fresh += union_run(bitmap, row.word, stride, a, b);
                              });
@@ -639,7 +642,7 @@ __device__ inline void write_values(const unsigned int* coverage, unsigned int* 
 // and on smaller maps at any width, the reads cost more than the atomics they save (1000³
 // with 3 % bands: 448 against 393 ms; 250³: 3.00 against 2.53 ms), so it is off unless asked
 // (results/bench/NOTES.md steps 17 and 19).
-template <class M>
+template <class M, bool kClaim>
 __global__ void paint_band(int q, const typename M::value_type* __restrict__ centre_r2,
                            const uint32_t* __restrict__ centre_index, const RowCut* __restrict__ centre_cut,
                            const unsigned long long* __restrict__ item_start,
@@ -654,7 +657,7 @@ __global__ void paint_band(int q, const typename M::value_type* __restrict__ cen
   // Class q + 1's centres lie just before class q's (place_classes: largest first).
   if (larger_begin >= larger_end) larger_begin = begin;
   int* cells = reinterpret_cast<int*>(thickness);
-  walk_rows<M, true, true>(larger_begin, end, centre_r2, centre_index, centre_cut, item_start, g, m, words_per_row,
+  walk_rows<M, kClaim, true, true>(larger_begin, end, centre_r2, centre_index, centre_cut, item_start, g, m, words_per_row,
                            task_claims, [&](RowAt row, int a, int b, float value, int64_t k) {
                              if (k < begin) {  // band q + 1: the union
                                union_run(bitmap, row.word, stride, a, b);
@@ -721,7 +724,7 @@ __device__ __noinline__ void merge_pending_marks(unsigned int* coverage, unsigne
 // paint_band was about half of the painter's instructions (results/bench/NOTES.md step 22);
 // merging in the painter's own launch, not a launch of its own after each band, halves the
 // launches (step 23).
-template <class M>
+template <class M, bool kClaim>
 __global__ void paint_band_marking(int q, const typename M::value_type* __restrict__ centre_r2,
                                    const uint32_t* __restrict__ centre_index, const RowCut* __restrict__ centre_cut,
                                    const unsigned long long* __restrict__ item_start,
@@ -737,7 +740,7 @@ __global__ void paint_band_marking(int q, const typename M::value_type* __restri
   int64_t begin, end;
   class_range(q, class_start, class_count, capacity, begin, end);
   int* cells = reinterpret_cast<int*>(thickness);
-  walk_rows<M, true, false>(begin, end, centre_r2, centre_index, centre_cut, item_start, g, m, words_per_row,
+  walk_rows<M, kClaim, true, false>(begin, end, centre_r2, centre_index, centre_cut, item_start, g, m, words_per_row,
                             task_claims, [&](RowAt row, int a, int b, float value, int64_t) {
                               write_values<true>(coverage, marks, row, stride, a, b, cells, __float_as_int(value),
                                                  filter_values);

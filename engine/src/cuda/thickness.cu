@@ -349,10 +349,10 @@ struct Engine {
 
   // Step 4 for class q of `set`: its union into the coverage bitmap.
   void paint_union(ClassSet& set, int q, cudaStream_t stream) {
-    launch_painter(kernels::paint_class<M>, stream, claim_psd_tasks, q, centre_r2.data(), centre_index.data(),
-                   centre_cut.data(), centre_items.data(), set.start.data(), set.count.data(), capacity, g, metric,
-                   coverage.data(), words_per_row, set.newly.data(),
-                   claim_psd_tasks ? set.task_claims(q) : nullptr);
+    launch_painter(claim_psd_tasks ? kernels::paint_class<M, true> : kernels::paint_class<M, false>, stream,
+                   claim_psd_tasks, q, centre_r2.data(), centre_index.data(), centre_cut.data(), centre_items.data(),
+                   set.start.data(), set.count.data(), capacity, g, metric, coverage.data(), words_per_row,
+                   set.newly.data(), set.task_claims(q));
   }
 
   // The thickness map of the distances `d` into `thickness`, which may hold `d` itself
@@ -367,18 +367,20 @@ struct Engine {
       unsigned int* marks[2] = {centre_bits.data(), more_marks.data()};
       for (unsigned int* m : marks) PF_CUDA_CHECK(cudaMemsetAsync(m, 0, coverage.bytes(), stream));
       for (int q = bands.size() + 1; q >= 1; --q)  // largest band first
-        launch_painter(kernels::paint_band_marking<M>, stream, claim_map_tasks, q, centre_r2.data(),
+        launch_painter(claim_map_tasks ? kernels::paint_band_marking<M, true> : kernels::paint_band_marking<M, false>,
+                       stream, claim_map_tasks, q, centre_r2.data(),
                        centre_index.data(), centre_cut.data(), centre_items.data(), bands.start.data(),
                        bands.count.data(), capacity, g, metric, coverage.data(), marks[(q + 1) % 2], marks[q % 2],
                        static_cast<int64_t>(coverage.size()), bands.merge_claims(q), words_per_row, thickness,
-                       filter_values, claim_map_tasks ? bands.task_claims(q) : nullptr);
+                       filter_values, bands.task_claims(q));
       return;
     }
     for (int q = bands.size() + 1; q >= 1; --q)  // largest band first; band q + 1's union with it
-      launch_painter(kernels::paint_band<M>, stream, claim_map_tasks, q, centre_r2.data(), centre_index.data(),
+      launch_painter(claim_map_tasks ? kernels::paint_band<M, true> : kernels::paint_band<M, false>, stream,
+                     claim_map_tasks, q, centre_r2.data(), centre_index.data(),
                      centre_cut.data(), centre_items.data(), bands.start.data(), bands.count.data(), capacity, g,
                      metric, coverage.data(), words_per_row, thickness, filter_values,
-                     claim_map_tasks ? bands.task_claims(q) : nullptr);
+                     bands.task_claims(q));
   }
 
   // The PSD-only path on the distances `d`: counts into `counts`.
