@@ -6,7 +6,7 @@
 // (scripts/bench_cupy_peer.py), prints a table and writes JSON.
 //
 //   bench_engine_cuda [--sizes 128,250,512,1000] [--reps R] [--json PATH] [--volumes DIR]
-//                     [--berea PATH|none] [--walk-once on|off] [--claim-tasks on|off] [--band-step RATIO]
+//                     [--berea PATH|none] [--claim-tasks on|off] [--band-step RATIO]
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -47,7 +47,6 @@ struct Row {
 // Painter settings the command line can force (unset: the engine's defaults), to compare
 // variants on the same volumes in one run.
 struct Settings {
-  std::optional<bool> walk_once;
   std::optional<double> band_step;
   std::optional<bool> claim_tasks;
 };
@@ -72,7 +71,6 @@ Row measure(const std::string& name, const Mask& phase, int reps, const Settings
   CHECK_CUDA(cudaDeviceSynchronize());  // the DMA from pageable memory has landed
   {
     cuda::ContextConfig config{phase.shape(), {}, Boundary::open, {}};
-    config.walk_band_rows_once = settings.walk_once;
     config.band_step = settings.band_step;
     config.claim_painter_tasks = settings.claim_tasks;
     cuda::ThicknessContext lt(config);
@@ -134,17 +132,17 @@ int main(int argc, char** argv) {
       volumes = argv[i + 1];
     } else if (a == "--berea") {
       berea = argv[i + 1];
-    } else if (a == "--walk-once" || a == "--claim-tasks") {
+    } else if (a == "--claim-tasks") {
       const std::string v = argv[i + 1];
       if (v != "on" && v != "off") {
         std::fprintf(stderr, "%s takes on or off\n", a.c_str());
         return 2;
       }
-      (a == "--walk-once" ? settings.walk_once : settings.claim_tasks) = v == "on";
+      settings.claim_tasks = v == "on";
     } else if (a == "--band-step") {
       settings.band_step = std::stod(argv[i + 1]);
     } else {
-      std::fprintf(stderr, "usage: bench_engine_cuda [--sizes A,B,...] [--reps R] [--json PATH] [--volumes DIR] [--berea PATH|none] [--walk-once on|off] [--claim-tasks on|off] [--band-step RATIO]\n");
+      std::fprintf(stderr, "usage: bench_engine_cuda [--sizes A,B,...] [--reps R] [--json PATH] [--volumes DIR] [--berea PATH|none] [--claim-tasks on|off] [--band-step RATIO]\n");
       return 2;
     }
   }

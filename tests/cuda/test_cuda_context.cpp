@@ -110,14 +110,10 @@ void check_parity(const Mask& phase, Boundary boundary) {
     ctx.synchronize();
     CHECK(mismatches(lt.download()) == 0);
   };
-  // The painter's other ways: walking each row once (the default) or twice, each then with
-  // a read before the atomics (off by default) and the narrow radius bands of the large
-  // volumes (by default 2 % only above 2^28 voxels).
-  for (const bool once : {false, true}) {
-    CAPTURE(once);
+  // The painter's other ways: a read before the atomics (off by default) with the narrow
+  // radius bands of the large volumes (by default 2 % only above 2^28 voxels).
+  {
     cuda::ContextConfig other = config;
-    other.walk_band_rows_once = once;
-    check_map(other);
     other.filter_map_atomics = true;
     other.band_step = 1.02;
     check_map(other);

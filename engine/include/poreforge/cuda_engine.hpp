@@ -33,11 +33,6 @@ struct ContextConfig {
   /// fewer balls of a band over each voxel, wide ones take fewer launches. Unset: 1.8 up to
   /// 2^22 voxels, 1.15 up to 2^25, 1.05 up to 2^28, 1.02 above. The map is the same either way.
   std::optional<double> band_step;
-  /// Whether the map's painter walks each ball's rows once, marking each band's union in a
-  /// bitmap that the next band's launch merges (two such bitmaps, one bit per voxel each), or
-  /// twice, the union again in the next band's launch. Unset: once. The map is the same
-  /// either way.
-  std::optional<bool> walk_band_rows_once;
   /// Whether the painters' warps claim their tasks (32 items of ball rows) one at a time from
   /// a counter, so that a warp whose tasks were light takes more, or take a fixed share each.
   /// Unset: claimed on the PSD-only path, a fixed share on the map (results/bench/NOTES.md

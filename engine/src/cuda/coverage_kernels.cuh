@@ -15,8 +15,7 @@
 //    balls that cover it. So every ball of a band writes its radius by atomicMax to the
 //    voxels of its rows not yet covered (by a larger band), and the band's union is added to
 //    the bitmap for the bands below: marked as it paints, in a bitmap of its own that the
-//    next band's launch merges (paint_band_marking), or by walking the band's rows again in
-//    the next band's launch (paint_band). Any order within a band is right.
+//    next band's launch merges (paint_band_marking). Any order within a band is right.
 //
 // Either way a ball skips the voxels that a face or yz-diagonal neighbour of no smaller
 // radius paints (row_cut: whole rows toward ±y, ±z and the diagonals, the ends of rows toward
@@ -31,9 +30,8 @@
 //     exclusive scan of those gives item numbers (sum_tiles, scan_tile_sums, scan_tiles: over
 //     the centres found, not the capacity).
 //  4. Per class, largest first: paint_class (PSD: the union), or for the map
-//     paint_band_marking (the default: band q's values and marks, band q + 1's marks merged
-//     first) or paint_band (band q's values and band q + 1's union in one launch); a warp
-//     shares out the rows of a task of 32 items, and takes its tasks dealt or claimed.
+//     paint_band_marking (band q's values and marks, band q + 1's marks merged first); a
+//     warp shares out the rows of a task of 32 items, and takes its tasks dealt or claimed.
 //  5. counts_from_classes (PSD): running sums → at_least[edges], above, phase.
 #include <cuda_runtime.h>
 
@@ -144,7 +142,7 @@ __global__ void place_classes(const unsigned int* __restrict__ class_count, int 
                               unsigned int* __restrict__ class_start, unsigned int* __restrict__ class_cursor,
                               unsigned int* __restrict__ total, int64_t capacity, Status* status) {
   unsigned long long offset = 0;
-  class_start[num_edges + 2] = class_cursor[num_edges + 2] = 0;  // the empty class above the top (paint_band)
+  class_start[num_edges + 2] = class_cursor[num_edges + 2] = 0;  // the empty class above the top (paint_band_marking)
   for (int q = num_edges + 1; q >= 1; --q) {
     class_start[q] = class_cursor[q] = static_cast<unsigned int>(offset);
     offset += class_count[q];
@@ -321,10 +319,9 @@ __global__ void scan_tiles(unsigned long long* __restrict__ centre_items, const 
 // The bitmap: bit x of voxel row (y, z) is bit x % 32 of word (z·words_per_row + x / 32)·ny + y
 // — y fastest, so the consecutive rows of a ball (dy fastest) are adjacent words, one cache line.
 
-// One lane's item: rows [lo, lo + count) of column dz of centre k (count 0: none).
+// One lane's item: rows [lo, lo + count) of column dz of its centre (count 0: none).
 template <class V>
 struct WalkItem {
-  int64_t k = 0;
   V r2{};
   float value = 0;
   int cx = 0, cy = 0, cz = 0, dz = 0, x0 = 0, x1 = 0, lo = 0, count = 0;
@@ -340,7 +337,6 @@ __device__ WalkItem<typename M::value_type> walk_item(unsigned long long item, i
                                                       const unsigned long long* __restrict__ item_start,
                                                       const Geometry& g, const M& m) {
   WalkItem<typename M::value_type> w;
-  w.k = k;
   w.r2 = centre_r2[k];
   w.value = m.radius(w.r2);
   int64_t x, y, z;
@@ -417,14 +413,14 @@ struct RowAt {
 // every lane walks a row that meets the ball. Walking whole boxes row by row, a thread a run
 // of rows, spent a step on every box corner, and a warp a step on any row one of its lanes
 // walked (results/bench/NOTES.md step 21). For each row that meets the volume,
-// `run(row, a, b, value, k)` gets the row's indices (RowAt) and each clipped x-run [a, b] of
-// centre k; a periodic ball wider than the period gives some voxels twice. The value (the
-// ball's radius) and k reach `run` only when kValue / kCentre ask for them: each field a row
-// carries is a shuffle per row (results/bench/NOTES.md step 22). kClaim: the warps claim
-// their tasks from `task_claims` (below); without it they are dealt and `task_claims` is
-// unused — a choice made at compile time, because the dealt walk compiled beside a claim
-// chosen at run time ran the 1000³ map 25 % slower (150 → 189 ms, NOTES step 25).
-template <class M, bool kClaim, bool kValue, bool kCentre, class Run>
+// `run(row, a, b, value)` gets the row's indices (RowAt) and each clipped x-run [a, b]; a
+// periodic ball wider than the period gives some voxels twice. The value (the ball's radius)
+// reaches `run` only when kValue asks for it: each field a row carries is a shuffle per row
+// (results/bench/NOTES.md step 22). kClaim: the warps claim their tasks from `task_claims`
+// (below); without it they are dealt and `task_claims` is unused — a choice made at compile
+// time, because the dealt walk compiled beside a claim chosen at run time ran the 1000³ map
+// 24 % slower (176.1 against 141.6 ms, results/bench/NOTES.md step 25).
+template <class M, bool kClaim, bool kValue, class Run>
 __device__ void walk_rows(int64_t s, int64_t e, const typename M::value_type* __restrict__ centre_r2,
                           const uint32_t* __restrict__ centre_index, const RowCut* __restrict__ centre_cut,
                           const unsigned long long* __restrict__ item_start, const Geometry& g, const M& m,
@@ -468,7 +464,6 @@ __device__ void walk_rows(int64_t s, int64_t e, const typename M::value_type* __
                                 : WalkItem<V>{};
     const int count = own.count, lo = own.lo, dz = own.dz, cx = own.cx, x0 = own.x0, x1 = own.x1;
     const int cyz = own.cy | (own.cz << 16);  // both below 2^15: one shuffle
-    const int64_t k = own.k;
     const V r2 = own.r2;
     const float value = own.value;
     // The warp's rows, numbered lane by lane: this lane's are [rows_end − count, rows_end).
@@ -492,8 +487,6 @@ __device__ void walk_rows(int64_t s, int64_t e, const typename M::value_type* __
       const V row_r2 = __shfl_sync(kWarp, r2, owner);
       float row_value = 0;
       if constexpr (kValue) row_value = __shfl_sync(kWarp, value, owner);
-      int64_t row_k = 0;
-      if constexpr (kCentre) row_k = __shfl_sync(kWarp, k, owner);
       if (j >= total) continue;
       int from, to;
       if (!clip_chord(int(detail::chord_half_width(m, row_r2, 0, dy, row_dz)), row_x0, row_x1, from, to)) continue;
@@ -509,17 +502,17 @@ __device__ void walk_rows(int64_t s, int64_t e, const typename M::value_type* __
       const RowAt row{uint32_t(z) * plane_words + uint32_t(y), (uint32_t(z) * uint32_t(ny) + uint32_t(y)) * uint32_t(nx)};
       const int a = row_cx + from, b = row_cx + to;
       if (!wrap_x) {
-        run(row, a > 0 ? a : 0, b < nx - 1 ? b : nx - 1, row_value, row_k);
+        run(row, a > 0 ? a : 0, b < nx - 1 ? b : nx - 1, row_value);
       } else if (b - a + 1 >= nx) {
-        run(row, 0, nx - 1, row_value, row_k);
+        run(row, 0, nx - 1, row_value);
       } else if (a < 0) {
-        run(row, a + nx, nx - 1, row_value, row_k);
-        run(row, 0, b, row_value, row_k);
+        run(row, a + nx, nx - 1, row_value);
+        run(row, 0, b, row_value);
       } else if (b >= nx) {
-        run(row, a, nx - 1, row_value, row_k);
-        run(row, 0, b - nx, row_value, row_k);
+        run(row, a, nx - 1, row_value);
+        run(row, 0, b - nx, row_value);
       } else {
-        run(row, a, b, row_value, row_k);
+        run(row, a, b, row_value);
       }
     }
     // Claimed numbers are lane 0's. Claims only grow, so a warp whose next task is past the
@@ -585,8 +578,8 @@ __global__ void __launch_bounds__(kPaintThreads, kPaintClassBlocks<M>) paint_cla
   int64_t begin, end;
   class_range(q, class_start, class_count, capacity, begin, end);
   unsigned long long fresh = 0;
-  walk_rows<M, kClaim, false, false>(begin, end, centre_r2, centre_index, centre_cut, item_start, g, m, words_per_row,
-                             task_claims, [&](RowAt row, int a, int b, float, int64_t) {
+  walk_rows<M, kClaim, false>(begin, end, centre_r2, centre_index, centre_cut, item_start, g, m, words_per_row,
+                             task_claims, [&](RowAt row, int a, int b, float) {
                                fresh += union_run(bitmap, row.word, stride, a, b);
                              });
   for (int o = 16; o > 0; o >>= 1) fresh += __shfl_down_sync(0xFFFFFFFFu, fresh, o);
@@ -599,8 +592,12 @@ __global__ void __launch_bounds__(kPaintThreads, kPaintClassBlocks<M>) paint_cla
 // are also marked in `marks`, a bitmap of the coverage's layout. With `filter_values` the open
 // values of a word are read first and only those this ball raises get an atomic: a stale read
 // is an older, smaller value (values only grow), so it can let an unneeded atomic through,
-// never stop a needed one. Addresses from 32-bit indices: 64-bit pointer arithmetic was about
-// half of a word's instructions and a third of an atomic's (SASS, sm_90).
+// never stop a needed one. It paid on 1000³ maps with 15 % bands, where many balls of a band
+// cover each voxel and each atomic is a trip to DRAM (674 → 551 ms); with narrow bands, and
+// on smaller maps at any width, the reads cost more than the atomics they save (1000³ with 3 %
+// bands: 448 against 393 ms; 250³: 3.00 against 2.53 ms), so it is off unless asked
+// (results/bench/NOTES.md steps 17 and 19). Addresses from 32-bit indices: 64-bit pointer
+// arithmetic was about half of a word's instructions and a third of an atomic's (SASS, sm_90).
 template <bool kMark>
 __device__ inline void write_values(const unsigned int* coverage, unsigned int* marks, RowAt row, int stride, int a,
                                     int b, int* cells, int bits_of_value, bool filter_values) {
@@ -627,45 +624,6 @@ __device__ inline void write_values(const unsigned int* coverage, unsigned int* 
       atomicMax(cells + (first + bit), bits_of_value);
     }
   }
-}
-
-// Step 4 of the map, band q: every ball of band q writes its radius to the voxels of its rows
-// that no larger band covers (write_values); in the same launch the balls of band q + 1 add
-// their union to the bitmap (for the top band, q + 1 is the empty class that ClassSet keeps
-// above the top and place_classes places). The skip is only a saving — an extra atomicMax by
-// a smaller ball leaves the larger value — so reading band q + 1's bits while they are being
-// set is exact: a voxel skipped for one of them lies in a larger ball. One launch a band
-// instead of two; band 1's union is never painted, nothing reads it. This walks every row
-// twice, once for values and once for the union; paint_band_marking walks it once.
-// `filter_values` (write_values) paid on 1000³ maps with 15 % bands, where many balls of a
-// band cover each voxel and each atomic is a trip to DRAM (674 → 551 ms); with narrow bands,
-// and on smaller maps at any width, the reads cost more than the atomics they save (1000³
-// with 3 % bands: 448 against 393 ms; 250³: 3.00 against 2.53 ms), so it is off unless asked
-// (results/bench/NOTES.md steps 17 and 19).
-template <class M, bool kClaim>
-__global__ void paint_band(int q, const typename M::value_type* __restrict__ centre_r2,
-                           const uint32_t* __restrict__ centre_index, const RowCut* __restrict__ centre_cut,
-                           const unsigned long long* __restrict__ item_start,
-                           const unsigned int* __restrict__ class_start, const unsigned int* __restrict__ class_count,
-                           int64_t capacity, Geometry g, M m, unsigned int* bitmap, int64_t words_per_row,
-                           float* thickness, bool filter_values, unsigned long long* task_claims) {
-  wait_for_previous_kernel();
-  const int stride = int(g.ny);
-  int64_t larger_begin, larger_end, begin, end;
-  class_range(q + 1, class_start, class_count, capacity, larger_begin, larger_end);
-  class_range(q, class_start, class_count, capacity, begin, end);
-  // Class q + 1's centres lie just before class q's (place_classes: largest first).
-  if (larger_begin >= larger_end) larger_begin = begin;
-  int* cells = reinterpret_cast<int*>(thickness);
-  walk_rows<M, kClaim, true, true>(larger_begin, end, centre_r2, centre_index, centre_cut, item_start, g, m, words_per_row,
-                           task_claims, [&](RowAt row, int a, int b, float value, int64_t k) {
-                             if (k < begin) {  // band q + 1: the union
-                               union_run(bitmap, row.word, stride, a, b);
-                               return;
-                             }
-                             write_values<false>(bitmap, nullptr, row, stride, a, b, cells, __float_as_int(value),
-                                                 filter_values);
-                           });
 }
 
 // The words of the merge that paint_band_marking's blocks claim at a time (16 KiB).
@@ -720,10 +678,11 @@ __device__ __noinline__ void merge_pending_marks(unsigned int* coverage, unsigne
 // launch (merge_pending_marks) and are cleared for band q − 1's marks; a painter that reads a
 // coverage word before its merge only sends atomics that change nothing (a smaller radius
 // over a larger one) and marks voxels that are covered already (so neither bitmap is
-// __restrict__ here: the launch writes what it reads). At 1000³ the second walk of
-// paint_band was about half of the painter's instructions (results/bench/NOTES.md step 22);
-// merging in the painter's own launch, not a launch of its own after each band, halves the
-// launches (step 23).
+// __restrict__ here: the launch writes what it reads). The painter this one replaced walked
+// band q + 1's rows again in band q's launch for the union: at 1000³ that second walk was
+// about half of its instructions (results/bench/NOTES.md step 22; removed in step 25, slower
+// at every size). Merging in the painter's own launch, not a launch of its own after each
+// band, halves the launches (step 23).
 template <class M, bool kClaim>
 __global__ void paint_band_marking(int q, const typename M::value_type* __restrict__ centre_r2,
                                    const uint32_t* __restrict__ centre_index, const RowCut* __restrict__ centre_cut,
@@ -740,8 +699,8 @@ __global__ void paint_band_marking(int q, const typename M::value_type* __restri
   int64_t begin, end;
   class_range(q, class_start, class_count, capacity, begin, end);
   int* cells = reinterpret_cast<int*>(thickness);
-  walk_rows<M, kClaim, true, false>(begin, end, centre_r2, centre_index, centre_cut, item_start, g, m, words_per_row,
-                            task_claims, [&](RowAt row, int a, int b, float value, int64_t) {
+  walk_rows<M, kClaim, true>(begin, end, centre_r2, centre_index, centre_cut, item_start, g, m, words_per_row,
+                            task_claims, [&](RowAt row, int a, int b, float value) {
                               write_values<true>(coverage, marks, row, stride, a, b, cells, __float_as_int(value),
                                                  filter_values);
                             });

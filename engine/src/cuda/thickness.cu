@@ -62,7 +62,7 @@ struct ClassSet {
 
   ClassSet() = default;
   ClassSet(std::vector<double> e, cudaStream_t stream, const char* what) : edges(std::move(e)) {
-    const std::size_t classes = edges.size() + 3;  // 0 … n + 1, and an empty one above (paint_band)
+    const std::size_t classes = edges.size() + 3;  // 0 … n + 1, and an empty one above (paint_band_marking)
     d_edges = DeviceBuffer<double>(edges.size(), stream, what);
     PF_CUDA_CHECK(cudaMemcpyAsync(d_edges.data(), edges.data(), d_edges.bytes(), cudaMemcpyHostToDevice, stream));
     count = DeviceBuffer<unsigned int>(classes, stream, what);
@@ -135,7 +135,6 @@ struct Engine {
   bool claim_map_tasks = false, claim_psd_tasks = false;  // the painters' warps claim tasks
   bool early_launch = false;  // programmatic dependent launches (sm_90 and later)
   bool filter_values = false;  // the map's painter reads values before its atomics
-  bool mark_unions = false;    // the map's painter walks each row once (paint_band_marking)
   // The map painted over its own squared distances needs no clearing pass first
   // (detail::map_overwrites_distances): 4 GB not written at 1000³.
   bool paint_over_distances = false;
@@ -197,7 +196,6 @@ struct Engine {
     filter_values = c.filter_map_atomics.value_or(false);
     // Once: 1000³ 277 → 192 ms, 250³ 2.14 → 1.95; no slower at 128³ or on Berea 110³, where
     // the merge passes cost about what the second walk did (results/bench/NOTES.md step 22).
-    mark_unions = c.walk_band_rows_once.value_or(true);
     if constexpr (std::is_same_v<M, VoxelMetric>) paint_over_distances = detail::map_overwrites_distances(m, max_r2);
 
     // Workspace, once.
@@ -213,7 +211,7 @@ struct Engine {
     // padded to words); more_marks is the other.
     centre_bits = DeviceBuffer<unsigned int>(std::max<std::size_t>(std::size_t((voxels + 31) / 32), coverage.size()),
                                              stream, "the centre bitmap");
-    if (mark_unions) more_marks = DeviceBuffer<unsigned int>(coverage.size(), stream, "the mark bitmap");
+    more_marks = DeviceBuffer<unsigned int>(coverage.size(), stream, "the mark bitmap");
     total = DeviceBuffer<unsigned int>(1, stream, "centre count");
     phase_total = DeviceBuffer<unsigned long long>(1, stream, "phase count");
     status = DeviceBuffer<kernels::Status>(1, stream, "status flags");
@@ -362,25 +360,15 @@ struct Engine {
     find_centres(d, bands, stream);
     if (!(paint_over_distances && static_cast<const void*>(d) == static_cast<const void*>(thickness)))
       PF_CUDA_CHECK(cudaMemsetAsync(thickness, 0, std::size_t(voxels) * sizeof(float), stream));
-    if (mark_unions) {
-      // Band q marks into marks[q % 2] and merges band q + 1's, the other one; both start clear.
-      unsigned int* marks[2] = {centre_bits.data(), more_marks.data()};
-      for (unsigned int* m : marks) PF_CUDA_CHECK(cudaMemsetAsync(m, 0, coverage.bytes(), stream));
-      for (int q = bands.size() + 1; q >= 1; --q)  // largest band first
-        launch_painter(claim_map_tasks ? kernels::paint_band_marking<M, true> : kernels::paint_band_marking<M, false>,
-                       stream, claim_map_tasks, q, centre_r2.data(),
-                       centre_index.data(), centre_cut.data(), centre_items.data(), bands.start.data(),
-                       bands.count.data(), capacity, g, metric, coverage.data(), marks[(q + 1) % 2], marks[q % 2],
-                       static_cast<int64_t>(coverage.size()), bands.merge_claims(q), words_per_row, thickness,
-                       filter_values, bands.task_claims(q));
-      return;
-    }
-    for (int q = bands.size() + 1; q >= 1; --q)  // largest band first; band q + 1's union with it
-      launch_painter(claim_map_tasks ? kernels::paint_band<M, true> : kernels::paint_band<M, false>, stream,
-                     claim_map_tasks, q, centre_r2.data(), centre_index.data(),
-                     centre_cut.data(), centre_items.data(), bands.start.data(), bands.count.data(), capacity, g,
-                     metric, coverage.data(), words_per_row, thickness, filter_values,
-                     bands.task_claims(q));
+    // Band q marks into marks[q % 2] and merges band q + 1's, the other one; both start clear.
+    unsigned int* marks[2] = {centre_bits.data(), more_marks.data()};
+    for (unsigned int* m : marks) PF_CUDA_CHECK(cudaMemsetAsync(m, 0, coverage.bytes(), stream));
+    for (int q = bands.size() + 1; q >= 1; --q)  // largest band first
+      launch_painter(claim_map_tasks ? kernels::paint_band_marking<M, true> : kernels::paint_band_marking<M, false>,
+                     stream, claim_map_tasks, q, centre_r2.data(), centre_index.data(), centre_cut.data(),
+                     centre_items.data(), bands.start.data(), bands.count.data(), capacity, g, metric,
+                     coverage.data(), marks[(q + 1) % 2], marks[q % 2], static_cast<int64_t>(coverage.size()),
+                     bands.merge_claims(q), words_per_row, thickness, filter_values, bands.task_claims(q));
   }
 
   // The PSD-only path on the distances `d`: counts into `counts`.
@@ -436,8 +424,8 @@ WorkspaceSize ThicknessContext::workspace_size(const ContextConfig& config) {
               std::size_t(capacity + 1) * sizeof(unsigned long long);
   w.scan = std::size_t(kernels::scan_tile_count(capacity)) * sizeof(unsigned long long);
   const std::size_t coverage_words = std::size_t((s.nx + 31) / 32 * s.ny * s.nz);
-  const bool second_marks = config.walk_band_rows_once.value_or(true);  // Engine::more_marks
-  w.coverage = ((second_marks ? 2 : 1) * coverage_words + std::max<std::size_t>(coverage_words, std::size_t((voxels + 31) / 32))) *
+  // The coverage, Engine::more_marks, and the centre bitmap (the other mark bitmap).
+  w.coverage = (2 * coverage_words + std::max<std::size_t>(coverage_words, std::size_t((voxels + 31) / 32))) *
                sizeof(unsigned int);
   // Flags, counters, bands and edges, containment tables (≤ 1 MiB), class tables.
   w.small = (std::size_t(1) << 20) + (config.psd_edges.size() + 3) * 44;  // ClassSet: 3 counters, 3 totals, an edge
