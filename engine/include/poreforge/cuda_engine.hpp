@@ -35,8 +35,8 @@ struct ContextConfig {
   std::optional<double> band_step;
   /// Whether the painters' warps claim their tasks (32 items of ball rows) one at a time from
   /// a counter, so that a warp whose tasks were light takes more, or take a fixed share each.
-  /// Unset: claimed on the PSD-only path, a fixed share on the map (results/bench/NOTES.md
-  /// step 24). The results are the same either way.
+  /// Unset: claimed on the PSD-only path, a fixed share on the map, the faster of the two
+  /// for each on an H200 (results/bench/NOTES.md step 25). The results are the same either way.
   std::optional<bool> claim_painter_tasks;
   /// Blocks of each painter launch, in [1, 2^20]. Unset: as many as fit on the device at once
   /// when tasks are claimed, 8 per SM when they are dealt. Tests set a few, so that a small

@@ -186,8 +186,8 @@ struct Engine {
     PF_CUDA_CHECK(cudaGetDevice(&dev));
     PF_CUDA_CHECK(cudaDeviceGetAttribute(&sm_count, cudaDevAttrMultiProcessorCount, dev));
     painter_blocks = c.painter_blocks.value_or(0);
-    // Claimed tasks: the PSD path 113 → 101 ms at 1000³ (the map's launches 153 → 170, not
-    // understood): results/bench/NOTES.md step 24.
+    // Claimed tasks: the PSD path 108 → 92 ms at 1000³, the map 142 → 162 (why the map
+    // loses is not understood): results/bench/NOTES.md steps 24–25.
     claim_psd_tasks = c.claim_painter_tasks.value_or(true);
     claim_map_tasks = c.claim_painter_tasks.value_or(false);
     int major = 0;
