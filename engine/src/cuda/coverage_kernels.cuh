@@ -404,7 +404,7 @@ struct RowAt {
   uint32_t word, voxel;
 };
 
-// Step 4's walk over the rows of the centres [s, e) (one class, or two adjacent ones). The
+// Step 4's walk over the rows of the centres [s, e) (one class). The
 // work is numbered in items: centre k owns items item_start[k] … item_start[k + 1] − 1, one
 // per column dz of its box (box_of) and segment of kRowsPerItem rows of the box's height
 // (items_of). A warp takes 32 consecutive items (fewer in a small class): the lanes find their

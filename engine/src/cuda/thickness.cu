@@ -194,8 +194,6 @@ struct Engine {
     PF_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
     early_launch = major >= 9;
     filter_values = c.filter_map_atomics.value_or(false);
-    // Once: 1000³ 277 → 192 ms, 250³ 2.14 → 1.95; no slower at 128³ or on Berea 110³, where
-    // the merge passes cost about what the second walk did (results/bench/NOTES.md step 22).
     if constexpr (std::is_same_v<M, VoxelMetric>) paint_over_distances = detail::map_overwrites_distances(m, max_r2);
 
     // Workspace, once.
@@ -361,6 +359,8 @@ struct Engine {
     if (!(paint_over_distances && static_cast<const void*>(d) == static_cast<const void*>(thickness)))
       PF_CUDA_CHECK(cudaMemsetAsync(thickness, 0, std::size_t(voxels) * sizeof(float), stream));
     // Band q marks into marks[q % 2] and merges band q + 1's, the other one; both start clear.
+    // Each row walked once, its band's union marked as it is painted: 1000³ 277 → 192 ms,
+    // 250³ 2.14 → 1.95 against walking it again for the union (results/bench/NOTES.md step 22).
     unsigned int* marks[2] = {centre_bits.data(), more_marks.data()};
     for (unsigned int* m : marks) PF_CUDA_CHECK(cudaMemsetAsync(m, 0, coverage.bytes(), stream));
     for (int q = bands.size() + 1; q >= 1; --q)  // largest band first
