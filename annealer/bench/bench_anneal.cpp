@@ -31,7 +31,7 @@ using namespace poreforge::anneal;
 int main(int argc, char** argv) {
   int64_t size = 64, evaluations = 20000;
   uint64_t seed = 1;
-  std::string json, berea = POREFORGE_SHARED_DATA "/berea_110.raw", backend_name = "cpu", initial = "noise",
+  std::string json, berea = POREFORGE_DATA_DIR "/berea_110.raw", backend_name = "cpu", initial = "noise",
               loop = "device";
   double blobiness = 0.5;
   for (int i = 1; i + 1 < argc; i += 2) {

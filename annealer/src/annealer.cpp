@@ -228,6 +228,12 @@ Annealer::Annealer(Config config, Snapshot snap)
 }
 
 Annealer::~Annealer() = default;
+#ifndef POREFORGE_HAVE_CUDA
+// A build without CUDA never makes a device loop, but the pointer that would hold one still
+// names its destructor.
+struct detail::DeviceLoop::Impl {};
+detail::DeviceLoop::~DeviceLoop() = default;
+#endif
 Annealer::Annealer(Annealer&&) = default;
 Annealer& Annealer::operator=(Annealer&&) = default;
 

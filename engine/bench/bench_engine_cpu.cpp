@@ -103,7 +103,7 @@ int main(int argc, char** argv) {
   mallopt(M_MMAP_THRESHOLD, 1 << 20);
   int64_t size = 250;
   int reps = 3;
-  std::string berea = POREFORGE_SHARED_DATA "/berea_110.raw", json = "results/bench/engine_cpu.json";
+  std::string berea = POREFORGE_DATA_DIR "/berea_110.raw", json = "results/bench/engine_cpu.json";
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i];
     if (a == "--size") size = std::stoll(argv[i + 1]);

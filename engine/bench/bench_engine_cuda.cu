@@ -115,7 +115,7 @@ Row measure(const std::string& name, const Mask& phase, int reps, const Settings
 int main(int argc, char** argv) {
   std::vector<int64_t> sizes = {128, 250, 512, 1000};
   int reps = 20;
-  std::string json = "results/bench/engine_cuda.json", volumes, berea = POREFORGE_SHARED_DATA "/berea_110.raw";
+  std::string json = "results/bench/engine_cuda.json", volumes, berea = POREFORGE_DATA_DIR "/berea_110.raw";
   Settings settings;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i];

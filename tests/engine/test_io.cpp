@@ -140,7 +140,7 @@ TEST_CASE("io.tiff_unsupported_build") {
 TEST_CASE("io.berea_sample") {
   // The real Berea sandstone crop: 0 = pore. Largest LT equals the largest distance (the
   // deepest ball covers its own centre and no ball is larger), and the PSD sums to 1.
-  const std::string path = POREFORGE_SHARED_DATA "/berea_110.raw";
+  const std::string path = POREFORGE_DATA_DIR "/berea_110.raw";
   REQUIRE_MESSAGE(fs::exists(path), "the Berea sample is missing at " << path);
   const LabelImage image = read_raw(path, {110, 110, 110}, DType::u8);
   const Mask pore = phase_mask(image, 0);
