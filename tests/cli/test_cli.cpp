@@ -14,62 +14,19 @@
 #include "poreforge/error.hpp"
 #include "poreforge/generators.hpp"
 #include "poreforge/io.hpp"
+#include "support/cli.hpp"
 #include "support/random.hpp"
 
 using namespace poreforge;
 namespace fs = std::filesystem;
 
+using testing::check_error;
+using testing::Workspace;
+
 namespace {
 
-struct Result {
-  int status;
-  std::string output;  // stdout and stderr together
-};
-
-// Runs poreforge; `streams` picks what is captured ("2>&1": both, "2>&1 >/dev/null": stderr).
-Result run(const std::string& args, const std::string& streams = "2>&1") {
-  const std::string cmd = std::string(POREFORGE_CLI) + " " + args + " " + streams;
-  FILE* pipe = popen(cmd.c_str(), "r");
-  REQUIRE(pipe);
-  std::string out;
-  char buf[4096];
-  while (std::size_t n = fread(buf, 1, sizeof buf, pipe)) out.append(buf, n);
-  const int status = pclose(pipe);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
-}
-
-struct Workspace {
-  fs::path dir;
-  Workspace() {
-    dir = fs::temp_directory_path() / ("poreforge-cli-" + std::to_string(testing::fresh_seed()));
-    fs::create_directories(dir);
-  }
-  ~Workspace() {
-    std::error_code ec;
-    fs::remove_all(dir, ec);
-  }
-  std::string operator/(const std::string& name) const { return (dir / name).string(); }
-  // Only the given files exist in the directory (no temporaries, no partial outputs).
-  bool holds_only(std::initializer_list<std::string> names) const {
-    std::size_t count = 0;
-    for (auto& e : fs::directory_iterator(dir)) {
-      (void)e;
-      ++count;
-    }
-    for (auto& n : names)
-      if (!fs::exists(dir / n)) return false;
-    return count == names.size();
-  }
-};
-
-// Runs a command that must fail: one line on stderr, "poreforge: error: ...", non-zero status.
-void check_error(const std::string& args, const std::string& fragment) {
-  const Result r = run(args, "2>&1 >/dev/null");
-  CAPTURE(r.output);
-  CHECK(r.status != 0);
-  CHECK(r.output.rfind("poreforge: error: ", 0) == 0);
-  CHECK(std::count(r.output.begin(), r.output.end(), '\n') == 1);
-  CHECK(r.output.find(fragment) != std::string::npos);
+testing::CliResult run(const std::string& args, const std::string& streams = "2>&1") {
+  return testing::run_cli(args, streams);
 }
 
 }  // namespace
@@ -77,7 +34,7 @@ void check_error(const std::string& args, const std::string& fragment) {
 TEST_CASE("cli.thickness.writes_results") {
   Workspace ws;
   REQUIRE(run("generate blobs --shape 32,24,20 --porosity 0.45 --seed 5 -o " + ws / "in.h5").status == 0);
-  const Result r = run("thickness " + ws / "in.h5" + " -o " + ws / "out.h5 --bins 6 --boundary periodic");
+  const testing::CliResult r = run("thickness " + ws / "in.h5" + " -o " + ws / "out.h5 --bins 6 --boundary periodic");
   CAPTURE(r.output);
   REQUIRE(r.status == 0);
   // auto picks the GPU where one answers, and says which backend ran.
@@ -136,7 +93,7 @@ TEST_CASE("cli.thickness.bad_input") {
 TEST_CASE("cli.info_and_generate") {
   Workspace ws;
   REQUIRE(run("generate spheres --shape 30,30,30 --porosity 0.5 --radius 3 --seed 2 -o " + ws / "s.h5").status == 0);
-  const Result r = run("info " + ws / "s.h5");
+  const testing::CliResult r = run("info " + ws / "s.h5");
   CAPTURE(r.output);
   CHECK(r.status == 0);
   CHECK(r.output.find("30x30x30") != std::string::npos);
@@ -149,7 +106,7 @@ TEST_CASE("cli.info_and_generate") {
 TEST_CASE("cli.describe") {
   Workspace ws;
   REQUIRE(run("generate blobs --shape 24,20,16 --porosity 0.4 --seed 3 -o " + ws / "in.h5").status == 0);
-  const Result r = run("describe " + ws / "in.h5 -o " + ws / "desc.h5 --bins 5 --backend cpu");
+  const testing::CliResult r = run("describe " + ws / "in.h5 -o " + ws / "desc.h5 --bins 5 --backend cpu");
   CAPTURE(r.output);
   REQUIRE(r.status == 0);
   CHECK(r.output.find("porosity 0.4000") != std::string::npos);
@@ -180,7 +137,7 @@ TEST_CASE("cli.describe") {
 TEST_CASE("cli.morph") {
   Workspace ws;
   write_raw(ws / "m.raw", generate_noise({20, 16, 1}, 0.5, 4));
-  const Result r = run("morph " + ws / "m.raw --shape 20,16,1 --op dilate --element box:3x3 --iterations 2 -o " +
+  const testing::CliResult r = run("morph " + ws / "m.raw --shape 20,16,1 --op dilate --element box:3x3 --iterations 2 -o " +
                        ws / "d.h5");
   CAPTURE(r.output);
   REQUIRE(r.status == 0);
