@@ -6,7 +6,7 @@
 // (scripts/bench_cupy_peer.py), prints a table and writes JSON.
 //
 //   bench_engine_cuda [--sizes 128,250,512,1000] [--reps R] [--json PATH] [--volumes DIR]
-//                     [--berea PATH|none] [--claim-tasks on|off] [--band-step RATIO]
+//                     [--berea PATH|none] [--band-step RATIO]
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -48,7 +48,6 @@ struct Row {
 // variants on the same volumes in one run.
 struct Settings {
   std::optional<double> band_step;
-  std::optional<bool> claim_tasks;
 };
 
 Row measure(const std::string& name, const Mask& phase, int reps, const Settings& settings) {
@@ -72,7 +71,6 @@ Row measure(const std::string& name, const Mask& phase, int reps, const Settings
   {
     cuda::ContextConfig config{phase.shape(), {}, Boundary::open, {}};
     config.band_step = settings.band_step;
-    config.claim_painter_tasks = settings.claim_tasks;
     cuda::ThicknessContext lt(config);
     const cudaStream_t s = static_cast<cudaStream_t>(lt.stream());
     lt.thickness_async(d_mask, d_map);
@@ -92,7 +90,6 @@ Row measure(const std::string& name, const Mask& phase, int reps, const Settings
   uint32_t* d_d2 = nullptr;
   {
     cuda::ContextConfig psd_config{phase.shape(), {}, Boundary::open, edges};
-    psd_config.claim_painter_tasks = settings.claim_tasks;
     cuda::ThicknessContext psd(psd_config);
     CHECK_CUDA(cudaMalloc(&d_counts, psd.psd_count_entries() * sizeof(int64_t)));
     const cudaStream_t s = static_cast<cudaStream_t>(psd.stream());
@@ -132,17 +129,10 @@ int main(int argc, char** argv) {
       volumes = argv[i + 1];
     } else if (a == "--berea") {
       berea = argv[i + 1];
-    } else if (a == "--claim-tasks") {
-      const std::string v = argv[i + 1];
-      if (v != "on" && v != "off") {
-        std::fprintf(stderr, "%s takes on or off\n", a.c_str());
-        return 2;
-      }
-      settings.claim_tasks = v == "on";
     } else if (a == "--band-step") {
       settings.band_step = std::stod(argv[i + 1]);
     } else {
-      std::fprintf(stderr, "usage: bench_engine_cuda [--sizes A,B,...] [--reps R] [--json PATH] [--volumes DIR] [--berea PATH|none] [--claim-tasks on|off] [--band-step RATIO]\n");
+      std::fprintf(stderr, "usage: bench_engine_cuda [--sizes A,B,...] [--reps R] [--json PATH] [--volumes DIR] [--berea PATH|none] [--band-step RATIO]\n");
       return 2;
     }
   }

@@ -110,11 +110,9 @@ void check_parity(const Mask& phase, Boundary boundary) {
     ctx.synchronize();
     CHECK(mismatches(lt.download()) == 0);
   };
-  // The painter's other ways: a read before the atomics (off by default) with the narrow
-  // radius bands of the large volumes (by default 2 % only above 2^28 voxels).
+  // The narrow radius bands of the large volumes (by default 2 % only above 2^28 voxels).
   {
     cuda::ContextConfig other = config;
-    other.filter_map_atomics = true;
     other.band_step = 1.02;
     check_map(other);
   }
@@ -148,13 +146,11 @@ void check_parity(const Mask& phase, Boundary boundary) {
     CHECK(gpu.fraction == cpu.fraction);
   };
   check_psd(context, bins);
-  // The painters' tasks claimed and dealt (by default the PSD path claims, the map deals), on
-  // a grid of two blocks — 16 warps, so that a small volume's classes also have more tasks
-  // than warps and the claims' counter hands most of them out.
-  for (const bool claimed : {false, true}) {
-    CAPTURE(claimed);
+  // A grid of two blocks — 16 warps, so that a small volume's classes also have more tasks
+  // than warps: the map's dealt shares each hold several, and the PSD path's claims' counter
+  // hands most of them out.
+  {
     cuda::ContextConfig few = config;
-    few.claim_painter_tasks = claimed;
     few.painter_blocks = 2;
     check_map(few);
     cuda::ThicknessContext small_grid(few);

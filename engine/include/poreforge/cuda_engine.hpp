@@ -24,27 +24,19 @@ struct ContextConfig {
   /// phase: 6 % of a 250³ blob volume). A volume with more centres is reported by
   /// synchronize(); the one-shot helpers retry with room for every voxel.
   double centre_capacity = 0.125;
-  /// Whether the map's painter reads each word of values before its atomic updates and sends
-  /// only those that raise a value. It paid on 1000³ maps with wide radius bands, many balls
-  /// of a band over each voxel; with the default bands it costs time at every size measured
-  /// (results/bench/NOTES.md step 19). Unset: off. The map is the same either way.
-  std::optional<bool> filter_map_atomics;
   /// Ratio between the map painter's successive radius bands, in (1, 4]. Narrow bands put
   /// fewer balls of a band over each voxel, wide ones take fewer launches. Unset: 1.8 up to
   /// 2^22 voxels, 1.15 up to 2^25, 1.05 up to 2^28, 1.02 above. The map is the same either way.
   std::optional<double> band_step;
-  /// Whether the painters' warps claim their tasks (32 items of ball rows) one at a time from
-  /// a counter, so that a warp whose tasks were light takes more, or take a fixed share each.
-  /// Unset: claimed on the PSD-only path, a fixed share on the map, the faster of the two
-  /// for each on an H200 (results/bench/NOTES.md step 25). The results are the same either way.
-  std::optional<bool> claim_painter_tasks;
   /// Blocks of each painter launch, in [1, 2^20]. Unset: as many as fit on the device at once
-  /// when tasks are claimed, 8 per SM when they are dealt. Tests set a few, so that a small
-  /// volume has more tasks than warps. The results are the same either way.
+  /// on the PSD-only path (its warps claim their tasks), 8 per SM on the map (tasks dealt).
+  /// Tests set a few, so that a small volume has more tasks than warps. The results are the
+  /// same either way.
   std::optional<int> painter_blocks;
 };
 
-/// Device memory a context takes, by part, in bytes (the CUB-style size query).
+/// Device memory a context takes, by part, in bytes (the CUB-style size query). The context
+/// asks it before allocating and refuses, naming both sizes, when the device has less free.
 struct WorkspaceSize {
   std::size_t distance = 0;  ///< squared distances (PSD path; the map path uses its output)
   std::size_t centres = 0;   ///< ball centres: radius, index, row cut, painter item number

@@ -119,8 +119,8 @@ PF_HD uint32_t corrected_root(uint32_t rest, float estimate) {
 // The same answer for integer squared distances, by an integer square root (a float estimate
 // corrected exactly): the CUDA painter runs this per row. All in 32 bits, which hold every
 // value here (offsets below 2^15, squared distances below 2^32): 64-bit products and a 64-bit
-// conversion made it a sixth of the painter's instructions at 1000³ (results/bench/NOTES.md
-// step 22). The estimate: on the device x·rsqrt(x) — the hardware's approximate reciprocal
+// conversion made it a sixth of the painter's instructions at 1000³ (docs/performance.md).
+// The estimate: on the device x·rsqrt(x) — the hardware's approximate reciprocal
 // root (relative error below 2^-22.9, PTX rsqrt.approx.f32) and a product, within 0.02 of √x
 // below 2^32 — where a correctly rounded sqrtf is that root refined, a range check and a
 // branch to a slow path (nine instructions of the painter's row against two); on the host

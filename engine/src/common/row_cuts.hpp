@@ -25,7 +25,7 @@ PF_HD int larger(int a, int b) { return a > b ? a : b; }
 // (0, ±1, ±1), by `diagonal` k = (dy > 0) + 2·(dz > 0), one bit each: the rows (dy, dz) with
 // dy·sign_y + dz·sign_z ≥ 1 are painted by that neighbour (see row_cut). One word for all
 // (the map's memory target counts every byte of a centre). CPU counts of the rows this leaves
-// at 512³ and 1000³: results/bench/NOTES.md step 21.
+// at 512³ and 1000³: docs/performance.md.
 constexpr int kNoCut = 127;
 struct RowCut {
   enum Side { plus_y, minus_y, plus_z, minus_z, plus_x, minus_x };
@@ -208,7 +208,7 @@ struct RowSpan {
 };
 // The lower end is kept negated, −min(−y0, w, …): CUDA 13.0's ptxas (sm_90) folded
 // max(max(y0, −w), s) in the painter into one three-input VIMNMX3 and dropped the minus, so
-// the painter walked dy ≥ +w only (results/bench/NOTES.md step 21; the GPU parity tests and
+// the painter walked dy ≥ +w only (docs/performance.md; the GPU parity tests and
 // a stand-alone repro caught it, the PTX was right).
 template <class M>
 PF_HD RowSpan column_rows(const M& m, const RowBox& box, int dz) {

@@ -112,7 +112,7 @@ __global__ void count_classes(const typename M::value_type* __restrict__ d2,
   unsigned int phase = 0;
   // A phase voxel is one with a distance (≥ one voxel, or infinite); the mask is not read.
   // (Loading the thread's 8 distances before the first test took 72 registers against 48 and
-  // the kernel 10.8 → 28 ms at 1000³: results/bench/NOTES.md step 23.)
+  // the kernel 10.8 → 28 ms at 1000³: docs/performance.md.)
   using V = typename M::value_type;
   for (int k = 0; k < kCentreItems; ++k) {
     const int64_t i = striped_voxel(k);
@@ -158,8 +158,7 @@ constexpr int kPaintThreads = 256;
 // centre's box. A centre has a column per dz of its box and as many segments per column as
 // its box is high; segments that miss the ball are dropped by the walk, not walked. Each item
 // costs a centre look-up and a clip: 32 rows against 16 took the 1000³ map 163.8 → 160.9 ms
-// and its PSD path 126 → 121, and left 250³, 512³ and Berea within noise (results/bench/
-// NOTES.md step 22).
+// and its PSD path 126 → 121, and left 250³, 512³ and Berea within noise (docs/performance.md).
 constexpr int kRowsPerItem = 32;
 
 PF_HD int64_t items_of(const RowBox& box) {
@@ -171,7 +170,7 @@ PF_HD int64_t items_of(const RowBox& box) {
 // The block's centres are listed first and described (row cut, painter items) from the list,
 // a thread a centre: described where they were found, a warp's 32 voxels held ~3 centres at
 // 1000³ and the warp spent the row cut's ten loads and the box's arithmetic on each of them
-// in turn (results/bench/NOTES.md step 23).
+// in turn (docs/performance.md).
 template <class M>
 __global__ void write_classes(const typename M::value_type* __restrict__ d2, Geometry g, M m, int64_t voxels,
                               const unsigned int* __restrict__ centre_bits, const double* __restrict__ edges,
@@ -238,7 +237,7 @@ __global__ void write_classes(const typename M::value_type* __restrict__ d2, Geo
 // transposes), so each load and store of a warp is contiguous; the tiles' sums read the
 // entries and write nothing. Before (a tile scanned and written, then offsets added in a
 // second pass; each thread's 8 entries loaded and stored as 8 strided accesses) the three
-// kernels took 1.9 ms at 1000³ (results/bench/NOTES.md step 23). Grids are sized for the
+// kernels took 1.9 ms at 1000³ (docs/performance.md). Grids are sized for the
 // capacity and loop; tiles past `used` do nothing.
 constexpr int kScanThreads = 256, kScanItems = 8, kScanTile = kScanThreads * kScanItems;
 
@@ -412,14 +411,14 @@ struct RowAt {
 // meet the ball (walk_item), and the warp shares out the rows left, 32 at a time, so that
 // every lane walks a row that meets the ball. Walking whole boxes row by row, a thread a run
 // of rows, spent a step on every box corner, and a warp a step on any row one of its lanes
-// walked (results/bench/NOTES.md step 21). For each row that meets the volume,
+// walked (docs/performance.md). For each row that meets the volume,
 // `run(row, a, b, value)` gets the row's indices (RowAt) and each clipped x-run [a, b]; a
 // periodic ball wider than the period gives some voxels twice. The value (the ball's radius)
 // reaches `run` only when kValue asks for it: each field a row carries is a shuffle per row
-// (results/bench/NOTES.md step 22). kClaim: the warps claim their tasks from `task_claims`
+// (docs/performance.md). kClaim: the warps claim their tasks from `task_claims`
 // (below); without it they are dealt and `task_claims` is unused — a choice made at compile
 // time, because the dealt walk compiled beside a claim chosen at run time ran the 1000³ map
-// 24 % slower (176.1 against 141.6 ms, results/bench/NOTES.md step 25).
+// 24 % slower (176.1 against 141.6 ms, docs/performance.md).
 template <class M, bool kClaim, bool kValue, class Run>
 __device__ void walk_rows(int64_t s, int64_t e, const typename M::value_type* __restrict__ centre_r2,
                           const uint32_t* __restrict__ centre_index, const RowCut* __restrict__ centre_cut,
@@ -589,18 +588,14 @@ __global__ void __launch_bounds__(kPaintThreads, kPaintClassBlocks<M>) paint_cla
 // The map's value write for the x-run [a, b] of `row`: `bits_of_value` by atomicMax on the
 // float's bits (non-negative floats order as their bits) to each voxel of `cells` (the map,
 // as ints) that the coverage words leave open. With kMark (the marking painter) those voxels
-// are also marked in `marks`, a bitmap of the coverage's layout. With `filter_values` the open
-// values of a word are read first and only those this ball raises get an atomic: a stale read
-// is an older, smaller value (values only grow), so it can let an unneeded atomic through,
-// never stop a needed one. It paid on 1000³ maps with 15 % bands, where many balls of a band
-// cover each voxel and each atomic is a trip to DRAM (674 → 551 ms); with narrow bands, and
-// on smaller maps at any width, the reads cost more than the atomics they save (1000³ with 3 %
-// bands: 448 against 393 ms; 250³: 3.00 against 2.53 ms), so it is off unless asked
-// (results/bench/NOTES.md steps 17 and 19). Addresses from 32-bit indices: 64-bit pointer
-// arithmetic was about half of a word's instructions and a third of an atomic's (SASS, sm_90).
+// are also marked in `marks`, a bitmap of the coverage's layout. Every open voxel gets its
+// atomic: reading a word's values first to send only those that raise one cost more than the
+// atomics it saved with the default narrow bands (docs/performance.md). Addresses from 32-bit
+// indices: 64-bit pointer arithmetic was about half of a word's instructions and a third of an
+// atomic's (SASS, sm_90).
 template <bool kMark>
 __device__ inline void write_values(const unsigned int* coverage, unsigned int* marks, RowAt row, int stride, int a,
-                                    int b, int* cells, int bits_of_value, bool filter_values) {
+                                    int b, int* cells, int bits_of_value) {
   for (int w = a >> 5; w <= (b >> 5); ++w) {
     const uint32_t word = row.word + uint32_t(w) * uint32_t(stride);
     unsigned int open = run_bits(w, a, b) & ~coverage[word];
@@ -610,14 +605,6 @@ __device__ inline void write_values(const unsigned int* coverage, unsigned int* 
       if ((*mark & open) != open) atomicOr(mark, open);  // a stale read only costs an atomic
     }
     const uint32_t first = row.voxel + uint32_t(w) * 32u;  // the word's first voxel
-    if (filter_values) {  // the word's open values, read together: one latency, not one per voxel
-      const int* cell = cells + first;
-      unsigned int raise = 0;
-#pragma unroll
-      for (int j = 0; j < 32; ++j)
-        if ((open >> j) & 1u) raise |= unsigned(cell[j] < bits_of_value) << j;
-      open = raise;
-    }
     while (open) {  // highest bit first: one instruction finds it
       const uint32_t bit = 31u - uint32_t(__clz(open));
       open ^= 1u << bit;
@@ -680,9 +667,9 @@ __device__ __noinline__ void merge_pending_marks(unsigned int* coverage, unsigne
 // over a larger one) and marks voxels that are covered already (so neither bitmap is
 // __restrict__ here: the launch writes what it reads). The painter this one replaced walked
 // band q + 1's rows again in band q's launch for the union: at 1000³ that second walk was
-// about half of its instructions (results/bench/NOTES.md step 22; removed in step 25, slower
-// at every size). Merging in the painter's own launch, not a launch of its own after each
-// band, halves the launches (step 23).
+// about half of its instructions (docs/performance.md; it was slower at every size).
+// Merging in the painter's own launch, not a launch of its own after each band, halves the
+// launches.
 template <class M, bool kClaim>
 __global__ void paint_band_marking(int q, const typename M::value_type* __restrict__ centre_r2,
                                    const uint32_t* __restrict__ centre_index, const RowCut* __restrict__ centre_cut,
@@ -691,7 +678,7 @@ __global__ void paint_band_marking(int q, const typename M::value_type* __restri
                                    const unsigned int* __restrict__ class_count, int64_t capacity, Geometry g, M m,
                                    unsigned int* coverage, unsigned int* pending, unsigned int* __restrict__ marks,
                                    int64_t words, unsigned long long* merge_claims,
-                                   int64_t words_per_row, float* __restrict__ thickness, bool filter_values,
+                                   int64_t words_per_row, float* __restrict__ thickness,
                                    unsigned long long* task_claims) {
   wait_for_previous_kernel();
   if (class_count[q + 1] > 0) merge_pending_marks(coverage, pending, words, merge_claims);  // none: nothing marked
@@ -701,8 +688,7 @@ __global__ void paint_band_marking(int q, const typename M::value_type* __restri
   int* cells = reinterpret_cast<int*>(thickness);
   walk_rows<M, kClaim, true>(begin, end, centre_r2, centre_index, centre_cut, item_start, g, m, words_per_row,
                             task_claims, [&](RowAt row, int a, int b, float value) {
-                              write_values<true>(coverage, marks, row, stride, a, b, cells, __float_as_int(value),
-                                                 filter_values);
+                              write_values<true>(coverage, marks, row, stride, a, b, cells, __float_as_int(value));
                             });
 }
 

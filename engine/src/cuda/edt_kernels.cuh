@@ -25,7 +25,7 @@ using detail::Geometry;
 // each chunk the last background voxel before it and the first after it, and each voxel's
 // nearest on either side is a bit search in its own chunk's word. The mask is read once and
 // the output written once; the two-sweep loop below reads the mask twice and the output back
-// (14 bytes a voxel moved against 5; results/bench/NOTES.md step 23). The boundary rule is
+// (14 bytes a voxel moved against 5; docs/performance.md). The boundary rule is
 // a virtual background beyond each end of the row (left_end, right_end; low / high: none).
 // Returns whether a voxel was left at infinity.
 template <class M>

@@ -81,7 +81,7 @@ struct ClassSet {
 // visits it: an atomic, or a read with filter_values); each band costs a launch and a pass
 // over the marks (paint_band_marking), empty ones above the volume's largest ball included.
 // Small volumes are launch-bound, large ones bound by the visits, so the step shrinks as the
-// volume grows (results/bench/NOTES.md steps 17–19, 22 and 23, H200): 80 % up to 2^22 voxels
+// volume grows (docs/performance.md, H200): 80 % up to 2^22 voxels
 // (a 160³ cube), 15 % up to 2^25 (322³), 5 % up to 2^28 (645³; 512³ 15.8 → 15.4 ms against
 // 3 %), 2 % above (1000³ 170 → 164 ms against 3 %, 201 with 5 %; with the merge in the
 // painter's launch, 150.3 against 153.6 with 1.5 % and 157.0 with 3 %).
@@ -132,9 +132,7 @@ struct Engine {
   int64_t words_per_row = 0;
   int sm_count = 0;
   int painter_blocks = 0;      // forced (ContextConfig::painter_blocks); 0: by the dealing
-  bool claim_map_tasks = false, claim_psd_tasks = false;  // the painters' warps claim tasks
   bool early_launch = false;  // programmatic dependent launches (sm_90 and later)
-  bool filter_values = false;  // the map's painter reads values before its atomics
   // The map painted over its own squared distances needs no clearing pass first
   // (detail::map_overwrites_distances): 4 GB not written at 1000³.
   bool paint_over_distances = false;
@@ -160,8 +158,7 @@ struct Engine {
     for (int axis = 1; axis < 3; ++axis) {
       const int64_t n = c.shape.extent(axis);
       // Tiles of about 32 KiB, but no narrower than 8 lines (32-byte rows of 4-byte values):
-      // seven blocks fit an SM. 64 KiB tiles of 16 lines at 1000³ left three (results/bench/
-      // NOTES.md step 22). Long lines shrink the tile to fit 96 KiB.
+      // seven blocks fit an SM. 64 KiB tiles of 16 lines at 1000³ left three . Long lines shrink the tile to fit 96 KiB.
       int w = 32;
       while (w > 8 && std::size_t(n) * w * sizeof(V) > 32 * 1024) w /= 2;
       while (w > 1 && std::size_t(n) * w * sizeof(V) > 96 * 1024) w /= 2;
@@ -186,14 +183,9 @@ struct Engine {
     PF_CUDA_CHECK(cudaGetDevice(&dev));
     PF_CUDA_CHECK(cudaDeviceGetAttribute(&sm_count, cudaDevAttrMultiProcessorCount, dev));
     painter_blocks = c.painter_blocks.value_or(0);
-    // Claimed tasks: the PSD path 108 → 92 ms at 1000³, the map 142 → 162 (why the map
-    // loses is not understood): results/bench/NOTES.md steps 24–25.
-    claim_psd_tasks = c.claim_painter_tasks.value_or(true);
-    claim_map_tasks = c.claim_painter_tasks.value_or(false);
     int major = 0;
     PF_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
     early_launch = major >= 9;
-    filter_values = c.filter_map_atomics.value_or(false);
     if constexpr (std::is_same_v<M, VoxelMetric>) paint_over_distances = detail::map_overwrites_distances(m, max_r2);
 
     // Workspace, once.
@@ -319,7 +311,7 @@ struct Engine {
   // (walk_rows' tasks claimed), the blocks that fit at once — a warp's first task is its own,
   // and a block that started late would hold its first tasks back until the others had
   // claimed everything; dealt, 8 blocks an SM, the late ones balancing the fixed shares
-  // (resident blocks only were 2 % slower at 1000³: results/bench/NOTES.md step 23).
+  // (resident blocks only were 2 % slower at 1000³).
   template <class... Params, class... Args>
   void launch_painter(void (*kernel)(Params...), cudaStream_t stream, bool claims, Args&&... args) {
     cudaLaunchAttribute early{};
@@ -345,8 +337,10 @@ struct Engine {
 
   // Step 4 for class q of `set`: its union into the coverage bitmap.
   void paint_union(ClassSet& set, int q, cudaStream_t stream) {
-    launch_painter(claim_psd_tasks ? kernels::paint_class<M, true> : kernels::paint_class<M, false>, stream,
-                   claim_psd_tasks, q, centre_r2.data(), centre_index.data(), centre_cut.data(), centre_items.data(),
+    // The PSD path's warps claim their tasks, the map's take fixed shares: each the faster on
+    // an H200 at 1000³ (PSD 108 → 92 ms claimed; the map 142 → 162 ms claimed, why is not
+    // understood; docs/performance.md).
+    launch_painter(kernels::paint_class<M, true>, stream, true, q, centre_r2.data(), centre_index.data(), centre_cut.data(), centre_items.data(),
                    set.start.data(), set.count.data(), capacity, g, metric, coverage.data(), words_per_row,
                    set.newly.data(), set.task_claims(q));
   }
@@ -360,15 +354,14 @@ struct Engine {
       PF_CUDA_CHECK(cudaMemsetAsync(thickness, 0, std::size_t(voxels) * sizeof(float), stream));
     // Band q marks into marks[q % 2] and merges band q + 1's, the other one; both start clear.
     // Each row walked once, its band's union marked as it is painted: 1000³ 277 → 192 ms,
-    // 250³ 2.14 → 1.95 against walking it again for the union (results/bench/NOTES.md step 22).
+    // 250³ 2.14 → 1.95 against walking it again for the union.
     unsigned int* marks[2] = {centre_bits.data(), more_marks.data()};
     for (unsigned int* m : marks) PF_CUDA_CHECK(cudaMemsetAsync(m, 0, coverage.bytes(), stream));
     for (int q = bands.size() + 1; q >= 1; --q)  // largest band first
-      launch_painter(claim_map_tasks ? kernels::paint_band_marking<M, true> : kernels::paint_band_marking<M, false>,
-                     stream, claim_map_tasks, q, centre_r2.data(), centre_index.data(), centre_cut.data(),
+      launch_painter(kernels::paint_band_marking<M, false>, stream, false, q, centre_r2.data(), centre_index.data(), centre_cut.data(),
                      centre_items.data(), bands.start.data(), bands.count.data(), capacity, g, metric,
                      coverage.data(), marks[(q + 1) % 2], marks[q % 2], static_cast<int64_t>(coverage.size()),
-                     bands.merge_claims(q), words_per_row, thickness, filter_values, bands.task_claims(q));
+                     bands.merge_claims(q), words_per_row, thickness, bands.task_claims(q));
   }
 
   // The PSD-only path on the distances `d`: counts into `counts`.
@@ -447,6 +440,15 @@ ThicknessContext::ThicknessContext(const ContextConfig& config) : m_impl(std::ma
     throw InputError("band step must lie in (1, 4] (got " + std::to_string(*config.band_step) + ")");
   if (config.painter_blocks && !(*config.painter_blocks >= 1 && *config.painter_blocks <= (1 << 20)))
     throw InputError("painter blocks must lie in [1, 1048576] (got " + std::to_string(*config.painter_blocks) + ")");
+  // Asked before anything is allocated: a context the device cannot hold is refused with both
+  // sizes, not found out by a failed allocation part-way.
+  const std::size_t need = workspace_size(config).total();
+  std::size_t free_bytes = 0, total_bytes = 0;
+  PF_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
+  if (need > free_bytes)
+    throw RuntimeError("a local-thickness context for " + to_string(config.shape) + " needs " +
+                       std::to_string(need >> 20) + " MiB of device memory; the device has " +
+                       std::to_string(free_bytes >> 20) + " MiB free of " + std::to_string(total_bytes >> 20));
   m_impl->config = config;
   const cudaStream_t s = m_impl->stream.get();
   if (config.spacing.isotropic()) {

@@ -102,8 +102,8 @@ __device__ CrossMaxima<V> cross_maxima(const V* c, int64_t row, int64_t plane) {
 // either side in x, which are the lanes either side: shuffles, and for the warp's two end
 // lanes one more cross each. The seven thresholds of the ball's shell are loaded together
 // with the crosses and compared without a load between: the test of is_centre is a chain of
-// up to seven dependent look-ups, and count_classes waited on such chains (results/bench/
-// NOTES.md step 23). Voxels the fast path does not take (a y or z face of the volume, an x
+// up to seven dependent look-ups, and count_classes waited on such chains
+// (docs/performance.md). Voxels the fast path does not take (a y or z face of the volume, an x
 // face of a periodic one, beyond the tables, or a warp whose loads would leave the volume)
 // go to is_centre. Returns whether voxel i is a centre.
 template <class M>

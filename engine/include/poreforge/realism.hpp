@@ -1,0 +1,98 @@
+#pragma once
+/// Is a structure rock? The realism measures of one structure gathered into a profile, and a
+/// profile judged against the natural envelope: the same measures on real sub-volumes of a
+/// reference image of the structure's shape (DESIGN §1, "Natural envelope").
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "poreforge/backend.hpp"
+#include "poreforge/psd.hpp"
+#include "poreforge/volume.hpp"
+
+namespace poreforge {
+
+/// One number of a profile (porosity, a formation factor, a cluster share, …). Infinite
+/// values are meaningful (a formation factor where nothing spans).
+struct ScalarMeasure {
+  std::string name;         ///< e.g. "formation_factor_x"
+  std::string unit;         ///< "1", "1/voxel", "mD", "voxels", …
+  double value = 0;
+};
+
+/// One curve of a profile (the pore PSD, S2 along x, a chord-length distribution, …) on
+/// abscissae shared by every profile compared with it.
+struct CurveMeasure {
+  enum class Distance { l1, rms };  ///< how two curves of this kind are compared
+  std::string name;                 ///< e.g. "chords_pore_x"
+  std::string x_unit;               ///< unit of the abscissae
+  Distance distance = Distance::rms;
+  std::vector<double> x, y;
+};
+
+struct RealismProfile {
+  std::vector<ScalarMeasure> scalars;
+  std::vector<CurveMeasure> curves;
+};
+
+/// What to measure and how.
+struct RealismOptions {
+  Backend backend = Backend::automatic;
+  Bins psd_bins = Bins::linear(0, 1, 1);  ///< shared by every profile of a comparison
+  bool permeability = false;              ///< the costly one: on for GPU runs by default
+  double spacing_metres = 0;              ///< a voxel's edge in metres, for permeability in mD; 0: lattice units
+};
+
+/// How one scalar of the candidate sits among the real sub-volumes' values.
+struct ScalarComparison {
+  std::string name, unit;
+  double value = 0;                        ///< the candidate's
+  double mean = 0, sd = 0, min = 0, max = 0;  ///< over the real sub-volumes (finite values for mean and sd)
+  double z = 0;                            ///< (value − mean) / sd; 0 when both are equal, ±inf when sd = 0
+  bool inside = false;                     ///< min ≤ value ≤ max
+  std::vector<double> real;                ///< each real sub-volume's value
+};
+
+/// How one curve of the candidate sits among the real ones: its distance to the real mean
+/// curve beside each real sub-volume's leave-one-out distance (to the mean of the others).
+struct CurveComparison {
+  std::string name, x_unit;
+  CurveMeasure::Distance distance_kind = CurveMeasure::Distance::rms;
+  std::vector<double> x, value, mean, min, max;  ///< the candidate's curve and the real band
+  double distance = 0;                           ///< candidate to the real mean
+  std::vector<double> real_distances;            ///< each real sub-volume to the mean of the others
+  bool inside = false;                           ///< distance ≤ the largest real leave-one-out distance
+};
+
+struct EnvelopeComparison {
+  std::vector<ScalarComparison> scalars;
+  std::vector<CurveComparison> curves;
+  int outside = 0;   ///< measures (scalars and curves) of the candidate outside the real range
+  int measures = 0;  ///< measures compared
+  /// For each real sub-volume: on how many measures it falls outside the range of the others
+  /// (leave one out) — what "typical" means for a real sample.
+  std::vector<int> real_outside;
+  double typical_real_outside = 0;  ///< the median of real_outside
+};
+
+/// The profile of one structure (pore = 1): porosity, specific surface, Euler characteristic
+/// density, χ(r) of the openings, connected components (6 and 26), spanning and speck shares,
+/// formation factors and, if asked, permeabilities along x, y, z, chord lengths and lineal
+/// paths of both phases, directional S2 and the pore PSD on `options.psd_bins`. Boundary:
+/// open (the sample ends at its faces), as for measured images.
+RealismProfile realism_profile(const Mask& pore, const RealismOptions& options);
+
+/// The candidate against the real profiles (at least two; each with the same measures).
+/// Throws InputError when they do not match.
+EnvelopeComparison compare_with_envelope(const RealismProfile& candidate, const std::vector<RealismProfile>& real);
+
+/// `count` corners of sub-volumes of shape `sub` inside a volume of shape `whole`, drawn
+/// uniformly from the seed (the same on every machine). Throws InputError when `sub` does not
+/// fit inside `whole`.
+std::vector<Shape> subvolume_corners(const Shape& whole, const Shape& sub, int count, uint64_t seed);
+
+/// The sub-volume of `volume` of shape `sub` whose lowest corner is `corner` (a Shape used as
+/// an x, y, z offset), with the volume's spacing.
+Mask crop(const Mask& volume, const Shape& corner, const Shape& sub);
+
+}  // namespace poreforge
