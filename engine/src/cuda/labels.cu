@@ -99,7 +99,7 @@ std::vector<uint32_t> component_roots(const Mask& phase, Adjacency adjacency) {
   PF_CUDA_CHECK_LAUNCH(stream.get());
   compress_kernel<<<grid_for(n), kThreads, 0, stream.get()>>>(d_parent.data(), n);
   PF_CUDA_CHECK_LAUNCH(stream.get());
-  std::vector<uint32_t> roots(std::size_t(n));
+  std::vector<uint32_t> roots(static_cast<std::size_t>(n));
   PF_CUDA_CHECK(cudaMemcpyAsync(roots.data(), d_parent.data(), d_parent.bytes(), cudaMemcpyDeviceToHost, stream.get()));
   PF_CUDA_CHECK(cudaStreamSynchronize(stream.get()));
   return roots;
