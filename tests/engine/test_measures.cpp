@@ -180,6 +180,29 @@ TEST_CASE("measures.cpu.euler_of_openings") {
   CHECK(chi2 == std::vector<int64_t>{2, 1, 0});
 }
 
+TEST_CASE("measures.cpu.marching_cubes_table") {
+  CHECK(marching_cubes_area(0) == 0);
+  CHECK(marching_cubes_area(255) == 0);
+  CHECK(marching_cubes_area(1) == doctest::Approx(std::sqrt(3.0) / 8));       // a corner: triangle
+  CHECK(marching_cubes_area(0x3) == doctest::Approx(std::sqrt(0.5)));         // an edge: 1 × √½
+  CHECK(marching_cubes_area(0xF) == doctest::Approx(1.0));                    // a face: the mid-plane
+  CHECK(marching_cubes_area(0xF, {2.0, 3.0, 0.5}) == doctest::Approx(6.0));  // normal to z: sx·sy
+  CHECK(marching_cubes_area(0x81) == doctest::Approx(2 * std::sqrt(3.0) / 8));  // opposite corners
+  // Every configuration's surface is the complement's, except where a face is ambiguous.
+  for (int c = 0; c < 256; ++c) {
+    bool ambiguous = false;
+    for (int a = 0; a < 3; ++a)
+      for (int side = 0; side < 2; ++side) {
+        const int b = (a + 1) % 3, d = (a + 2) % 3;
+        const int ring[4] = {side << a, (side << a) | (1 << b), (side << a) | (1 << b) | (1 << d), (side << a) | (1 << d)};
+        const int p0 = (c >> ring[0]) & 1, p1 = (c >> ring[1]) & 1, p2 = (c >> ring[2]) & 1, p3 = (c >> ring[3]) & 1;
+        ambiguous = ambiguous || (p0 == p2 && p1 == p3 && p0 != p1);
+      }
+    CAPTURE(c);
+    if (!ambiguous) CHECK(marching_cubes_area(c) == doctest::Approx(marching_cubes_area(255 - c)));
+  }
+}
+
 TEST_CASE("measures.cpu.surface_slab_exact") {
   const Shape s{24, 13, 11};
   for (const Spacing sp : {Spacing{}, Spacing{0.5, 2.0, 1.5}}) {

@@ -84,6 +84,11 @@ struct SurfaceMeasures {
   double faces_per_volume = 0;
 };
 
+/// The marching-cubes area (physical units²) of one 2×2×2 configuration (bits as in
+/// ConfigurationHistogram) in a cell of the given spacing: the per-configuration table of
+/// SurfaceMeasures::area, for incremental updates (a voxel flip changes 8 configurations).
+double marching_cubes_area(int configuration, const Spacing& spacing = {});
+
 /// Marching-cubes area and face counts of `phase`, with its spacing. O(N), OpenMP over z. CPU.
 SurfaceMeasures specific_surface(const Mask& phase);
 

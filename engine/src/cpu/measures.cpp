@@ -367,6 +367,11 @@ std::vector<int64_t> euler_of_openings(const Volume<float>& thickness, const std
 
 // ---- specific surface ----
 
+double marching_cubes_area(int configuration, const Spacing& spacing) {
+  validate_spacing(spacing);
+  return configuration_area(unsigned(configuration) & 0xFFu, spacing);
+}
+
 SurfaceMeasures specific_surface(const Mask& phase) {
   const Shape s = phase.shape();
   const Spacing sp = phase.spacing();
