@@ -40,4 +40,23 @@ PF_HD constexpr int euler_weight8(unsigned c) {
   return w - popcount8(c);
 }
 
+// 8·Δχ of flipping the centre voxel of a 3×3×3 neighbourhood: bit (dx + 1) + 3·(dy + 1) +
+// 9·(dz + 1) of `neighbourhood` is the voxel at offset (dx, dy, dz) (0 outside the box). The
+// flip changes the 8 configurations of the corners of the centre voxel.
+PF_HD constexpr int euler_flip_delta8(unsigned long neighbourhood) {
+  int delta = 0;
+  for (unsigned corner = 0; corner < 8; ++corner) {
+    const int i = int(corner & 1u), j = int((corner >> 1) & 1u), k = int((corner >> 2) & 1u);
+    unsigned c = 0;
+    for (unsigned v = 0; v < 8; ++v) {
+      // Voxel v of the corner (x + i, y + j, z + k) lies at offset (i − 1 + vx, …).
+      const int dx = i - 1 + int(v & 1u), dy = j - 1 + int((v >> 1) & 1u), dz = k - 1 + int((v >> 2) & 1u);
+      if ((neighbourhood >> ((dx + 1) + 3 * (dy + 1) + 9 * (dz + 1))) & 1ul) c |= 1u << v;
+    }
+    const unsigned centre = 1u << ((1 - i) + 2 * (1 - j) + 4 * (1 - k));
+    delta += euler_weight8(c ^ centre) - euler_weight8(c);
+  }
+  return delta;
+}
+
 }  // namespace poreforge::detail

@@ -20,6 +20,12 @@
 namespace poreforge {
 namespace {
 
+// An isolated voxel is one component; removing the centre of a full 3×3×3 block opens a
+// cavity: both add 1 to χ.
+static_assert(detail::euler_weight8(1) == 1, "one voxel's corner");
+static_assert(detail::euler_flip_delta8(0) == 8, "a voxel appears alone");
+static_assert(detail::euler_flip_delta8((1ul << 27) - 1) == 8, "a cavity opens");
+
 // The 8·χ weights, tabulated once.
 const std::array<int, 256>& euler_table() {
   static const std::array<int, 256> table = [] {
@@ -327,15 +333,16 @@ void check_voxel(const Mask& phase, int64_t x, int64_t y, int64_t z) {
 
 int euler_flip_delta(const Mask& phase, int64_t x, int64_t y, int64_t z) {
   check_voxel(phase, x, y, z);
-  int delta8 = 0;
-  // The voxel is bit (1 − i) + 2(1 − j) + 4(1 − k) of corner (x + i, y + j, z + k).
-  for (unsigned corner = 0; corner < 8; ++corner) {
-    const int64_t i = corner & 1u, j = (corner >> 1) & 1u, k = (corner >> 2) & 1u;
-    const unsigned c = corner_configuration(phase, x + i, y + j, z + k);
-    const unsigned bit = 1u << ((1 - i) + 2 * (1 - j) + 4 * (1 - k));
-    delta8 += euler_table()[c ^ bit] - euler_table()[c];
-  }
-  return delta8 / 8;
+  const Shape s = phase.shape();
+  unsigned long neighbourhood = 0;
+  for (int dz = -1; dz <= 1; ++dz)
+    for (int dy = -1; dy <= 1; ++dy)
+      for (int dx = -1; dx <= 1; ++dx) {
+        const int64_t a = x + dx, b = y + dy, c = z + dz;
+        if (a < 0 || b < 0 || c < 0 || a >= s.nx || b >= s.ny || c >= s.nz || !phase(a, b, c)) continue;
+        neighbourhood |= 1ul << ((dx + 1) + 3 * (dy + 1) + 9 * (dz + 1));
+      }
+  return detail::euler_flip_delta8(neighbourhood) / 8;
 }
 
 void update_histogram_for_flip(ConfigurationHistogram& histogram, const Mask& phase, int64_t x, int64_t y,
