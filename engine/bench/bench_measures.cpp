@@ -73,8 +73,8 @@ int main(int argc, char** argv) {
   const ClusterStatistics s6 = all.clusters6, s26 = all.clusters26;
   std::printf("porosity            %.5f\n", all.porosity);
   std::printf("Euler chi           %lld  (chi_V %.4e per voxel)\n", (long long)all.euler, all.euler_per_voxel);
-  std::printf("S_V marching cubes  %.5f per voxel   faces %.5f per voxel\n", all.surface.area_per_volume,
-              all.surface.faces_per_volume);
+  std::printf("S_V marching cubes  %.5f per voxel   Crofton %.5f   faces %.5f per voxel\n",
+              all.surface.area_per_volume, all.surface.crofton_per_volume, all.surface.faces_per_volume);
   for (const auto& [name, s] : {std::pair<const char*, ClusterStatistics>{"6-adjacency ", s6}, {"26-adjacency", s26}})
     std::printf("%s clusters %lld (%.1f per 1e6 voxels), largest %.4f, spanning x/y/z %.4f %.4f %.4f, specks %.5f\n",
                 name, (long long)s.clusters, s.clusters_per_million, s.largest_share, s.spanning_share[0],

@@ -226,6 +226,13 @@ TEST_CASE("measures.cpu.surface_slab_exact") {
     CHECK(h.area == doctest::Approx(double(s.nx * s.nz) * sp.x * sp.z).epsilon(1e-12));
     CHECK(h.faces == std::array<int64_t, 3>{0, s.nx * s.nz, 0});
   }
+  // Crofton's estimate is right on average over orientations, not for each plane: 0.922 of a
+  // plane normal to an axis here (the pairs cut by the box faces take 0.4 % of that).
+  Mask wide({8, 256, 256});
+  for (int64_t z = 0; z < 256; ++z)
+    for (int64_t y = 0; y < 256; ++y)
+      for (int64_t x = 2; x < 5; ++x) wide(x, y, z) = 1;
+  CHECK(specific_surface(wide).crofton_area / (2 * 256.0 * 256.0) == doctest::Approx(0.922).epsilon(0.003));
   // Nothing and everything have no surface.
   CHECK(specific_surface(Mask(s)).area == 0);
   CHECK(specific_surface(Mask(s, {}, 1)).area == 0);
@@ -246,6 +253,8 @@ TEST_CASE("measures.cpu.surface_ball") {
     // +6.8 % at r = 24 (measured), a known bias of midpoint marching cubes on curved surfaces.
     CHECK(m.area / sphere > 1.0);
     CHECK(m.area / sphere < 1.08);
+    CAPTURE(m.crofton_area / sphere);
+    CHECK(std::abs(m.crofton_area / sphere - 1) < 0.02);
     // Face counts overestimate a sphere by 3/2 on average over orientations.
     CHECK(std::abs(m.face_area / sphere - 1.5) < 0.05);
     int64_t faces = 0;
@@ -276,6 +285,7 @@ TEST_CASE("measures.cpu.surface_random_faces") {
   const SurfaceMeasures sm = specific_surface(m);
   CHECK(sm.faces == faces);
   CHECK(specific_surface(complement(m)).faces == faces);
+  CHECK(specific_surface(complement(m)).crofton_area == doctest::Approx(sm.crofton_area).epsilon(1e-12));
 }
 
 PF_BACKEND_TEST("measures", "components_match_flood_fill") {

@@ -72,6 +72,15 @@ struct SurfaceMeasures {
   /// +6.5 % to +7 % on balls of radius 12–24 voxels (tests). The two phases' areas differ
   /// where a face's diagonal corners are ambiguous (the rule favours the phase).
   double area = 0;
+  /// Crofton estimate, physical units² (Ohser–Mücklich): S_V = 2 · Σ_d c_d · P_L(d) over the
+  /// 13 directions d of a 2×2×2 cell (3 axes, 6 face and 4 space diagonals), P_L(d) the
+  /// phase/non-phase transitions between voxels d apart inside the box per voxel of the box
+  /// and per length |d|, c_d the share of the sphere's directions nearest ±d (a fixed
+  /// quadrature, recomputed for anisotropic spacing). Right on average over orientations
+  /// (within 2 % on balls of radius 12–24, tests), not for each plane: 0.92 of a plane normal
+  /// to an axis. A surface crossing the box faces loses the pairs cut by them, about |d|₁/n
+  /// per direction (0.5 % at 400³). Equal for the two phases. 0 when an axis has extent 1.
+  double crofton_area = 0;
   /// Voxel faces between a phase and a non-phase voxel inside the box, by the axis they are
   /// normal to (exact counts).
   std::array<int64_t, 3> faces{};
@@ -79,8 +88,10 @@ struct SurfaceMeasures {
   double face_area = 0;
   /// Box volume, physical units³ (voxels · sx·sy·sz).
   double volume = 0;
-  /// area / volume and face_area / volume: physical units⁻¹ (voxel⁻¹ at spacing 1).
+  /// area / volume, crofton_area / volume and face_area / volume: physical units⁻¹ (voxel⁻¹
+  /// at spacing 1).
   double area_per_volume = 0;
+  double crofton_per_volume = 0;
   double faces_per_volume = 0;
 };
 
