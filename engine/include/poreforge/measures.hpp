@@ -31,7 +31,7 @@ using ConfigurationHistogram = std::array<int64_t, 256>;
 /// The histogram of `phase` (1 = phase). O(N), one pass, OpenMP over z. CPU.
 ConfigurationHistogram configuration_histogram(const Mask& phase);
 
-/// 8·χ contributed by one corner of configuration `c` (an integer in [−8, 8]); the weights
+/// 8·χ contributed by one corner of configuration `c` (an integer in [−6, 4]); the weights
 /// of a histogram sum to 8·χ.
 int euler_weight8(int configuration);
 
