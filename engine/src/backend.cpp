@@ -69,6 +69,7 @@ const char* operation_name(Operation op) {
     case Operation::local_thickness: return "local thickness";
     case Operation::pore_size_distribution: return "the pore-size distribution";
     case Operation::morphology: return "morphology";
+    case Operation::connected_components: return "connected components";
   }
   return "this operation";
 }

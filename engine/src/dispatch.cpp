@@ -1,12 +1,15 @@
 // The public engine functions: pick a backend, run it.
 #include "cpu/cpu_backend.hpp"
+#include "measures_detail.hpp"
 #include "poreforge/edt.hpp"
 #include "poreforge/evaluator.hpp"
 #include "poreforge/local_thickness.hpp"
+#include "poreforge/measures.hpp"
 #include "poreforge/morphology.hpp"
 #ifdef POREFORGE_HAVE_CUDA
 #include "poreforge/cuda_engine.hpp"
 #include "poreforge/cuda_morphology.hpp"
+#include "cuda/labels.hpp"
 #endif
 
 namespace poreforge {
@@ -66,6 +69,15 @@ Mask morphology(const Mask& image, MorphOp op, const StructuringElement& element
   validate_morphology(image, element, iterations);
   return run_on(backend, Operation::morphology, PF_ON_CUDA(cuda::morphology(image, op, element, iterations)),
                 [&] { return cpu::morphology(image, op, element, iterations); });
+}
+
+ComponentLabels label_components(const Mask& phase, Adjacency adjacency, Backend backend) {
+  validate_shape(phase.shape());
+  const Backend ran = resolve_backend(backend, Operation::connected_components);
+  std::vector<uint32_t> roots =
+      run_on(ran, Operation::connected_components, PF_ON_CUDA(cuda::component_roots(phase, adjacency)),
+             [&] { return cpu::component_roots(phase, adjacency); });
+  return detail::canonical_components(phase, std::move(roots), ran);
 }
 
 Mask erode(const Mask& image, const StructuringElement& element, int iterations, Backend backend) {

@@ -3,6 +3,7 @@
 #include <memory>
 
 #include "poreforge/evaluator.hpp"
+#include "poreforge/measures.hpp"
 #include "poreforge/morphology.hpp"
 #include "poreforge/psd.hpp"
 #include "poreforge/volume.hpp"
@@ -15,5 +16,7 @@ Volume<float> local_thickness(const Mask& phase, Boundary boundary);
 PsdCounts psd_counts(const Mask& phase, Boundary boundary, const Bins& bins);
 Mask morphology(const Mask& image, MorphOp op, const StructuringElement& element, int iterations);
 std::unique_ptr<PsdEvaluator> make_psd_evaluator(const Mask& phase, Boundary boundary, const Bins& bins);
+/// Per voxel the index of its component's first voxel (detail::kNoRoot outside the phase).
+std::vector<uint32_t> component_roots(const Mask& phase, Adjacency adjacency);
 
 }  // namespace poreforge::cpu

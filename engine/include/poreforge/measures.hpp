@@ -1,0 +1,219 @@
+#pragma once
+/// Structural realism measures (DESIGN §1 "Realism measures"): Euler characteristic from the
+/// 2×2×2 configuration histogram, χ of openings, specific surface, connected components and
+/// their statistics, chord lengths and the lineal path. `poreforge compare` reports them.
+///
+/// Every count is an exact integer; shares and densities are ratios of those counts. "Voxel
+/// units" means lengths in voxels, areas in voxel faces and volumes in voxels; "physical
+/// units" uses the mask's spacing (equal to voxel units when the spacing is 1).
+#include <array>
+#include <cstdint>
+#include <vector>
+
+#include "poreforge/backend.hpp"
+#include "poreforge/volume.hpp"
+
+namespace poreforge {
+
+// ---------------------------------------------------------------------------------------
+// Euler characteristic (Ohser–Mücklich): the phase as a union of closed unit cubes, so that
+// cubes meeting at a corner or an edge touch (26-connected phase, 6-connected complement).
+// χ = V − E + F − C of that cubical complex; each cell is shared out among the lattice
+// corners it meets (a corner 1, an edge ½ to each end, a face ¼, a cube ⅛), so χ is a sum
+// over corners of a weight that depends only on the 8 voxels around the corner.
+
+/// Histogram of 2×2×2 configurations. Bin c counts the lattice corners (x, y, z),
+/// 0 ≤ x ≤ nx etc., whose surrounding voxels form c: bit dx + 2·dy + 4·dz of c is set when
+/// voxel (x − 1 + dx, y − 1 + dy, z − 1 + dz) is phase. Voxels outside the box are not phase,
+/// so the (nx+1)(ny+1)(nz+1) corners see the phase's whole boundary.
+using ConfigurationHistogram = std::array<int64_t, 256>;
+
+/// The histogram of `phase` (1 = phase). O(N), one pass, OpenMP over z. CPU.
+ConfigurationHistogram configuration_histogram(const Mask& phase);
+
+/// 8·χ contributed by one corner of configuration `c` (an integer in [−6, 4]); the weights
+/// of a histogram sum to 8·χ.
+int euler_weight8(int configuration);
+
+/// χ from a histogram: Σ_c h[c]·euler_weight8(c) / 8 (exact).
+int64_t euler_characteristic(const ConfigurationHistogram& histogram);
+
+/// χ of the 26-connected phase (6-connected complement, outside = not phase):
+/// components − tunnels + cavities. O(N). CPU.
+int64_t euler_characteristic(const Mask& phase);
+
+/// The change of χ when voxel (x, y, z) of `phase` flips (0 ↔ 1), from the 8 configurations
+/// that contain it: O(1). Equals χ(after) − χ(before).
+int euler_flip_delta(const Mask& phase, int64_t x, int64_t y, int64_t z);
+
+/// Updates `histogram` (of `phase`) for the flip of voxel (x, y, z), which has not been
+/// applied to `phase` yet: the 8 configurations containing the voxel move bins. O(1).
+void update_histogram_for_flip(ConfigurationHistogram& histogram, const Mask& phase, int64_t x,
+                               int64_t y, int64_t z);
+
+/// χ(r): χ of the opening {LT ≥ r} for each r of `radii` (physical units, the units of the
+/// local-thickness map `thickness`; voxels with thickness 0 are never in an opening).
+/// O(N · radii) time. CPU.
+std::vector<int64_t> euler_of_openings(const Volume<float>& thickness, const std::vector<double>& radii);
+
+// ---------------------------------------------------------------------------------------
+// Specific surface. Only the interface between phase and non-phase voxels inside the box
+// counts, never the box faces.
+
+struct SurfaceMeasures {
+  /// Marching-cubes area, physical units². The estimator: marching cubes on the voxel centres
+  /// with the iso-vertices at the edge midpoints, one polygon per cycle of face segments; a
+  /// face whose phase corners lie on a diagonal joins them (the phase is 26-connected); each
+  /// polygon's area is that of its fan of triangles from its vertex centroid. The 256
+  /// per-configuration areas are computed once per spacing. Beyond the faces the volume is
+  /// continued by its face voxels (so no surface runs along a face) and the cells straddling
+  /// a face count ½ (¼, ⅛ on edges and corners): the surface is clipped to the box. Exact for
+  /// planes normal to an axis; on curved surfaces it keeps part of the voxel staircase:
+  /// +6.5 % to +7 % on balls of radius 12–24 voxels (tests). The two phases' areas differ
+  /// where a face's diagonal corners are ambiguous (the rule favours the phase).
+  double area = 0;
+  /// Crofton estimate, physical units² (Ohser–Mücklich): S_V = 2 · Σ_d c_d · P_L(d) over the
+  /// 13 directions d of a 2×2×2 cell (3 axes, 6 face and 4 space diagonals), P_L(d) the
+  /// phase/non-phase transitions between voxels d apart inside the box per voxel of the box
+  /// and per length |d|, c_d the share of the sphere's directions nearest ±d (a fixed
+  /// quadrature, recomputed for anisotropic spacing). Right on average over orientations
+  /// (within 2 % on balls of radius 12–24, tests), not for each plane: 0.92 of a plane normal
+  /// to an axis. A surface crossing the box faces loses the pairs cut by them, about |d|₁/n
+  /// per direction (0.5 % at 400³). Equal for the two phases. 0 when an axis has extent 1.
+  double crofton_area = 0;
+  /// Voxel faces between a phase and a non-phase voxel inside the box, by the axis they are
+  /// normal to (exact counts).
+  std::array<int64_t, 3> faces{};
+  /// The same faces as an area, physical units² (faces normal to x count sy·sz, etc.).
+  double face_area = 0;
+  /// Box volume, physical units³ (voxels · sx·sy·sz).
+  double volume = 0;
+  /// area / volume, crofton_area / volume and face_area / volume: physical units⁻¹ (voxel⁻¹
+  /// at spacing 1).
+  double area_per_volume = 0;
+  double crofton_per_volume = 0;
+  double faces_per_volume = 0;
+};
+
+/// The marching-cubes area (physical units²) of one 2×2×2 configuration (bits as in
+/// ConfigurationHistogram) in a cell of the given spacing: the per-configuration table of
+/// SurfaceMeasures::area, for incremental updates (a voxel flip changes 8 configurations).
+double marching_cubes_area(int configuration, const Spacing& spacing = {});
+
+/// Marching-cubes area and face counts of `phase`, with its spacing. O(N), OpenMP over z. CPU.
+SurfaceMeasures specific_surface(const Mask& phase);
+
+// ---------------------------------------------------------------------------------------
+// Connected components.
+
+/// Which voxels are neighbours: sharing a face (6) or any of a face, an edge or a corner (26).
+enum class Adjacency { face6 = 6, full26 = 26 };
+
+/// Labels of the components of the phase. Canonical, so that every backend gives the same
+/// numbers: 0 outside the phase, components numbered 1, 2, … in the raster order (x fastest)
+/// of their first voxel.
+struct ComponentLabels {
+  Volume<uint32_t> labels;
+  int64_t count = 0;                ///< components
+  std::vector<int64_t> sizes;       ///< sizes[k]: voxels of component k + 1
+  /// faces[k]: the box faces component k + 1 touches; bit 2a: the low face normal to axis a
+  /// (coordinate 0), bit 2a + 1: the high face (coordinate n − 1).
+  std::vector<uint8_t> faces;
+  Backend backend = Backend::cpu;  ///< the backend that ran
+};
+
+/// Connected-component labelling. CPU: union-find, each thread on its own z-slab, then the
+/// slabs' seams merged. CUDA: union-find on the device (Playne–Hawick style: every voxel
+/// unites with its backward neighbours by atomicMin on the roots, then paths are
+/// compressed), canonicalised on the host. O(N · neighbours) near-linear; 4 bytes a voxel
+/// plus the output. The volume must have fewer than 2³² − 1 voxels. Synchronizes.
+ComponentLabels label_components(const Mask& phase, Adjacency adjacency, Backend backend = Backend::automatic);
+
+struct ClusterStatistics {
+  int64_t clusters = 0;
+  double clusters_per_million = 0;      ///< clusters per 10⁶ voxels of the box
+  double largest_share = 0;             ///< largest cluster / phase voxels
+  /// Share of the phase in clusters touching both faces normal to x, y, z (an axis of
+  /// extent 1 is spanned by every cluster).
+  std::array<double, 3> spanning_share{};
+  double speck_share = 0;               ///< share of the phase in clusters of ≤ speck_voxels
+  int64_t speck_voxels = 10;
+};
+
+/// Statistics of labelled components (shares are 0 for an empty phase).
+ClusterStatistics cluster_statistics(const ComponentLabels& components, int64_t speck_voxels = 10);
+
+// ---------------------------------------------------------------------------------------
+// Chords and the lineal path, along the three axes.
+
+/// Chord lengths of one phase: runs of the phase along each axis that touch neither face
+/// (a run cut by the box is not a chord).
+struct ChordLengths {
+  /// histogram[a][l]: chords of l voxels along axis a (index 0 unused), l ≤ extent.
+  std::array<std::vector<int64_t>, 3> histogram;
+  std::array<int64_t, 3> count{};
+  /// Mean chord length along each axis in voxels, and in physical units (× the spacing along
+  /// the axis); 0 when there is no chord.
+  std::array<double, 3> mean_voxels{};
+  std::array<double, 3> mean{};
+};
+
+/// Chords of `phase` (value 1) or, with value = 0, of its complement. O(N). CPU.
+ChordLengths chord_lengths(const Mask& phase, uint8_t value = 1);
+
+/// Lineal path L(r) along each axis: the probability that a segment from a voxel to the voxel
+/// r further along the axis (r + 1 voxel centres, length r voxels) lies entirely in the
+/// phase, over every such segment inside the box (no wrap); r = 0 … extent/2 (floor).
+/// L(0) is the phase fraction. Exact counts over counts.
+struct LinealPath {
+  std::array<std::vector<double>, 3> along;
+};
+
+/// L(r) of the voxels equal to `value` (1: the phase, 0: the complement). O(N). CPU.
+LinealPath lineal_path(const Mask& phase, uint8_t value = 1);
+
+// ---------------------------------------------------------------------------------------
+// Everything at once.
+
+struct MeasureOptions {
+  /// Radii (physical units) of the openings {LT ≥ r} whose χ to report; empty: none (and no
+  /// local thickness is computed).
+  std::vector<double> opening_radii;
+  /// Boundary mode of that local thickness.
+  Boundary boundary = Boundary::open;
+  int64_t speck_voxels = 10;
+};
+
+struct StructureMeasures {
+  Shape shape;
+  Spacing spacing;
+  Backend backend = Backend::cpu;  ///< the backend that labelled the components
+  int64_t voxels = 0;
+  int64_t phase_voxels = 0;
+  double porosity = 0;  ///< phase fraction
+
+  ConfigurationHistogram configurations{};
+  int64_t euler = 0;             ///< χ (dimensionless)
+  double euler_per_voxel = 0;    ///< χ / voxels, voxel⁻¹
+  double euler_density = 0;      ///< χ_V: χ / box volume, physical units⁻³
+  std::vector<double> opening_radii;       ///< physical units
+  std::vector<int64_t> opening_euler;      ///< χ(r) for each opening radius
+
+  SurfaceMeasures surface;
+
+  ClusterStatistics clusters6;   ///< 6-adjacency
+  ClusterStatistics clusters26;  ///< 26-adjacency
+
+  ChordLengths chords;             ///< of the phase
+  ChordLengths complement_chords;  ///< of the other phase
+  LinealPath lineal;               ///< of the phase
+  LinealPath complement_lineal;    ///< of the other phase
+};
+
+/// Every measure above of `phase` (1 = phase), units as documented on each member. The
+/// components (and the local thickness for the openings) run on `backend`; the rest on the
+/// CPU. Throws InputError for a bad shape or spacing. Synchronizes.
+StructureMeasures measure_structure(const Mask& phase, const MeasureOptions& options = {},
+                                    Backend backend = Backend::automatic);
+
+}  // namespace poreforge
