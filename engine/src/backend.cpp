@@ -69,6 +69,8 @@ const char* operation_name(Operation op) {
     case Operation::local_thickness: return "local thickness";
     case Operation::pore_size_distribution: return "the pore-size distribution";
     case Operation::morphology: return "morphology";
+    case Operation::formation_factor: return "the formation factor";
+    case Operation::permeability: return "the permeability";
   }
   return "this operation";
 }

@@ -21,7 +21,14 @@ int cuda_device_count();
 std::string cuda_device_description();
 
 /// Which backends implement a given engine operation in this build.
-enum class Operation { distance_transform, local_thickness, pore_size_distribution, morphology };
+enum class Operation {
+  distance_transform,
+  local_thickness,
+  pore_size_distribution,
+  morphology,
+  formation_factor,
+  permeability,
+};
 bool cuda_implements(Operation op);
 
 /// Resolves `automatic` to a concrete backend for `op`: CUDA when compiled, a device is
