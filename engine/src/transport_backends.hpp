@@ -32,12 +32,13 @@ int64_t max_cg_iterations(const Mask& pore, int axis, const FormationFactorOptio
 struct LatticeSetup {
   std::vector<uint8_t> fluid;
   lbm::Params params;
-  double viscosity = 0;  // ν = (τ+ − ½)/3
 };
 LatticeSetup lattice_setup(const Mask& pore, int axis, const PermeabilityOptions& options);
 
 // Darcy's law and the unit conversions of a finished run.
-void finish_permeability(PermeabilityResult& r, const LatticeSetup& setup, const PermeabilityOptions& options);
+void finish_permeability(PermeabilityResult& r, const PermeabilityOptions& options);
+// ν = (τ+ − ½)/3, lattice units.
+double lattice_viscosity(const PermeabilityOptions& options);
 
 }  // namespace poreforge::detail
 

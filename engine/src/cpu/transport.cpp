@@ -146,7 +146,6 @@ LatticeSetup lattice_setup(const Mask& pore, int axis, const PermeabilityOptions
   const double half_plus = o.tau - 0.5;
   l.params.omega_plus = 1 / o.tau;
   l.params.omega_minus = 1 / (lambda / half_plus + 0.5);
-  l.viscosity = half_plus / 3;
   l.fluid.resize(std::size_t(n[0] * n[1] * n[2]));
   for (int64_t z = 0; z < n[2]; ++z)
     for (int64_t y = 0; y < n[1]; ++y)
@@ -158,8 +157,10 @@ LatticeSetup lattice_setup(const Mask& pore, int axis, const PermeabilityOptions
   return l;
 }
 
-void finish_permeability(PermeabilityResult& r, const LatticeSetup& setup, const PermeabilityOptions& o) {
-  r.k_voxels = setup.viscosity * r.mean_velocity / o.body_force;
+double lattice_viscosity(const PermeabilityOptions& o) { return (o.tau - 0.5) / 3; }
+
+void finish_permeability(PermeabilityResult& r, const PermeabilityOptions& o) {
+  r.k_voxels = lattice_viscosity(o) * r.mean_velocity / o.body_force;
   if (o.voxel_size_m > 0) {
     r.k_m2 = r.k_voxels * o.voxel_size_m * o.voxel_size_m;
     r.k_millidarcy = r.k_m2 / (darcy_m2 * 1e-3);
@@ -285,7 +286,7 @@ PermeabilityResult permeability(const Mask& pore, int axis, const PermeabilityOp
   r.spans = detail::spanning_cluster(pore, axis).voxels > 0;
   if (!r.spans) {
     r.converged = true;
-    detail::finish_permeability(r, detail::lattice_setup(Mask({1, 1, 1}), 0, options), options);
+    detail::finish_permeability(r, options);
     return r;
   }
   const detail::LatticeSetup setup = detail::lattice_setup(pore, axis, options);
@@ -323,7 +324,7 @@ PermeabilityResult permeability(const Mask& pore, int axis, const PermeabilityOp
     }
     previous = r.mean_velocity;
   }
-  detail::finish_permeability(r, setup, options);
+  detail::finish_permeability(r, options);
   return r;
 }
 
