@@ -53,7 +53,8 @@ struct FormationFactorResult {
 /// double precision (CPU: matrix-free over the cluster's voxels, OpenMP; CUDA: 7-point stencil
 /// kernels over the box). F = 1/φ for straight tubes along the axis, 1 for an all-pore box.
 /// Cost: O(cluster voxels) per iteration, iterations ~ the extent along the axis × tortuosity.
-/// Synchronous. Throws InputError for an empty or bad mask, a bad axis or options.
+/// Synchronous. Throws InputError for a bad shape or spacing, a bad axis or options; a mask
+/// without pore is +infinity.
 FormationFactorResult formation_factor(const Mask& pore, int axis, const FormationFactorOptions& options = {},
                                        Backend backend = Backend::automatic);
 

@@ -4,8 +4,9 @@
 // precision, so both backends agree to the solvers' tolerances.
 #include <cuda_runtime.h>
 
-#include <cub/block/block_reduce.cuh>
+#include <algorithm>
 #include <cmath>
+#include <cub/block/block_reduce.cuh>
 #include <limits>
 #include <utility>
 
