@@ -70,6 +70,8 @@ const char* operation_name(Operation op) {
     case Operation::pore_size_distribution: return "the pore-size distribution";
     case Operation::morphology: return "morphology";
     case Operation::connected_components: return "connected components";
+    case Operation::formation_factor: return "the formation factor";
+    case Operation::permeability: return "the permeability";
   }
   return "this operation";
 }

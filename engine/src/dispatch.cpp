@@ -6,6 +6,8 @@
 #include "poreforge/local_thickness.hpp"
 #include "poreforge/measures.hpp"
 #include "poreforge/morphology.hpp"
+#include "poreforge/transport.hpp"
+#include "transport_backends.hpp"
 #ifdef POREFORGE_HAVE_CUDA
 #include "poreforge/cuda_engine.hpp"
 #include "poreforge/cuda_morphology.hpp"
@@ -86,6 +88,19 @@ Mask erode(const Mask& image, const StructuringElement& element, int iterations,
 
 Mask dilate(const Mask& image, const StructuringElement& element, int iterations, Backend backend) {
   return morphology(image, MorphOp::dilate, element, iterations, backend);
+}
+
+FormationFactorResult formation_factor(const Mask& pore, int axis, const FormationFactorOptions& options,
+                                       Backend backend) {
+  detail::validate_formation_factor(pore, axis, options);
+  return run_on(backend, Operation::formation_factor, PF_ON_CUDA(cuda::formation_factor(pore, axis, options)),
+                [&] { return cpu::formation_factor(pore, axis, options); });
+}
+
+PermeabilityResult permeability(const Mask& pore, int axis, const PermeabilityOptions& options, Backend backend) {
+  detail::validate_permeability(pore, axis, options);
+  return run_on(backend, Operation::permeability, PF_ON_CUDA(cuda::permeability(pore, axis, options)),
+                [&] { return cpu::permeability(pore, axis, options); });
 }
 
 }  // namespace poreforge

@@ -21,7 +21,15 @@ int cuda_device_count();
 std::string cuda_device_description();
 
 /// Which backends implement a given engine operation in this build.
-enum class Operation { distance_transform, local_thickness, pore_size_distribution, morphology, connected_components };
+enum class Operation {
+  distance_transform,
+  local_thickness,
+  pore_size_distribution,
+  morphology,
+  formation_factor,
+  permeability,
+  connected_components,
+};
 bool cuda_implements(Operation op);
 
 /// Resolves `automatic` to a concrete backend for `op`: CUDA when compiled, a device is

@@ -1,0 +1,134 @@
+#pragma once
+// The per-voxel arithmetic of the transport measures, written once for both backends: the
+// finite-volume Laplace stencil of the formation factor and the D3Q19 two-relaxation-time
+// lattice-Boltzmann node update of the permeability.
+#include <cstdint>
+
+#include "host_device.hpp"
+
+namespace poreforge::detail {
+
+// ---------------------------------------------------------------------------------------------
+// Formation factor: Laplace's equation on the cluster (mask nonzero), unit conductivity.
+
+struct LaplaceGrid {
+  int64_t nx = 0, ny = 0, nz = 0;
+  int axis = 0;
+  double g[3] = {1, 1, 1};  // conductance between face neighbours along x, y, z
+
+  PF_HD int64_t extent(int d) const { return d == 0 ? nx : d == 1 ? ny : nz; }
+  PF_HD int64_t stride(int d) const { return d == 0 ? 1 : d == 1 ? nx : nx * ny; }
+  // The reservoir conductance of a voxel on the inlet or outlet face: half a voxel of length.
+  PF_HD double g_reservoir() const { return 2 * g[axis]; }
+};
+
+// Diagonal of the system at voxel (x, y, z) of the cluster: its conductances to cluster
+// neighbours and reservoirs. Both reservoirs count when the axis has one voxel.
+PF_HD double laplace_diagonal(const LaplaceGrid& grid, const uint8_t* cluster, int64_t x, int64_t y, int64_t z) {
+  const int64_t c[3] = {x, y, z};
+  const int64_t i = x + grid.nx * (y + grid.ny * z);
+  double d = 0;
+  for (int a = 0; a < 3; ++a) {
+    const int64_t s = grid.stride(a);
+    if (c[a] > 0 && cluster[i - s]) d += grid.g[a];
+    if (c[a] < grid.extent(a) - 1 && cluster[i + s]) d += grid.g[a];
+  }
+  if (c[grid.axis] == 0) d += grid.g_reservoir();
+  if (c[grid.axis] == grid.extent(grid.axis) - 1) d += grid.g_reservoir();
+  return d;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Permeability: D3Q19, pull scheme on two lattices (populations after collision stored at
+// their node), halfway bounce-back, TRT collision with the Stokes (linear) equilibrium and
+// the body force as Guo's source term restricted to that equilibrium.
+
+namespace lbm {
+
+constexpr int Q = 19;
+
+// Velocities: rest, the 6 faces, the 12 edges; each moving one followed by its opposite.
+PF_HD int cx(int q) {
+  constexpr int v[Q] = {0, 1, -1, 0, 0, 0, 0, 1, -1, 1, -1, 1, -1, 1, -1, 0, 0, 0, 0};
+  return v[q];
+}
+PF_HD int cy(int q) {
+  constexpr int v[Q] = {0, 0, 0, 1, -1, 0, 0, 1, -1, -1, 1, 0, 0, 0, 0, 1, -1, 1, -1};
+  return v[q];
+}
+PF_HD int cz(int q) {
+  constexpr int v[Q] = {0, 0, 0, 0, 0, 1, -1, 0, 0, 0, 0, 1, -1, -1, 1, 1, -1, -1, 1};
+  return v[q];
+}
+PF_HD int c_along(int q, int axis) { return axis == 0 ? cx(q) : axis == 1 ? cy(q) : cz(q); }
+PF_HD int opposite(int q) { return q == 0 ? 0 : (q % 2 ? q + 1 : q - 1); }
+PF_HD double weight(int q) { return q == 0 ? 1.0 / 3 : q < 7 ? 1.0 / 18 : 1.0 / 36; }
+
+struct Params {
+  int64_t nx = 0, ny = 0, nz = 0;
+  bool periodic[3] = {true, true, true};  // false: solid beyond the faces normal to the axis
+  int axis = 0;                            // of the body force
+  double force = 0;                        // body force per unit volume along the axis
+  double omega_plus = 1, omega_minus = 1;  // relaxation rates of the symmetric and antisymmetric modes
+
+  PF_HD int64_t voxels() const { return nx * ny * nz; }
+};
+
+// The node's source along one axis after one step back along q (x − c_q), -1 when it is
+// beyond a non-periodic face.
+PF_HD int64_t wrap(int64_t x, int c, int64_t n, bool periodic) {
+  int64_t s = x - c;
+  if (s < 0) return periodic ? s + n : -1;
+  if (s >= n) return periodic ? s - n : -1;
+  return s;
+}
+
+// One stream-collide step of fluid node (x, y, z): pulls the populations that arrive there
+// from `in` (post-collision, q-major: in[q·N + i]), collides them and writes `out`. Returns
+// the node's momentum along the axis, the half-step average Σ f c + F/2.
+PF_HD double node_step(const Params& p, const uint8_t* fluid, const double* in, double* out, int64_t x, int64_t y,
+                       int64_t z) {
+  const int64_t n = p.voxels();
+  const int64_t i = x + p.nx * (y + p.ny * z);
+  double f[Q];
+#if defined(__CUDACC__)
+#pragma unroll
+#endif
+  for (int q = 0; q < Q; ++q) {
+    const int64_t sx = wrap(x, cx(q), p.nx, p.periodic[0]);
+    const int64_t sy = wrap(y, cy(q), p.ny, p.periodic[1]);
+    const int64_t sz = wrap(z, cz(q), p.nz, p.periodic[2]);
+    const int64_t s = (sx < 0 || sy < 0 || sz < 0) ? -1 : sx + p.nx * (sy + p.ny * sz);
+    // Halfway bounce-back: what left towards a wall last step comes back reversed.
+    f[q] = (s >= 0 && fluid[s]) ? in[q * n + s] : in[opposite(q) * n + i];
+  }
+  double rho = 0, j[3] = {0, 0, 0};
+#if defined(__CUDACC__)
+#pragma unroll
+#endif
+  for (int q = 0; q < Q; ++q) {
+    rho += f[q];
+    j[0] += cx(q) * f[q];
+    j[1] += cy(q) * f[q];
+    j[2] += cz(q) * f[q];
+  }
+  j[p.axis] += 0.5 * p.force;
+  const double wp = p.omega_plus, wm = p.omega_minus;
+  out[i] = f[0] - wp * (f[0] - weight(0) * rho);
+#if defined(__CUDACC__)
+#pragma unroll
+#endif
+  for (int q = 1; q < Q; q += 2) {
+    const double w = weight(q);
+    const double cj = cx(q) * j[0] + cy(q) * j[1] + cz(q) * j[2];
+    const double plus = 0.5 * (f[q] + f[q + 1]) - w * rho;
+    const double minus = 0.5 * (f[q] - f[q + 1]) - 3 * w * cj;
+    const double source = (1 - 0.5 * wm) * 3 * w * c_along(q, p.axis) * p.force;
+    out[q * n + i] = f[q] - wp * plus - wm * minus + source;
+    out[(q + 1) * n + i] = f[q + 1] - wp * plus + wm * minus - source;
+  }
+  return j[p.axis];
+}
+
+}  // namespace lbm
+}  // namespace poreforge::detail

@@ -1,0 +1,332 @@
+// Transport measures on the CPU (OpenMP), and the host steps both backends share.
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <string>
+#include <utility>
+
+#include "../transport_backends.hpp"
+#include "poreforge/error.hpp"
+
+namespace poreforge {
+
+int parse_axis(std::string_view text) {
+  if (text == "x") return 0;
+  if (text == "y") return 1;
+  if (text == "z") return 2;
+  throw InputError("unknown axis '" + std::string(text) + "' (expected x, y or z)");
+}
+
+namespace detail {
+namespace {
+
+void validate_axis(int axis) {
+  if (axis < 0 || axis > 2) throw InputError("flow axis must be 0, 1 or 2 (x, y or z), got " + std::to_string(axis));
+}
+
+// Marks the pore voxels 6-connected to the face at index `face` along `axis`.
+std::vector<uint8_t> reach_from_face(const Mask& pore, int axis, int64_t face) {
+  const Shape s = pore.shape();
+  const int64_t n[3] = {s.nx, s.ny, s.nz};
+  const int64_t stride[3] = {1, s.nx, s.nx * s.ny};
+  std::vector<uint8_t> seen(static_cast<std::size_t>(s.voxels()), 0);
+  std::vector<int64_t> queue;
+  const int a1 = (axis + 1) % 3, a2 = (axis + 2) % 3;
+  for (int64_t v = 0; v < n[a2]; ++v)
+    for (int64_t u = 0; u < n[a1]; ++u) {
+      const int64_t i = face * stride[axis] + u * stride[a1] + v * stride[a2];
+      if (pore[std::size_t(i)] && !seen[std::size_t(i)]) {
+        seen[std::size_t(i)] = 1;
+        queue.push_back(i);
+      }
+    }
+  for (std::size_t head = 0; head < queue.size(); ++head) {
+    const int64_t i = queue[head];
+    const int64_t c[3] = {i % s.nx, (i / s.nx) % s.ny, i / (s.nx * s.ny)};
+    for (int a = 0; a < 3; ++a)
+      for (int step = -1; step <= 1; step += 2) {
+        const int64_t to = c[a] + step;
+        if (to < 0 || to >= n[a]) continue;
+        const int64_t j = i + step * stride[a];
+        if (pore[std::size_t(j)] && !seen[std::size_t(j)]) {
+          seen[std::size_t(j)] = 1;
+          queue.push_back(j);
+        }
+      }
+  }
+  return seen;
+}
+
+void validate_mask(const Mask& pore, int axis) {
+  validate_shape(pore.shape());
+  validate_spacing(pore.spacing());
+  validate_axis(axis);
+  if (std::size_t(pore.voxels()) != pore.values().size())
+    throw InputError("mask holds " + std::to_string(pore.values().size()) + " values for shape " +
+                     to_string(pore.shape()));
+}
+
+}  // namespace
+
+SpanningCluster spanning_cluster(const Mask& pore, int axis) {
+  SpanningCluster out;
+  out.cluster = reach_from_face(pore, axis, 0);
+  const std::vector<uint8_t> outlet = reach_from_face(pore, axis, pore.shape().extent(axis) - 1);
+  for (std::size_t i = 0; i < out.cluster.size(); ++i) {
+    out.cluster[i] = out.cluster[i] && outlet[i];
+    out.voxels += out.cluster[i];
+  }
+  return out;
+}
+
+void validate_formation_factor(const Mask& pore, int axis, const FormationFactorOptions& options) {
+  validate_mask(pore, axis);
+  if (!(options.tolerance > 0 && options.tolerance < 1))
+    throw InputError("formation factor tolerance must lie in (0, 1), got " + std::to_string(options.tolerance));
+  if (options.max_iterations < 0) throw InputError("formation factor max_iterations must be ≥ 0");
+  if (pore.voxels() >= int64_t(std::numeric_limits<int32_t>::max()))
+    throw InputError("formation factor: volumes of 2^31 voxels or more are not supported");
+}
+
+void validate_permeability(const Mask& pore, int axis, const PermeabilityOptions& o) {
+  validate_mask(pore, axis);
+  if (!pore.spacing().isotropic())
+    throw InputError("permeability needs cubic voxels (the lattice-Boltzmann lattice is isotropic), got spacing " +
+                     to_string(pore.spacing()));
+  if (!(std::isfinite(o.voxel_size_m) && o.voxel_size_m >= 0))
+    throw InputError("permeability voxel_size_m must be a finite length ≥ 0 in metres");
+  if (!(o.tau > 0.5 && std::isfinite(o.tau))) throw InputError("permeability tau must be finite and > 1/2");
+  if (!(o.body_force > 0 && std::isfinite(o.body_force)))
+    throw InputError("permeability body_force must be finite and > 0");
+  if (!(o.tolerance > 0 && o.tolerance < 1)) throw InputError("permeability tolerance must lie in (0, 1)");
+  if (o.check_every < 1) throw InputError("permeability check_every must be ≥ 1");
+  if (o.max_steps < 1) throw InputError("permeability max_steps must be ≥ 1");
+}
+
+LaplaceGrid laplace_grid(const Mask& pore, int axis) {
+  const Spacing& sp = pore.spacing();
+  LaplaceGrid g;
+  g.nx = pore.shape().nx, g.ny = pore.shape().ny, g.nz = pore.shape().nz;
+  g.axis = axis;
+  g.g[0] = sp.y * sp.z / sp.x;
+  g.g[1] = sp.x * sp.z / sp.y;
+  g.g[2] = sp.x * sp.y / sp.z;
+  return g;
+}
+
+double open_conductance(const Mask& pore, int axis) {
+  const Shape& s = pore.shape();
+  const Spacing& sp = pore.spacing();
+  const double length[3] = {double(s.nx) * sp.x, double(s.ny) * sp.y, double(s.nz) * sp.z};
+  return length[(axis + 1) % 3] * length[(axis + 2) % 3] / length[axis];
+}
+
+int64_t max_cg_iterations(const Mask& pore, int axis, const FormationFactorOptions& options) {
+  if (options.max_iterations > 0) return options.max_iterations;
+  const Shape& s = pore.shape();
+  (void)axis;
+  return 20 * std::max({s.nx, s.ny, s.nz}) + 10000;
+}
+
+LatticeSetup lattice_setup(const Mask& pore, int axis, const PermeabilityOptions& o) {
+  LatticeSetup l;
+  const Shape s = pore.shape();
+  int64_t n[3] = {s.nx, s.ny, s.nz};
+  const int64_t along = n[axis];
+  if (o.mirror) n[axis] *= 2;
+  l.params.nx = n[0], l.params.ny = n[1], l.params.nz = n[2];
+  l.params.axis = axis;
+  for (int a = 0; a < 3; ++a)
+    // A flat axis (a 2D image) has no sides: the flow is two-dimensional there.
+    l.params.periodic[a] = a == axis || n[a] == 1 || o.lateral == LateralBoundary::periodic;
+  l.params.force = o.body_force;
+  const double lambda = 3.0 / 16;  // the magic parameter: walls half-way, k free of ν
+  const double half_plus = o.tau - 0.5;
+  l.params.omega_plus = 1 / o.tau;
+  l.params.omega_minus = 1 / (lambda / half_plus + 0.5);
+  l.fluid.resize(std::size_t(n[0] * n[1] * n[2]));
+  for (int64_t z = 0; z < n[2]; ++z)
+    for (int64_t y = 0; y < n[1]; ++y)
+      for (int64_t x = 0; x < n[0]; ++x) {
+        int64_t c[3] = {x, y, z};
+        if (c[axis] >= along) c[axis] = 2 * along - 1 - c[axis];  // the reflection
+        l.fluid[std::size_t(x + n[0] * (y + n[1] * z))] = pore(c[0], c[1], c[2]) ? 1 : 0;
+      }
+  return l;
+}
+
+double lattice_viscosity(const PermeabilityOptions& o) { return (o.tau - 0.5) / 3; }
+
+void finish_permeability(PermeabilityResult& r, const PermeabilityOptions& o) {
+  r.k_voxels = lattice_viscosity(o) * r.mean_velocity / o.body_force;
+  if (o.voxel_size_m > 0) {
+    r.k_m2 = r.k_voxels * o.voxel_size_m * o.voxel_size_m;
+    r.k_millidarcy = r.k_m2 / (darcy_m2 * 1e-3);
+  } else {
+    r.k_m2 = r.k_millidarcy = std::numeric_limits<double>::quiet_NaN();
+  }
+}
+
+}  // namespace detail
+
+namespace cpu {
+namespace {
+// Below this many voxels a loop runs on one thread: a parallel region per solver iteration or
+// lattice step would cost more than the work it shares (and spins on busy machines).
+constexpr int64_t kParallelVoxels = 1 << 15;
+}  // namespace
+
+FormationFactorResult formation_factor(const Mask& pore, int axis, const FormationFactorOptions& options) {
+  detail::validate_formation_factor(pore, axis, options);
+  FormationFactorResult r;
+  r.backend = Backend::cpu;
+  r.porosity = double(count_phase(pore)) / double(pore.voxels());
+  r.open_conductance = detail::open_conductance(pore, axis);
+  const detail::SpanningCluster sc = detail::spanning_cluster(pore, axis);
+  if (sc.voxels == 0) {
+    r.formation_factor = std::numeric_limits<double>::infinity();
+    r.converged = true;
+    return r;
+  }
+  r.spanning_porosity = double(sc.voxels) / double(pore.voxels());
+  const detail::LaplaceGrid grid = detail::laplace_grid(pore, axis);
+  const Shape s = pore.shape();
+  const int64_t N = s.voxels(), n = sc.voxels;
+  const std::size_t un = static_cast<std::size_t>(n);
+  const int64_t stride[3] = {1, s.nx, s.nx * s.ny};
+  const int64_t extent[3] = {s.nx, s.ny, s.nz};
+
+  // The cluster's voxels in index order, their neighbours (6 a voxel, -1 for none) and the
+  // diagonal: the operator is applied from these, without a stored matrix.
+  std::vector<int32_t> compact(static_cast<std::size_t>(N), -1);
+  std::vector<int64_t> where(un);
+  {
+    int32_t k = 0;
+    for (int64_t i = 0; i < N; ++i)
+      if (sc.cluster[std::size_t(i)]) where[std::size_t(k)] = i, compact[std::size_t(i)] = k++;
+  }
+  std::vector<int32_t> nb(6 * un);
+  std::vector<double> diag(un), b(un, 0.0);
+  const double g_res = grid.g_reservoir();
+#pragma omp parallel for schedule(static)
+  for (int64_t k = 0; k < n; ++k) {
+    const int64_t i = where[std::size_t(k)];
+    const int64_t c[3] = {i % s.nx, (i / s.nx) % s.ny, i / (s.nx * s.ny)};
+    for (int a = 0; a < 3; ++a) {
+      nb[std::size_t(6 * k + 2 * a)] = c[a] > 0 ? compact[std::size_t(i - stride[a])] : -1;
+      nb[std::size_t(6 * k + 2 * a + 1)] = c[a] < extent[a] - 1 ? compact[std::size_t(i + stride[a])] : -1;
+    }
+    diag[std::size_t(k)] = detail::laplace_diagonal(grid, sc.cluster.data(), c[0], c[1], c[2]);
+    if (c[axis] == 0) b[std::size_t(k)] = g_res;
+  }
+  std::vector<int32_t>().swap(compact);
+
+  // Jacobi-preconditioned conjugate gradients.
+  std::vector<double> x(un, 0.0), res = b, p(un), q(un);
+  double rz = 0, bb = 0;
+#pragma omp parallel for reduction(+ : rz, bb) schedule(static) if (n >= kParallelVoxels)
+  for (int64_t k = 0; k < n; ++k) {
+    p[std::size_t(k)] = res[std::size_t(k)] / diag[std::size_t(k)];
+    rz += res[std::size_t(k)] * p[std::size_t(k)];
+    bb += b[std::size_t(k)] * b[std::size_t(k)];
+  }
+  const double b_norm = std::sqrt(bb);
+  const int64_t max_iterations = detail::max_cg_iterations(pore, axis, options);
+  double rr = bb;
+  int64_t it = 0;
+  while (std::sqrt(rr) > options.tolerance * b_norm && it < max_iterations) {
+    double pq = 0;
+#pragma omp parallel for reduction(+ : pq) schedule(static) if (n >= kParallelVoxels)
+    for (int64_t k = 0; k < n; ++k) {
+      double v = diag[std::size_t(k)] * p[std::size_t(k)];
+      for (int e = 0; e < 6; ++e) {
+        const int32_t j = nb[std::size_t(6 * k + e)];
+        if (j >= 0) v -= grid.g[e / 2] * p[std::size_t(j)];
+      }
+      q[std::size_t(k)] = v;
+      pq += p[std::size_t(k)] * v;
+    }
+    const double alpha = rz / pq;
+    double rz_new = 0, rr_new = 0;
+#pragma omp parallel for reduction(+ : rz_new, rr_new) schedule(static) if (n >= kParallelVoxels)
+    for (int64_t k = 0; k < n; ++k) {
+      x[std::size_t(k)] += alpha * p[std::size_t(k)];
+      const double rk = res[std::size_t(k)] - alpha * q[std::size_t(k)];
+      res[std::size_t(k)] = rk;
+      rz_new += rk * rk / diag[std::size_t(k)];
+      rr_new += rk * rk;
+    }
+    const double beta = rz_new / rz;
+    rz = rz_new;
+    rr = rr_new;
+#pragma omp parallel for schedule(static) if (n >= kParallelVoxels)
+    for (int64_t k = 0; k < n; ++k)
+      p[std::size_t(k)] = res[std::size_t(k)] / diag[std::size_t(k)] + beta * p[std::size_t(k)];
+    ++it;
+  }
+  double current = 0;
+#pragma omp parallel for reduction(+ : current) schedule(static) if (n >= kParallelVoxels)
+  for (int64_t k = 0; k < n; ++k)
+    if (b[std::size_t(k)] != 0) current += g_res * (1 - x[std::size_t(k)]);
+  r.iterations = it;
+  r.relative_residual = std::sqrt(rr) / b_norm;
+  r.converged = std::sqrt(rr) <= options.tolerance * b_norm;
+  r.pore_conductance = current;
+  r.formation_factor = r.open_conductance / current;
+  return r;
+}
+
+PermeabilityResult permeability(const Mask& pore, int axis, const PermeabilityOptions& options) {
+  detail::validate_permeability(pore, axis, options);
+  PermeabilityResult r;
+  r.backend = Backend::cpu;
+  r.porosity = double(count_phase(pore)) / double(pore.voxels());
+  r.spans = detail::spanning_cluster(pore, axis).voxels > 0;
+  if (!r.spans) {
+    r.converged = true;
+    detail::finish_permeability(r, options);
+    return r;
+  }
+  const detail::LatticeSetup setup = detail::lattice_setup(pore, axis, options);
+  const detail::lbm::Params& P = setup.params;
+  const int64_t N = P.voxels();
+  std::vector<double> a(std::size_t(N * detail::lbm::Q)), b(a.size());
+  for (int q = 0; q < detail::lbm::Q; ++q)
+    std::fill(a.begin() + q * N, a.begin() + (q + 1) * N, detail::lbm::weight(q));
+  b = a;
+  const uint8_t* fluid = setup.fluid.data();
+  double previous = std::numeric_limits<double>::quiet_NaN();
+  while (r.steps < options.max_steps) {
+    double momentum = 0;
+    for (int s = 0; s < options.check_every; ++s) {
+      const bool last = s == options.check_every - 1;
+      double sum = 0;
+      const double* in = a.data();
+      double* out = b.data();
+#pragma omp parallel for collapse(2) reduction(+ : sum) schedule(static) if (N >= kParallelVoxels)
+      for (int64_t z = 0; z < P.nz; ++z)
+        for (int64_t y = 0; y < P.ny; ++y)
+          for (int64_t x = 0; x < P.nx; ++x)
+            if (fluid[x + P.nx * (y + P.ny * z)]) sum += detail::lbm::node_step(P, fluid, in, out, x, y, z);
+      std::swap(a, b);
+      if (last) momentum = sum;
+    }
+    r.steps += options.check_every;
+    r.mean_velocity = momentum / double(N);
+    if (std::isfinite(previous) && r.mean_velocity != 0) {
+      r.relative_change = std::abs(r.mean_velocity - previous) / std::abs(r.mean_velocity);
+      if (r.relative_change < options.tolerance) {
+        r.converged = true;
+        break;
+      }
+    }
+    previous = r.mean_velocity;
+  }
+  detail::finish_permeability(r, options);
+  return r;
+}
+
+}  // namespace cpu
+}  // namespace poreforge

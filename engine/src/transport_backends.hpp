@@ -1,0 +1,53 @@
+#pragma once
+// The transport measures' backend twins and the host steps both share (spanning cluster,
+// validation, the lattice set-up); the public functions of transport.hpp dispatch here.
+#include <cstdint>
+#include <vector>
+
+#include "common/transport_stencils.hpp"
+#include "poreforge/transport.hpp"
+
+namespace poreforge::detail {
+
+// The pore voxels 6-connected to both the inlet face (index 0 along `axis`) and the outlet
+// face (index n − 1): 1 in `cluster`, 0 elsewhere. Two breadth-first searches, O(N).
+struct SpanningCluster {
+  std::vector<uint8_t> cluster;
+  int64_t voxels = 0;
+};
+SpanningCluster spanning_cluster(const Mask& pore, int axis);
+
+// Throws InputError for a bad shape, spacing, axis or options.
+void validate_formation_factor(const Mask& pore, int axis, const FormationFactorOptions& options);
+void validate_permeability(const Mask& pore, int axis, const PermeabilityOptions& options);
+
+// The Laplace grid of a mask: its shape, the axis and the face conductances area / length.
+LaplaceGrid laplace_grid(const Mask& pore, int axis);
+// The conductance of the all-pore box: cross-section area / length, spacing units.
+double open_conductance(const Mask& pore, int axis);
+int64_t max_cg_iterations(const Mask& pore, int axis, const FormationFactorOptions& options);
+
+// The lattice a permeability run works on: the fluid (pore) mask, mirrored along the axis
+// when asked, and the kernel parameters.
+struct LatticeSetup {
+  std::vector<uint8_t> fluid;
+  lbm::Params params;
+};
+LatticeSetup lattice_setup(const Mask& pore, int axis, const PermeabilityOptions& options);
+
+// Darcy's law and the unit conversions of a finished run.
+void finish_permeability(PermeabilityResult& r, const PermeabilityOptions& options);
+// ν = (τ+ − ½)/3, lattice units.
+double lattice_viscosity(const PermeabilityOptions& options);
+
+}  // namespace poreforge::detail
+
+namespace poreforge::cpu {
+FormationFactorResult formation_factor(const Mask& pore, int axis, const FormationFactorOptions& options);
+PermeabilityResult permeability(const Mask& pore, int axis, const PermeabilityOptions& options);
+}  // namespace poreforge::cpu
+
+namespace poreforge::cuda {
+FormationFactorResult formation_factor(const Mask& pore, int axis, const FormationFactorOptions& options);
+PermeabilityResult permeability(const Mask& pore, int axis, const PermeabilityOptions& options);
+}  // namespace poreforge::cuda
