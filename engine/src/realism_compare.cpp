@@ -2,7 +2,6 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
-#include <map>
 #include <random>
 
 #include "poreforge/error.hpp"
@@ -128,15 +127,17 @@ EnvelopeComparison compare_with_envelope(const RealismProfile& candidate, const 
     c.distance = curve_distance(cand.y, c.mean, cand.distance);
     for (std::size_t k = 0; k < n; ++k)
       c.real_distances.push_back(curve_distance(*curves[k], mean_curve(curves, k), cand.distance));
+    // Distances equal but for rounding (curves that mirror each other about the mean) tie.
+    auto farther = [](double d, double than) { return d > than * (1 + 1e-12); };
     const double largest = *std::max_element(c.real_distances.begin(), c.real_distances.end());
-    c.inside = c.distance <= largest;
+    c.inside = !farther(c.distance, largest);
     // A real sub-volume is outside when it is farther from the others' mean than every other
     // one is from the mean of theirs (leave one out, as for the scalars).
     for (std::size_t k = 0; k < n; ++k) {
       double others = 0;
       for (std::size_t j = 0; j < n; ++j)
         if (j != k) others = std::max(others, c.real_distances[j]);
-      if (c.real_distances[k] > others) ++out.real_outside[k];
+      if (farther(c.real_distances[k], others)) ++out.real_outside[k];
     }
     out.outside += c.inside ? 0 : 1;
     out.curves.push_back(std::move(c));

@@ -40,7 +40,10 @@ struct RealismOptions {
   Backend backend = Backend::automatic;
   Bins psd_bins = Bins::linear(0, 1, 1);  ///< shared by every profile of a comparison
   bool permeability = false;              ///< the costly one: on for GPU runs by default
-  double spacing_metres = 0;              ///< a voxel's edge in metres, for permeability in mD; 0: lattice units
+  /// Metres per unit of the spacing (1e-6 for a spacing in µm), for the permeability in
+  /// millidarcy; 0 when unknown: the permeability is then in squared spacing units.
+  double unit_metres = 0;
+  int64_t speck_voxels = 10;  ///< clusters this small or smaller are specks
 };
 
 /// How one scalar of the candidate sits among the real sub-volumes' values.

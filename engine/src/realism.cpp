@@ -1,0 +1,132 @@
+// The realism profile of one structure: the engine's measures gathered under stable names.
+#include <algorithm>
+#include <cmath>
+
+#include "poreforge/correlation.hpp"
+#include "poreforge/error.hpp"
+#include "poreforge/local_thickness.hpp"
+#include "poreforge/measures.hpp"
+#include "poreforge/realism.hpp"
+#include "poreforge/transport.hpp"
+
+namespace poreforge {
+namespace {
+
+constexpr const char* kAxis = "xyz";
+
+// A chord histogram (index = length in voxels) as the share of chords of each length, on
+// lengths 1 … extent in physical units.
+CurveMeasure chord_curve(const std::string& name, const ChordLengths& chords, int axis, double spacing,
+                         const std::string& unit) {
+  CurveMeasure c;
+  c.name = name;
+  c.x_unit = unit;
+  c.distance = CurveMeasure::Distance::l1;
+  const std::vector<int64_t>& h = chords.histogram[std::size_t(axis)];
+  const double total = double(std::max<int64_t>(1, chords.count[std::size_t(axis)]));
+  for (std::size_t l = 1; l < h.size(); ++l) {
+    c.x.push_back(double(l) * spacing);
+    c.y.push_back(double(h[l]) / total);
+  }
+  return c;
+}
+
+CurveMeasure lineal_curve(const std::string& name, const std::vector<double>& along, double spacing,
+                          const std::string& unit) {
+  CurveMeasure c;
+  c.name = name;
+  c.x_unit = unit;
+  for (std::size_t r = 0; r < along.size(); ++r) {
+    c.x.push_back(double(r) * spacing);
+    c.y.push_back(along[r]);
+  }
+  return c;
+}
+
+}  // namespace
+
+RealismProfile realism_profile(const Mask& pore, const RealismOptions& options) {
+  const Spacing& sp = pore.spacing();
+  const std::string u = "unit";  // the spacing's unit
+  RealismProfile p;
+  auto scalar = [&](const std::string& name, const std::string& unit, double value) {
+    p.scalars.push_back({name, unit, value});
+  };
+
+  MeasureOptions mo;
+  mo.opening_radii = options.psd_bins.edges();
+  mo.boundary = Boundary::open;
+  mo.speck_voxels = options.speck_voxels;
+  const StructureMeasures m = measure_structure(pore, mo, options.backend);
+  if (m.phase_voxels == 0) throw InputError("the structure has no pore voxel: nothing to profile");
+
+  scalar("porosity", "1", m.porosity);
+  scalar("specific_surface", "1/" + u, m.surface.area_per_volume);
+  scalar("euler_density", "1/" + u + "^3", m.euler_density);
+  scalar("clusters_per_million_6", "1/1e6 vox", m.clusters6.clusters_per_million);
+  scalar("largest_cluster_share_6", "1", m.clusters6.largest_share);
+  for (int a = 0; a < 3; ++a)
+    scalar(std::string("spanning_share_") + kAxis[a], "1", m.clusters6.spanning_share[std::size_t(a)]);
+  scalar("speck_share_6", "1", m.clusters6.speck_share);
+  scalar("clusters_per_million_26", "1/1e6 vox", m.clusters26.clusters_per_million);
+  scalar("largest_cluster_share_26", "1", m.clusters26.largest_share);
+  for (int a = 0; a < 3; ++a) {
+    const FormationFactorResult f = formation_factor(pore, a, {}, options.backend);
+    scalar(std::string("formation_factor_") + kAxis[a], "1", f.formation_factor);
+  }
+  if (options.permeability) {
+    if (!sp.isotropic()) throw InputError("the permeability needs cubic voxels (spacing " + to_string(sp) + ")");
+    PermeabilityOptions po;
+    po.voxel_size_m = options.unit_metres > 0 ? sp.x * options.unit_metres : 0;
+    for (int a = 0; a < 3; ++a) {
+      const PermeabilityResult k = permeability(pore, a, po, options.backend);
+      if (options.unit_metres > 0) scalar(std::string("permeability_") + kAxis[a], "mD", k.k_millidarcy);
+      else scalar(std::string("permeability_") + kAxis[a], u + "^2", k.k_voxels * sp.x * sp.x);
+    }
+  }
+  for (int a = 0; a < 3; ++a)
+    scalar(std::string("mean_chord_pore_") + kAxis[a], u, m.chords.mean[std::size_t(a)]);
+  for (int a = 0; a < 3; ++a)
+    scalar(std::string("mean_chord_solid_") + kAxis[a], u, m.complement_chords.mean[std::size_t(a)]);
+
+  // Curves.
+  {
+    const PoreSizeDistribution psd = pore_size_distribution(pore, Boundary::open, options.psd_bins, options.backend);
+    CurveMeasure c;
+    c.name = "pore_psd";
+    c.x_unit = u + " (radius)";
+    c.distance = CurveMeasure::Distance::l1;
+    for (std::size_t i = 0; i < psd.fraction.size(); ++i) {
+      c.x.push_back(0.5 * (psd.edges[i] + psd.edges[i + 1]));
+      c.y.push_back(psd.fraction[i]);
+    }
+    p.curves.push_back(std::move(c));
+  }
+  const DirectionalS2 s2 = two_point_correlation(pore).directional;
+  for (int a = 0; a < 3; ++a)
+    p.curves.push_back(lineal_curve(std::string("s2_") + kAxis[a], s2.along(a), sp.along(a), u));
+  for (int a = 0; a < 3; ++a)
+    p.curves.push_back(chord_curve(std::string("chords_pore_") + kAxis[a], m.chords, a, sp.along(a), u));
+  for (int a = 0; a < 3; ++a)
+    p.curves.push_back(chord_curve(std::string("chords_solid_") + kAxis[a], m.complement_chords, a, sp.along(a), u));
+  for (int a = 0; a < 3; ++a)
+    p.curves.push_back(lineal_curve(std::string("lineal_path_pore_") + kAxis[a], m.lineal.along[std::size_t(a)],
+                                    sp.along(a), u));
+  for (int a = 0; a < 3; ++a)
+    p.curves.push_back(lineal_curve(std::string("lineal_path_solid_") + kAxis[a],
+                                    m.complement_lineal.along[std::size_t(a)], sp.along(a), u));
+  {
+    CurveMeasure c;
+    c.name = "euler_of_openings";
+    c.x_unit = u + " (radius r of {LT >= r})";
+    const double volume = double(m.voxels) * sp.x * sp.y * sp.z;
+    for (std::size_t i = 0; i < m.opening_radii.size(); ++i) {
+      c.x.push_back(m.opening_radii[i]);
+      c.y.push_back(double(m.opening_euler[i]) / volume);
+    }
+    p.curves.push_back(std::move(c));
+  }
+  return p;
+}
+
+}  // namespace poreforge
