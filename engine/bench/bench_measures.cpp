@@ -59,8 +59,8 @@ int main(int argc, char** argv) {
       for (int64_t y = 0; y < s.ny; ++y)
         for (int64_t x = 0; x < s.nx; ++x) m(x, y, z) = full(x, y, z);
   }
-  std::printf("image %s, %s voxels, label %g, %d CPU threads\n", image.c_str(), to_string(m.shape()).c_str(), label,
-              cpu_threads());
+  std::printf("image %s, %s voxels, spacing %s, label %g, %d CPU threads\n", image.c_str(),
+              to_string(m.shape()).c_str(), to_string(m.spacing()).c_str(), label, cpu_threads());
 
   ConfigurationHistogram h{};
   SurfaceMeasures surface;
