@@ -3,14 +3,18 @@
 // calls (the CUDA labelling synchronizes before returning).
 //
 //   bench_measures [--image PATH] [--dataset /volume] [--label 1] [--crop N] [--backend auto|cpu|cuda]
+//                  [--openings R1,R2,...]   (χ of the openings {LT ≥ r}, r in physical units)
 #include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <functional>
+#include <sstream>
 #include <string>
+#include <vector>
 
 #include "poreforge/backend.hpp"
 #include "poreforge/io.hpp"
+#include "poreforge/local_thickness.hpp"
 #include "poreforge/measures.hpp"
 
 using namespace poreforge;
@@ -30,12 +34,17 @@ int main(int argc, char** argv) {
   double label = 1;
   int64_t crop = 0;
   Backend backend = Backend::automatic;
+  std::vector<double> openings;
   for (int i = 1; i + 1 < argc; i += 2) {
     if (!std::strcmp(argv[i], "--image")) image = argv[i + 1];
     else if (!std::strcmp(argv[i], "--dataset")) dataset = argv[i + 1];
     else if (!std::strcmp(argv[i], "--label")) label = std::stod(argv[i + 1]);
     else if (!std::strcmp(argv[i], "--crop")) crop = std::stoll(argv[i + 1]);
     else if (!std::strcmp(argv[i], "--backend")) backend = parse_backend(argv[i + 1]);
+    else if (!std::strcmp(argv[i], "--openings")) {
+      std::stringstream ss(argv[i + 1]);
+      for (std::string r; std::getline(ss, r, ',');) openings.push_back(std::stod(r));
+    }
     else {
       std::fprintf(stderr, "unknown option %s\n", argv[i]);
       return 2;
@@ -50,8 +59,8 @@ int main(int argc, char** argv) {
       for (int64_t y = 0; y < s.ny; ++y)
         for (int64_t x = 0; x < s.nx; ++x) m(x, y, z) = full(x, y, z);
   }
-  std::printf("image %s, %s voxels, label %g, %d CPU threads\n", image.c_str(), to_string(m.shape()).c_str(), label,
-              cpu_threads());
+  std::printf("image %s, %s voxels, spacing %s, label %g, %d CPU threads\n", image.c_str(),
+              to_string(m.shape()).c_str(), to_string(m.spacing()).c_str(), label, cpu_threads());
 
   ConfigurationHistogram h{};
   SurfaceMeasures surface;
@@ -90,6 +99,15 @@ int main(int argc, char** argv) {
               "all at once %.2f (components on %s)\n",
               t_euler, t_surface, t_c6, to_string(c6.backend).c_str(), t_c26, t_chords, t_all,
               to_string(all.backend).c_str());
+  if (!openings.empty()) {
+    Volume<float> lt;
+    std::vector<int64_t> chi;
+    const double t_lt = seconds([&] { lt = local_thickness(m, Boundary::open, backend); });
+    const double t_open = seconds([&] { chi = euler_of_openings(lt, openings); });
+    std::printf("chi(r) of openings:");
+    for (std::size_t k = 0; k < openings.size(); ++k) std::printf("  r=%g: %lld", openings[k], (long long)chi[k]);
+    std::printf("\nseconds: local thickness %.2f, %zu openings %.2f\n", t_lt, openings.size(), t_open);
+  }
   (void)h;
   return 0;
 }

@@ -157,6 +157,8 @@ TEST_CASE("measures.cpu.euler_flip_delta") {
       CAPTURE(x);
       CAPTURE(y);
       CAPTURE(z);
+      // A wrong delta or bin move stays in the running sums, so every 5th flip is checked.
+      if (k % 5 != 4) continue;
       REQUIRE(chi == euler_characteristic(m));
       REQUIRE(h == configuration_histogram(m));
     }

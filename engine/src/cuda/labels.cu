@@ -20,7 +20,9 @@ namespace {
 constexpr int kThreads = 256;
 constexpr uint32_t kNone = detail::kNoRoot;
 
-__device__ __forceinline__ uint32_t find_root(const uint32_t* parent, uint32_t i) {
+// Reads through volatile: other threads lower parents while this one walks, and a retry in
+// unite() must see their writes rather than a value the compiler kept in a register.
+__device__ __forceinline__ uint32_t find_root(const volatile uint32_t* parent, uint32_t i) {
   uint32_t p = parent[i];
   while (p != i) {
     i = p;
