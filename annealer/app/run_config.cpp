@@ -33,7 +33,7 @@ class Section {
   [[noreturn]] void fail(const std::string& key, const YAML::Node& at, const std::string& what) const {
     if (m_overrides)
       for (const auto& [set_key, assignment] : *m_overrides)
-        if (key == set_key || key.rfind(set_key + ".", 0) == 0 || set_key.rfind(key + ".", 0) == 0)
+        if (key == set_key || key.rfind(set_key + ".", 0) == 0)
           throw InputError("--set " + assignment + ": " + key + " " + what);
     const int line = at ? at.Mark().line + 1 : 0;
     throw InputError(m_source + (line > 0 ? ":" + std::to_string(line) : "") + ": " + key + " " + what);
