@@ -1,5 +1,11 @@
 #include "checkpoint.hpp"
 
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <sstream>
+
 #include "poreforge/error.hpp"
 #include "poreforge/io.hpp"
 
@@ -10,64 +16,180 @@ const char* kKind = "poreforge checkpoint";
 const char* kHistoryColumns[9] = {"evaluations", "stage", "temperature", "energy", "pore_psd",
                                   "solid_psd",   "s2",    "accepted",    "rejected"};
 
-void write_energy(OutputFile& f, const std::string& prefix, const anneal::Energy& e) {
-  f.set_attribute(prefix + "total", e.total);
-  f.set_attribute(prefix + "pore_psd", e.pore_psd);
-  f.set_attribute(prefix + "solid_psd", e.solid_psd);
-  f.set_attribute(prefix + "s2", e.s2);
+// FNV-1a, 64 bits: a checksum of the bytes that define a part of the state, so that an edit or
+// a flipped bit is found before a resume trusts it. Not cryptographic (whoever edits the file
+// can recompute it); small and dependency-free, where zlib's crc32 is not linked here directly.
+class Fnv1a {
+ public:
+  Fnv1a& add(const void* data, std::size_t bytes) {
+    const auto* p = static_cast<const unsigned char*>(data);
+    for (std::size_t k = 0; k < bytes; ++k) m_hash = (m_hash ^ p[k]) * 0x100000001b3ull;
+    return *this;
+  }
+  Fnv1a& add(double v) { return add(&v, sizeof v); }
+  Fnv1a& add(const std::string& s) { return add(s.data(), s.size()); }
+  template <class T>
+  Fnv1a& add(const std::vector<T>& v) {
+    return add(v.data(), v.size() * sizeof(T));
+  }
+  std::string hex() const {
+    char buf[20];
+    std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(m_hash));
+    return buf;
+  }
+
+ private:
+  uint64_t m_hash = 0xcbf29ce484222325ull;
+};
+
+// The checksums of a checkpoint's parts, by the name an error shows: "/state/volume" for a
+// dataset, "@evaluations" for an attribute of the file.
+using Sums = std::map<std::string, std::string>;
+
+std::string sums_text(const Sums& sums) {
+  std::string out;
+  for (const auto& [part, hex] : sums) out += part + " fnv1a64:" + hex + "\n";
+  return out;
 }
 
-anneal::Energy read_energy(const std::string& path, const std::string& prefix) {
-  return {read_hdf5_attribute(path, prefix + "total"), read_hdf5_attribute(path, prefix + "pore_psd"),
-          read_hdf5_attribute(path, prefix + "solid_psd"), read_hdf5_attribute(path, prefix + "s2")};
+Sums sums_of(const std::string& text, const std::string& path) {
+  Sums sums;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    const auto space = line.find(" fnv1a64:");
+    if (space == std::string::npos) throw InputError("checkpoint '" + path + "': its checksum list is damaged");
+    sums[line.substr(0, space)] = line.substr(space + 9);
+  }
+  return sums;
 }
+
+std::string volume_sum(const Mask& m) {
+  const Shape& s = m.shape();
+  return Fnv1a().add(double(s.nx)).add(double(s.ny)).add(double(s.nz)).add(m.values()).hex();
+}
+
+void write_energy(OutputFile& f, Sums& sums, const std::string& prefix, const anneal::Energy& e) {
+  for (const auto& [name, value] : {std::pair<std::string, double>{"total", e.total}, {"pore_psd", e.pore_psd},
+                                    {"solid_psd", e.solid_psd}, {"s2", e.s2}}) {
+    f.set_attribute(prefix + name, value);
+    sums["@" + prefix + name] = Fnv1a().add(value).hex();
+  }
+}
+
+// Reads the file's parts and checks each against its stored checksum (when the file has them).
+class Reader {
+ public:
+  Reader(const std::string& path, std::optional<Sums> sums) : m_path(path), m_sums(std::move(sums)) {}
+
+  double number(const std::string& name) {
+    const double v = read_hdf5_attribute(m_path, name);
+    verify("@" + name, Fnv1a().add(v).hex());
+    return v;
+  }
+  // A count: a whole number, `least` or more (a NaN here once sent the loop spinning forever).
+  int64_t count(const std::string& name, double least = 0) {
+    const double v = read_hdf5_attribute(m_path, name);
+    if (!std::isfinite(v) || v < least || v != std::floor(v) || v > 9.0e15)
+      throw InputError("checkpoint '" + m_path + "': " + name + " must be a whole number, " +
+                       std::to_string(int(least)) + " or more (got " + std::to_string(v) + ")");
+    verify("@" + name, Fnv1a().add(v).hex());
+    return int64_t(v);
+  }
+  std::string text(const std::string& name) {
+    const std::string v = read_hdf5_string_attribute(m_path, name);
+    verify("@" + name, Fnv1a().add(v).hex());
+    return v;
+  }
+  std::vector<double> vector(const std::string& name) {
+    auto v = read_hdf5_vector(m_path, name);
+    verify(name, Fnv1a().add(v).hex());
+    return v;
+  }
+  std::vector<int64_t> vector_int64(const std::string& name) {
+    auto v = read_hdf5_vector_int64(m_path, name);
+    verify(name, Fnv1a().add(v).hex());
+    return v;
+  }
+  void verify(const std::string& part, const std::string& hex) {
+    if (!m_sums) return;
+    const auto it = m_sums->find(part);
+    if (it == m_sums->end())
+      throw InputError("checkpoint '" + m_path + "': " + part + " has no stored checksum (changed or corrupt)");
+    if (it->second != hex)
+      throw InputError("checkpoint '" + m_path + "': the stored checksum of " + part +
+                       " does not match (changed or corrupt)");
+  }
+  anneal::Energy energy(const std::string& prefix) {
+    return {number(prefix + "total"), number(prefix + "pore_psd"), number(prefix + "solid_psd"), number(prefix + "s2")};
+  }
+
+ private:
+  std::string m_path;
+  std::optional<Sums> m_sums;
+};
+
+const char* kTargetVectors[7] = {"/targets/psd/pore/edges",   "/targets/psd/pore/fraction",
+                                 "/targets/psd/solid/edges",  "/targets/psd/solid/fraction",
+                                 "/targets/s2/directional/x", "/targets/s2/directional/y",
+                                 "/targets/s2/directional/z"};
 
 }  // namespace
 
 void write_checkpoint(const std::string& path, const Checkpoint& c, const std::string& command_line) {
   OutputFile f(path, true);
+  Sums sums;
   const auto& s = c.snapshot;
   const auto& p = s.progress;
+  auto number = [&](const std::string& name, double value) {
+    f.set_attribute(name, value);
+    sums["@" + name] = Fnv1a().add(value).hex();
+  };
+  auto text = [&](const std::string& name, const std::string& value) {
+    f.set_attribute(name, value);
+    sums["@" + name] = Fnv1a().add(value).hex();
+  };
+  auto vector = [&](const std::string& name, const auto& values) {
+    f.write_vector(name, values);
+    sums[name] = Fnv1a().add(values).hex();
+  };
   f.set_attribute("kind", std::string(kKind));
   f.set_attribute("schema", double(kCheckpointSchema));
-  f.set_attribute("config", c.config_yaml);
+  text("config", c.config_yaml);
   f.set_provenance(command_line);
   f.write_volume("/state/volume", s.pore);
-  f.write_vector("/state/solid_voxels", s.solid_voxels);
-  f.write_vector("/state/pore_voxels", s.pore_voxels);
-  f.write_vector("/state/stage_energies", s.stage_energies);
-  f.write_vector("/state/norm", std::vector<double>(s.norm.begin(), s.norm.end()));
+  sums["/state/volume"] = volume_sum(s.pore);
+  vector("/state/solid_voxels", s.solid_voxels);
+  vector("/state/pore_voxels", s.pore_voxels);
+  vector("/state/stage_energies", s.stage_energies);
+  vector("/state/norm", std::vector<double>(s.norm.begin(), s.norm.end()));
   // Integers up to 2^53 are exact in a double attribute.
-  f.set_attribute("evaluations", double(p.evaluations));
-  f.set_attribute("accepted", double(p.accepted));
-  f.set_attribute("rejected", double(p.rejected));
-  f.set_attribute("stage", double(p.stage));
-  f.set_attribute("temperature", p.temperature);
-  f.set_attribute("last_delta", p.last_delta);
-  f.set_attribute("stall", double(s.stall));
-  f.set_attribute("stopped", anneal::to_string(p.stopped));
-  write_energy(f, "energy_", p.energy);
-  write_energy(f, "best_", p.best);
+  number("evaluations", double(p.evaluations));
+  number("accepted", double(p.accepted));
+  number("rejected", double(p.rejected));
+  number("stage", double(p.stage));
+  number("temperature", p.temperature);
+  number("last_delta", p.last_delta);
+  number("stall", double(s.stall));
+  text("stopped", anneal::to_string(p.stopped));
+  write_energy(f, sums, "energy_", p.energy);
+  write_energy(f, sums, "best_", p.best);
   const auto& t = c.targets;
   if (c.run_start) {
-    f.set_attribute("start_pore_psd_l1", c.run_start->pore_psd_l1);
-    f.set_attribute("start_s2_rms", c.run_start->s2_rms);
+    number("start_pore_psd_l1", c.run_start->pore_psd_l1);
+    number("start_s2_rms", c.run_start->s2_rms);
   }
-  f.set_attribute("target_porosity", t.porosity);
-  f.set_attribute("target_spacing", to_string(t.spacing));
+  number("target_porosity", t.porosity);
+  text("target_spacing", to_string(t.spacing));
   // The describe-file layout under /targets, read back by Targets::from_descriptor_file.
-  f.write_vector("/targets/psd/pore/edges", t.pore_edges);
-  f.write_vector("/targets/psd/pore/fraction", t.pore_psd);
-  f.write_vector("/targets/psd/solid/edges", t.solid_edges);
-  f.write_vector("/targets/psd/solid/fraction", t.solid_psd);
-  f.write_vector("/targets/s2/directional/x", t.s2[0]);
-  f.write_vector("/targets/s2/directional/y", t.s2[1]);
-  f.write_vector("/targets/s2/directional/z", t.s2[2]);
+  const std::vector<double>* target_vectors[7] = {&t.pore_edges, &t.pore_psd, &t.solid_edges, &t.solid_psd,
+                                                  &t.s2[0],       &t.s2[1],    &t.s2[2]};
+  for (int k = 0; k < 7; ++k) vector(kTargetVectors[k], *target_vectors[k]);
   for (int k = 0; k < 9; ++k) {
     std::vector<double> column;
     for (const auto& row : c.history) column.push_back(row[k]);
-    f.write_vector(std::string("/history/") + kHistoryColumns[k], column);
+    vector(std::string("/history/") + kHistoryColumns[k], column);
   }
+  f.set_attribute("checksums", sums_text(sums));
   f.commit();
 }
 
@@ -80,35 +202,53 @@ Checkpoint read_checkpoint(const std::string& path) {
   }
   if (kind != kKind) throw InputError("'" + path + "' is not a poreforge checkpoint");
   const double schema = read_hdf5_attribute(path, "schema");
-  if (schema != kCheckpointSchema)
-    throw InputError("'" + path + "' has checkpoint schema " + std::to_string(int(schema)) + "; this poreforge reads " +
+  if (schema != 1 && schema != kCheckpointSchema)
+    throw InputError("'" + path + "' has checkpoint schema " + std::to_string(schema) + "; this poreforge reads 1 and " +
                      std::to_string(kCheckpointSchema));
+  // Schema 1 predates the checksums and is read as it stands; from schema 2 every part is checked.
+  std::optional<Sums> sums;
+  if (schema >= 2) {
+    if (!hdf5_has_attribute(path, "checksums"))
+      throw InputError("checkpoint '" + path + "': its checksums are missing (changed or corrupt)");
+    sums = sums_of(read_hdf5_string_attribute(path, "checksums"), path);
+  }
+  Reader in(path, sums);
   Checkpoint c;
-  c.config_yaml = read_hdf5_string_attribute(path, "config");
+  c.config_yaml = in.text("config");
   auto& s = c.snapshot;
   const LabelImage volume = read_hdf5(path, "/state/volume");
   s.pore = phase_mask(volume, 1);
-  s.solid_voxels = read_hdf5_vector_int64(path, "/state/solid_voxels");
-  s.pore_voxels = read_hdf5_vector_int64(path, "/state/pore_voxels");
-  s.stage_energies = read_hdf5_vector(path, "/state/stage_energies");
-  const auto norm = read_hdf5_vector(path, "/state/norm");
+  in.verify("/state/volume", volume_sum(s.pore));
+  s.solid_voxels = in.vector_int64("/state/solid_voxels");
+  s.pore_voxels = in.vector_int64("/state/pore_voxels");
+  s.stage_energies = in.vector("/state/stage_energies");
+  const auto norm = in.vector("/state/norm");
   if (norm.size() != 3) throw InputError("'" + path + "': /state/norm must hold 3 values");
   s.norm = {norm[0], norm[1], norm[2]};
   auto& p = s.progress;
-  p.evaluations = int64_t(read_hdf5_attribute(path, "evaluations"));
-  p.accepted = int64_t(read_hdf5_attribute(path, "accepted"));
-  p.rejected = int64_t(read_hdf5_attribute(path, "rejected"));
-  p.stage = int64_t(read_hdf5_attribute(path, "stage"));
-  p.temperature = read_hdf5_attribute(path, "temperature");
-  p.last_delta = read_hdf5_attribute(path, "last_delta");
-  s.stall = int64_t(read_hdf5_attribute(path, "stall"));
-  p.energy = read_energy(path, "energy_");
-  p.best = read_energy(path, "best_");
+  p.evaluations = in.count("evaluations");
+  p.accepted = in.count("accepted");
+  p.rejected = in.count("rejected");
+  p.stage = in.count("stage");
+  p.temperature = in.number("temperature");
+  if (!std::isfinite(p.temperature) || p.temperature < 0)
+    throw InputError("checkpoint '" + path + "': temperature must be a finite number, 0 or more");
+  p.last_delta = in.number("last_delta");
+  s.stall = in.count("stall", -1);  // -1: a new best in the current stage
+  const std::string stopped = in.text("stopped");
+  for (auto r : {anneal::StopReason::none, anneal::StopReason::max_evaluations, anneal::StopReason::energy_tolerance,
+                 anneal::StopReason::no_improvement, anneal::StopReason::time_limit})
+    if (anneal::to_string(r) == stopped) p.stopped = r;
+  p.energy = in.energy("energy_");
+  p.best = in.energy("best_");
+  for (const char* name : kTargetVectors) in.vector(name);
+  in.number("target_porosity");
+  in.text("target_spacing");
   c.targets = anneal::Targets::from_descriptor_file(path, "/targets", "target_porosity", "target_spacing");
   if (hdf5_has_attribute(path, "start_pore_psd_l1"))
-    c.run_start = anneal::Quality{read_hdf5_attribute(path, "start_pore_psd_l1"), read_hdf5_attribute(path, "start_s2_rms")};
+    c.run_start = anneal::Quality{in.number("start_pore_psd_l1"), in.number("start_s2_rms")};
   std::array<std::vector<double>, 9> columns;
-  for (int k = 0; k < 9; ++k) columns[k] = read_hdf5_vector(path, std::string("/history/") + kHistoryColumns[k]);
+  for (int k = 0; k < 9; ++k) columns[k] = in.vector(std::string("/history/") + kHistoryColumns[k]);
   for (std::size_t r = 0; r < columns[0].size(); ++r) {
     HistoryRow row;
     for (int k = 0; k < 9; ++k) {

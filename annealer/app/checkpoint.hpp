@@ -10,7 +10,8 @@
 
 namespace poreforge::app {
 
-constexpr int kCheckpointSchema = 1;
+/// 2: every part of the state carries an FNV-1a checksum (schema 1 files, without, still resume).
+constexpr int kCheckpointSchema = 2;
 
 /// One row of energy.csv: evaluations, stage, temperature, energy, pore_psd, solid_psd, s2,
 /// accepted, rejected.
@@ -27,7 +28,8 @@ struct Checkpoint {
 };
 
 void write_checkpoint(const std::string& path, const Checkpoint& checkpoint, const std::string& command_line);
-/// Throws InputError for a missing, truncated or foreign file, or a newer schema.
+/// Throws InputError for a missing, truncated or foreign file, a newer schema, a part whose
+/// checksum does not match, or a count that is negative or not a number.
 Checkpoint read_checkpoint(const std::string& path);
 
 }  // namespace poreforge::app

@@ -22,9 +22,9 @@ int main(int argc, char** argv) {
   const Runner generate = poreforge::app::add_generate_command(app, command_line);
   const Runner info = poreforge::app::add_info_command(app);
   const Runner morph = poreforge::app::add_morph_command(app, command_line);
-  const Runner run = poreforge::app::add_run_command(app, command_line);
-  const Runner resume = poreforge::app::add_resume_command(app, command_line);
-  const Runner sweep = poreforge::app::add_sweep_command(app);
+  const poreforge::app::StatusRunner run = poreforge::app::add_run_command(app, command_line);
+  const poreforge::app::StatusRunner resume = poreforge::app::add_resume_command(app, command_line);
+  const poreforge::app::StatusRunner sweep = poreforge::app::add_sweep_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -36,9 +36,9 @@ int main(int argc, char** argv) {
     else if (app.got_subcommand("generate")) generate();
     else if (app.got_subcommand("info")) info();
     else if (app.got_subcommand("morph")) morph();
-    else if (app.got_subcommand("run")) run();
-    else if (app.got_subcommand("resume")) resume();
-    else if (app.got_subcommand("sweep")) sweep();
+    else if (app.got_subcommand("run")) return run();
+    else if (app.got_subcommand("resume")) return resume();
+    else if (app.got_subcommand("sweep")) return sweep();
     return 0;
   } catch (const poreforge::InputError& e) {
     std::fprintf(stderr, "poreforge: error: %s\n", e.what());

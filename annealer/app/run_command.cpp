@@ -18,11 +18,13 @@
 #include "poreforge/annealer/start.hpp"
 #include "poreforge/backend.hpp"
 #include "poreforge/correlation.hpp"
+#include "poreforge/durable_file.hpp"
 #include "poreforge/error.hpp"
 #include "poreforge/io.hpp"
 #include "poreforge/local_thickness.hpp"
 #include "checkpoint.hpp"
 #include "run_config.hpp"
+#include "run_folder.hpp"
 
 namespace poreforge::app {
 namespace {
@@ -51,17 +53,8 @@ std::string hms(double seconds) {
   return buf;
 }
 
-// Writes a text file atomically: a temporary beside it, then a rename.
-void write_text(const fs::path& path, const std::string& text) {
-  const fs::path temp = path.string() + ".tmp-" + std::to_string(::getpid());
-  {
-    std::ofstream out(temp);
-    out << text;
-    out.flush();
-    if (!out) throw RuntimeError("cannot write '" + temp.string() + "'");
-  }
-  fs::rename(temp, path);
-}
+// Text outputs go to disk as the HDF5 ones do: temporary, fsync, rename, directory fsync.
+void write_text(const fs::path& path, const std::string& text) { write_text_file(path.string(), text); }
 
 // SIGINT / SIGTERM: finish the step (the batch of steps on the device loop), write a
 // checkpoint, exit 128 + signal.
@@ -76,6 +69,7 @@ struct Session {
   std::optional<anneal::BlobCandidate> blob_start;  // a blobs start: its size and how near the target
   bool blob_size_searched = false;                   // `blobiness: auto`
   fs::path dir;
+  FolderLock lock;  // held from the claim of the folder to the exit
   std::vector<HistoryRow> history;
   std::string command_line;
   bool quiet = false;
@@ -316,7 +310,7 @@ anneal::Config annealer_config(const RunConfig& rc, Backend backend) {
 
 }  // namespace
 
-Runner add_run_command(CLI::App& app, const std::string& command_line) {
+StatusRunner add_run_command(CLI::App& app, const std::string& command_line) {
   struct Options {
     std::string config, output, backend;
     std::vector<std::string> sets;
@@ -338,6 +332,7 @@ Runner add_run_command(CLI::App& app, const std::string& command_line) {
       ->check(CLI::IsMember({"auto", "live", "plain", "json"}));
 
   return [o, command_line] {
+    if (std::isnan(o->max_seconds)) throw InputError("--max-seconds must be a number of seconds, 0 or more (got nan)");
     std::vector<std::string> sets = o->sets;
     if (!o->backend.empty()) sets.push_back("backend=" + o->backend);
     if (!o->output.empty()) sets.push_back("output.directory=" + o->output);
@@ -456,12 +451,9 @@ Runner add_run_command(CLI::App& app, const std::string& command_line) {
     }
     anneal::Annealer annealer(run.config);  // validates before the run directory exists
 
+    OwnedFolder folder = claim_folder(run.rc.output_directory, run.rc.name, "name", kRunMarker, "run", o->force);
     run.dir = fs::path(run.rc.output_directory) / run.rc.name;
-    if (fs::exists(run.dir)) {
-      if (!o->force) throw InputError("run directory '" + run.dir.string() + "' already exists (use --force to replace it)");
-      fs::remove_all(run.dir);
-    }
-    fs::create_directories(run.dir);
+    run.lock = std::move(folder.lock);
     write_text(run.dir / "config.yaml", run.rc.to_yaml());  // with a chosen blob size, if any
     run.log.open(run.dir / "run.log");
     run.say("target    " + (run.rc.target_image.empty() ? run.rc.target_descriptors : run.rc.target_image));
@@ -484,12 +476,13 @@ Runner add_run_command(CLI::App& app, const std::string& command_line) {
     std::snprintf(start_line, sizeof start_line, "start     T0 %.4g, energy %.5f, porosity %.4f",
                   annealer.progress().temperature, annealer.progress().energy.total, run.config.targets.porosity);
     run.say(start_line);
-    const int code = run.drive(annealer);
-    if (code) std::exit(code);
+    if (run.lock.taken_over())
+      run.say("lock      taken over from process " + std::to_string(run.lock.taken_over()) + ", no longer running");
+    return run.drive(annealer);
   };
 }
 
-Runner add_resume_command(CLI::App& app, const std::string& command_line) {
+StatusRunner add_resume_command(CLI::App& app, const std::string& command_line) {
   struct Options {
     std::string checkpoint;
     int64_t max_evaluations = 0;
@@ -510,15 +503,24 @@ Runner add_resume_command(CLI::App& app, const std::string& command_line) {
       ->check(CLI::IsMember({"auto", "live", "plain", "json"}));
 
   return [o, command_line] {
+    if (std::isnan(o->max_seconds)) throw InputError("--max-seconds must be a number of seconds, 0 or more (got nan)");
     Checkpoint ck = read_checkpoint(o->checkpoint);
     Session run;
     std::vector<std::string> sets;
     if (o->max_evaluations) sets.push_back("annealing.max_evaluations=" + std::to_string(o->max_evaluations));
     if (o->max_seconds >= 0) sets.push_back("annealing.max_seconds=" + std::to_string(o->max_seconds));
     run.rc = parse_run_config(ck.config_yaml, o->checkpoint + " (stored config)", sets);
-    if (run.rc.stopping.max_evaluations <= ck.snapshot.progress.evaluations)
-      throw InputError("the checkpoint is at " + std::to_string(ck.snapshot.progress.evaluations) +
-                       " evaluations already; give a larger --max-evals");
+    const int64_t at = ck.snapshot.progress.evaluations;
+    // A run that met its budget or a stop rule before its outputs were written (killed
+    // between its last checkpoint and its results): a plain resume finishes the outputs.
+    anneal::StopReason finished = ck.snapshot.progress.stopped;
+    if (finished == anneal::StopReason::time_limit) finished = anneal::StopReason::none;  // counted afresh
+    if (at >= run.rc.stopping.max_evaluations) finished = anneal::StopReason::max_evaluations;
+    if (o->max_evaluations) {
+      if (o->max_evaluations <= at)
+        throw InputError("the checkpoint is at " + std::to_string(at) + " evaluations already; give a larger --max-evals");
+      finished = anneal::StopReason::none;  // a new budget lets it go on
+    }
     run.quiet = o->quiet;
     run.progress = o->progress;
     run.command_line = command_line;
@@ -528,13 +530,19 @@ Runner add_resume_command(CLI::App& app, const std::string& command_line) {
     run.history = ck.history;
     run.run_start = ck.run_start;
     anneal::Annealer annealer(run.config, std::move(ck.snapshot));
+    if (finished != anneal::StopReason::none) annealer.stop(finished);
     const fs::path parent = fs::absolute(o->checkpoint).parent_path();
     run.dir = parent.filename() == "checkpoints" ? parent.parent_path() : parent;
+    run.lock = FolderLock(run.dir, "run");
+    const auto stale = remove_stale_temporaries(run.dir);
     write_text(run.dir / "config.yaml", run.rc.to_yaml());
     run.log.open(run.dir / "run.log", std::ios::app);
-    run.say("resumed   " + o->checkpoint + " at " + std::to_string(annealer.progress().evaluations) + " evaluations");
-    const int code = run.drive(annealer);
-    if (code) std::exit(code);
+    run.say("resumed   " + o->checkpoint + " at " + std::to_string(at) + " evaluations" +
+            (finished != anneal::StopReason::none ? " (stopped: " + to_string(finished) + "), writing the outputs" : ""));
+    if (run.lock.taken_over())
+      run.say("lock      taken over from process " + std::to_string(run.lock.taken_over()) + ", no longer running");
+    for (const auto& p : stale) run.say("removed   " + p.string() + ", left by an interrupted write");
+    return run.drive(annealer);
   };
 }
 

@@ -12,6 +12,7 @@
 #include <type_traits>
 
 #include "poreforge/error.hpp"
+#include "run_folder.hpp"
 
 namespace poreforge::app {
 namespace {
@@ -20,12 +21,20 @@ namespace {
 class Section {
  public:
   // `node` absent (not in the document): every key takes its default.
-  Section(const YAML::Node& node, bool present, std::string path, const std::string& source)
-      : m_node(node), m_present(present && node.IsDefined() && !node.IsNull()), m_path(std::move(path)), m_source(source) {
+  // `overrides`: the `--set` assignments by dotted key, so that an error in a value one of them
+  // gave blames the --set, not a line of the file.
+  Section(const YAML::Node& node, bool present, std::string path, const std::string& source,
+          const std::map<std::string, std::string>* overrides = nullptr)
+      : m_node(node), m_present(present && node.IsDefined() && !node.IsNull()), m_path(std::move(path)), m_source(source),
+        m_overrides(overrides) {
     if (m_present && !node.IsMap()) fail(m_path.empty() ? "the document" : m_path, node, "must be a mapping");
   }
 
   [[noreturn]] void fail(const std::string& key, const YAML::Node& at, const std::string& what) const {
+    if (m_overrides)
+      for (const auto& [set_key, assignment] : *m_overrides)
+        if (key == set_key || key.rfind(set_key + ".", 0) == 0)
+          throw InputError("--set " + assignment + ": " + key + " " + what);
     const int line = at ? at.Mark().line + 1 : 0;
     throw InputError(m_source + (line > 0 ? ":" + std::to_string(line) : "") + ": " + key + " " + what);
   }
@@ -40,7 +49,8 @@ class Section {
   }
   Section child(const std::string& key) {
     m_known.insert(key);
-    return m_present ? Section(lookup(key), true, dotted(key), m_source) : Section(m_node, false, dotted(key), m_source);
+    return m_present ? Section(lookup(key), true, dotted(key), m_source, m_overrides)
+                     : Section(m_node, false, dotted(key), m_source, m_overrides);
   }
   // Refuses keys no reader asked for.
   void finish() const {
@@ -73,6 +83,7 @@ class Section {
   bool m_present;
   std::string m_path;
   const std::string& m_source;
+  const std::map<std::string, std::string>* m_overrides;
   std::set<std::string> m_known;
 };
 
@@ -84,10 +95,17 @@ void apply_override(YAML::Node& root, const std::string& assignment) {
   const std::string path = assignment.substr(0, eq), value = assignment.substr(eq + 1);
   std::vector<std::string> keys;
   std::stringstream ss(path);
-  for (std::string k; std::getline(ss, k, '.');) keys.push_back(k);
+  for (std::string k; std::getline(ss, k, '.');) {
+    if (k.empty()) throw InputError("--set " + assignment + ": expected KEY.PATH=VALUE (an empty key in '" + path + "')");
+    keys.push_back(k);
+  }
   std::function<void(YAML::Node, std::size_t)> set = [&](YAML::Node node, std::size_t i) {
     if (i + 1 == keys.size()) {
-      node[keys[i]] = YAML::Load(value);
+      try {
+        node[keys[i]] = YAML::Load(value);
+      } catch (const YAML::Exception& e) {
+        throw InputError("--set " + assignment + ": the value is not valid YAML: " + e.msg);
+      }
       return;
     }
     if (!node[keys[i]] || !node[keys[i]].IsMap()) node[keys[i]] = YAML::Node(YAML::NodeType::Map);
@@ -145,13 +163,18 @@ RunConfig parse_run_config(const std::string& text, const std::string& source, c
     throw InputError(source + ":" + std::to_string(e.mark.line + 1) + ": not valid YAML: " + e.msg);
   }
   if (!root || root.IsNull()) root = YAML::Node(YAML::NodeType::Map);
-  for (const auto& o : overrides) apply_override(root, o);
+  std::map<std::string, std::string> set_keys;
+  for (const auto& o : overrides) {
+    apply_override(root, o);
+    set_keys[o.substr(0, o.find('='))] = o;
+  }
 
   RunConfig c;
-  Section doc(root, true, "", source);
+  Section doc(root, true, "", source, &set_keys);
   doc.optional("name", [&](auto& v, auto& k) {
     c.name = doc.scalar<std::string>(v, k, "a string");
-    if (c.name.empty() || c.name.find('/') != std::string::npos) doc.fail(k, v, "must be a plain, non-empty name");
+    // The run's folder: `.`, `..` or a path here once replaced the folder above it.
+    if (const std::string problem = folder_name_problem(c.name); !problem.empty()) doc.fail(k, v, problem);
   });
   doc.optional("seed", [&](auto& v, auto& k) { c.seed = doc.scalar<uint64_t>(v, k, "a non-negative integer"); });
   doc.optional("backend", [&](auto& v, auto& k) { c.backend = one_of(doc, v, k, {"auto", "cpu", "cuda"}); });

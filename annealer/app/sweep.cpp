@@ -5,9 +5,12 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include "poreforge/error.hpp"
+#include "run_config.hpp"
+#include "run_folder.hpp"
 
 namespace poreforge::app {
 namespace {
@@ -21,6 +24,13 @@ std::string scalar_text(const YAML::Node& v) {
   YAML::Emitter e;
   e << YAML::Flow << v;
   return e.c_str();
+}
+
+// The sweep places its runs itself: <output>/<name>/<name>-NNN.
+void refuse_key(const std::string& source, const YAML::Node& key, const std::string& where) {
+  const std::string k = key.as<std::string>();
+  if (k == "output.directory" || k == "output")
+    fail(source, key, where + ": the sweep puts its runs in <output>/<name>; set output in the sweep file instead");
 }
 
 std::string quoted(const std::string& s) {
@@ -47,7 +57,8 @@ Sweep parse_sweep(const std::string& text, const std::string& source, const std:
     const YAML::Node& v = kv.second;
     if (key == "name") {
       sweep.name = v.as<std::string>();
-      if (sweep.name.empty() || sweep.name.find('/') != std::string::npos) fail(source, v, "name must be a plain name");
+      // The sweep's folder: `.` or `..` here once let --force empty the folder above it.
+      if (const std::string problem = folder_name_problem(sweep.name); !problem.empty()) fail(source, v, "name " + problem);
     } else if (key == "base") {
       sweep.base_config = v.as<std::string>();
     } else if (key == "output") {
@@ -57,6 +68,7 @@ Sweep parse_sweep(const std::string& text, const std::string& source, const std:
       for (const auto& g : v) {
         if (!g.second.IsSequence() || g.second.size() == 0)
           fail(source, g.second, "grid." + g.first.as<std::string>() + " must be a non-empty list");
+        refuse_key(source, g.first, "grid." + g.first.as<std::string>());
         std::vector<std::string> values;
         for (const auto& x : g.second) values.push_back(scalar_text(x));
         grid.emplace_back(g.first.as<std::string>(), values);
@@ -66,7 +78,10 @@ Sweep parse_sweep(const std::string& text, const std::string& source, const std:
       for (const auto& item : v) {
         if (!item.IsMap()) fail(source, item, "each list entry must be a mapping");
         std::vector<std::pair<std::string, std::string>> sets;
-        for (const auto& kv2 : item) sets.emplace_back(kv2.first.as<std::string>(), scalar_text(kv2.second));
+        for (const auto& kv2 : item) {
+          refuse_key(source, kv2.first, "list." + kv2.first.as<std::string>());
+          sets.emplace_back(kv2.first.as<std::string>(), scalar_text(kv2.second));
+        }
         listed.push_back(sets);
       }
     } else {
@@ -80,6 +95,12 @@ Sweep parse_sweep(const std::string& text, const std::string& source, const std:
     sweep.base_config = (std::filesystem::path(folder) / sweep.base_config).lexically_normal().string();
 
   // Grid: the cartesian product, the last key varying fastest; then the listed entries.
+  double runs = double(listed.size()), product = grid.empty() ? 0 : 1;
+  for (const auto& g : grid) product *= double(g.second.size());
+  runs += product;
+  if (runs > double(kMaxSweepRuns))
+    fail(source, root, "the grid and list make " + std::to_string(static_cast<long long>(runs)) + " runs, more than " +
+                           std::to_string(kMaxSweepRuns) + " (split the sweep)");
   std::vector<std::vector<std::pair<std::string, std::string>>> all;
   if (!grid.empty()) {
     std::vector<std::size_t> at(grid.size(), 0);
@@ -99,6 +120,40 @@ Sweep parse_sweep(const std::string& text, const std::string& source, const std:
     sweep.combinations.push_back({sweep.name + name, all[i]});
   }
   return sweep;
+}
+
+void validate_sweep(const Sweep& sweep, const std::string& source) {
+  const std::string folder = (std::filesystem::path(sweep.output) / sweep.name).string();
+  // The base file alone first: its own mistakes are blamed on its own lines.
+  load_run_config(sweep.base_config, {"output.directory=" + folder});
+  std::map<std::string, std::string> named;  // run name -> the combination that named it
+  for (const auto& c : sweep.combinations) {
+    std::vector<std::string> sets = {"name=" + c.name, "output.directory=" + folder};
+    std::string given;
+    for (const auto& [k, v] : c.sets) {
+      sets.push_back(k + "=" + v);
+      given += (given.empty() ? "" : ", ") + k + "=" + v;
+    }
+    RunConfig rc;
+    const std::string blame = source + ": run " + c.name + " (" + given + "): ";
+    try {
+      rc = load_run_config(sweep.base_config, sets);
+    } catch (const InputError& e) {
+      // The override is the sweep's (named in `blame`), not a --set of the command line.
+      std::string what = e.what();
+      for (const auto& s : sets)
+        if (what.rfind("--set " + s + ": ", 0) == 0) what = what.substr(8 + s.size());
+      throw InputError(blame + what);
+    }
+    for (const auto& [key, path] : {std::pair<const char*, const std::string*>{"target.image", &rc.target_image},
+                                    {"target.descriptors", &rc.target_descriptors}, {"initial.file", &rc.initial_file}})
+      if (!path->empty() && !std::filesystem::exists(*path))
+        throw InputError(blame + key + " '" + *path + "' does not exist");
+    const auto [at, fresh] = named.emplace(rc.name, c.name);
+    if (!fresh)
+      throw InputError(source + ": runs " + at->second + " and " + c.name + " would both be named '" + rc.name +
+                       "' (one folder for two runs)");
+  }
 }
 
 Sweep load_sweep(const std::string& path) {

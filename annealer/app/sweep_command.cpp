@@ -18,8 +18,10 @@
 
 #include "commands.hpp"
 #include "poreforge/backend.hpp"
+#include "poreforge/durable_file.hpp"
 #include "poreforge/error.hpp"
 #include "poreforge/io.hpp"
+#include "run_folder.hpp"
 #include "sweep.hpp"
 
 namespace poreforge::app {
@@ -70,35 +72,40 @@ struct Job {
 
 }  // namespace
 
-Runner add_sweep_command(CLI::App& app) {
+StatusRunner add_sweep_command(CLI::App& app) {
   struct Options {
     std::string file;
     int jobs = 1;
     bool slurm = false, force = false;
+    long long max_runs = 10000;
   };
   auto o = std::make_shared<Options>();
   CLI::App* cmd = app.add_subcommand("sweep", "Run a base configuration over a grid or list of overrides");
   cmd->add_option("sweep", o->file, "Sweep file (YAML: name, base, grid and/or list, output)")->required();
   cmd->add_option("--jobs", o->jobs, "Runs at a time (GPUs are assigned round-robin)")->check(CLI::Range(1, 1024));
   cmd->add_flag("--slurm", o->slurm, "Write a Slurm job-array script instead of running");
-  cmd->add_flag("--force", o->force, "Replace an existing sweep folder");
+  cmd->add_flag("--force", o->force, "Replace an existing sweep folder (one poreforge made)");
+  cmd->add_option("--max-runs", o->max_runs, "Refuse a sweep of more runs than this (default 10000)")
+      ->check(CLI::Range(1LL, kMaxSweepRuns));
 
   return [o] {
     const Sweep sweep = load_sweep(o->file);
+    if (sweep.combinations.size() > std::size_t(o->max_runs))
+      throw InputError(o->file + ": the sweep makes " + std::to_string(sweep.combinations.size()) +
+                       " runs, more than --max-runs " + std::to_string(o->max_runs) +
+                       " (give a larger --max-runs if that many are meant)");
+    // Every run's configuration is read before anything is written or started.
+    validate_sweep(sweep, o->file);
     const fs::path folder = fs::path(sweep.output) / sweep.name;
-    if (fs::exists(folder)) {
-      if (!o->force) throw InputError("sweep folder '" + folder.string() + "' already exists (use --force to replace it)");
-      fs::remove_all(folder);
-    }
-    fs::create_directories(folder);
+    OwnedFolder owned = claim_folder(sweep.output, sweep.name, "name", kSweepMarker, "sweep", o->force);
     const std::string exe = self_executable();
-    std::ofstream(folder / "combinations.txt") << combination_lines(sweep);
+    write_text_file((folder / "combinations.txt").string(), combination_lines(sweep));
     if (o->slurm) {
       const fs::path script = folder / (sweep.name + ".slurm");
-      std::ofstream(script) << slurm_script(sweep, exe, fs::absolute(folder / "combinations.txt").string());
+      write_text_file(script.string(), slurm_script(sweep, exe, fs::absolute(folder / "combinations.txt").string()));
       std::printf("wrote %s (%zu tasks); submit with: sbatch %s\n", script.string().c_str(), sweep.combinations.size(),
                   script.string().c_str());
-      return;
+      return 0;
     }
 
     const int gpus = cuda_device_count();
@@ -194,10 +201,10 @@ Runner add_sweep_command(CLI::App& app) {
       csv << "," << (job.exit_code == 0 ? "ok" : "failed") << "," << job.exit_code << "," << job.seconds << "," << stop
           << "," << energy << "," << against_random << "," << l1 << "," << rms << "\n";
     }
-    std::ofstream(folder / "summary.csv") << csv.str();
+    write_text_file((folder / "summary.csv").string(), csv.str());
     std::printf("wrote %s (%zu runs, %d failed)\n", (folder / "summary.csv").string().c_str(), jobs.size(), failed);
     std::fflush(stdout);
-    if (failed) std::exit(4);  // every run was tried; say so to scripts
+    return failed ? 4 : 0;  // every run was tried; say so to scripts
   };
 }
 

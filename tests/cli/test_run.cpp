@@ -8,6 +8,8 @@
 #include <algorithm>
 #include <chrono>
 #include <fstream>
+#include <functional>
+#include <tuple>
 #include <sstream>
 
 #include "poreforge/annealer/annealer.hpp"
@@ -15,6 +17,7 @@
 #include "poreforge/generators.hpp"
 #include "poreforge/io.hpp"
 #include "run_config.hpp"
+#include "support/hdf5_edit.hpp"
 #include "support/random.hpp"
 
 using namespace poreforge;
@@ -323,4 +326,176 @@ TEST_CASE("cli.run.wall_clock_limit") {
   CHECK(slurp(rd / "summary.json").find("\"stop_reason\": \"time_limit\"") != std::string::npos);
   std::error_code ec;
   fs::remove_all(dir, ec);
+}
+
+namespace {
+
+// A run folder under `dir`/results from a 12³ domain and few evaluations (a second or two);
+// `name` and any extra "--set" options appended.
+struct TinyRuns {
+  fs::path dir;
+  std::string cli = POREFORGE_CLI;
+  explicit TinyRuns(const std::string& tag) {
+    dir = fs::temp_directory_path() / ("poreforge-" + tag + "-" + std::to_string(testing::fresh_seed()));
+    fs::create_directories(dir);
+    described_reference(dir, "--shape 16,16,16 --porosity 0.4 --seed 6");
+    std::ofstream(dir / "tiny.yaml") << "name: tiny\nbackend: cpu\nseed: 3\ntarget:\n  descriptors: desc.h5\n"
+                                        "domain:\n  shape: [12, 12, 12]\nannealing:\n  trial_moves: 10\n"
+                                        "  max_evaluations: 100\n  stage_length: 25\noutput:\n  report_every: 25\n"
+                                        "checkpoint:\n  every_evaluations: 50\n";
+  }
+  ~TinyRuns() {
+    std::error_code ec;
+    fs::remove_all(dir, ec);
+  }
+  std::string run(const std::string& options) const {
+    return cli + " run " + (dir / "tiny.yaml").string() + " --output " + (dir / "results").string() + " --quiet " +
+           options;
+  }
+  fs::path folder(const std::string& name) const { return dir / "results" / name; }
+};
+
+// The one error line of a command that must fail, and its status.
+std::pair<int, std::string> failing(const std::string& cmd, const fs::path& dir) {
+  const int status = shell(cmd + " > /dev/null 2> " + (dir / "err.txt").string());
+  return {status, slurp(dir / "err.txt")};
+}
+
+}  // namespace
+
+TEST_CASE("cli.run.force_never_deletes_what_poreforge_did_not_make") {
+  TinyRuns t("force");
+  fs::create_directories(t.folder("other"));
+  std::ofstream(t.folder("other") / "keep.txt") << "a sibling\n";
+  REQUIRE(shell(t.run("--set name=a > /dev/null")) == 0);
+  CHECK(fs::exists(t.folder("a") / ".poreforge-run"));
+  // `.`, `..` and paths are refused as names, --force or not; the siblings and the folder
+  // above stay.
+  for (const char* name : {".", "..", "../results", "a/../..", ".hidden"}) {
+    CAPTURE(name);
+    const auto [status, err] = failing(t.run("--force --set 'name=" + std::string(name) + "'"), t.dir);
+    CHECK(status == 2);
+    CHECK(err.find("name must be one folder name") != std::string::npos);
+  }
+  CHECK(slurp(t.folder("other") / "keep.txt") == "a sibling\n");
+  CHECK(fs::exists(t.folder("a") / "final.h5"));
+  CHECK(fs::exists(t.dir / "tiny.yaml"));
+  // --force replaces a folder poreforge made, and only that one.
+  std::ofstream(t.folder("a") / "stray.txt") << "from the old run\n";
+  REQUIRE(shell(t.run("--set name=a --force > /dev/null")) == 0);
+  CHECK_FALSE(fs::exists(t.folder("a") / "stray.txt"));
+  CHECK(fs::exists(t.folder("a") / "final.h5"));
+  CHECK(slurp(t.folder("other") / "keep.txt") == "a sibling\n");
+  // A folder without the marker, or a link to one, is refused and left as it was.
+  auto [status, err] = failing(t.run("--set name=other --force"), t.dir);
+  CHECK(status == 2);
+  CHECK(err.find("was not made by poreforge (no .poreforge-run inside)") != std::string::npos);
+  fs::create_directory_symlink(t.folder("a"), t.folder("link"));
+  std::tie(status, err) = failing(t.run("--set name=link --force"), t.dir);
+  CHECK(status == 2);
+  CHECK(err.find("is a symbolic link") != std::string::npos);
+  CHECK(slurp(t.folder("other") / "keep.txt") == "a sibling\n");
+  CHECK(fs::exists(t.folder("a") / "final.h5"));
+}
+
+TEST_CASE("cli.run.lock") {
+  TinyRuns t("lock");
+  // A run that goes on until stopped, with a checkpoint early.
+  const std::string long_run = t.run("--set name=busy --set annealing.max_evaluations=100000000 "
+                                     "--set checkpoint.every_evaluations=20");
+  const fs::path pid_file = t.dir / "pid";
+  REQUIRE(shell("( " + long_run + " > /dev/null 2>&1 & echo $! > " + pid_file.string() + " )") == 0);
+  const fs::path ckpt = t.folder("busy") / "checkpoints" / "step-000000000020.h5";
+  for (int i = 0; i < 1200 && !fs::exists(ckpt); ++i) shell("sleep 0.05");  // up to a minute on a loaded machine
+  REQUIRE(fs::exists(ckpt));
+  const std::string pid = [&] {
+    std::string s = slurp(pid_file);
+    return s.substr(0, s.find('\n'));
+  }();
+  // The same name with --force, and a resume of its checkpoint, are refused while it runs.
+  auto [status, err] = failing(t.run("--set name=busy --force"), t.dir);
+  CHECK(status == 2);
+  CHECK(err.find("is in use by process " + pid) != std::string::npos);
+  std::tie(status, err) = failing(t.cli + " resume " + ckpt.string() + " --quiet", t.dir);
+  CHECK(status == 2);
+  CHECK(err.find("is in use by process " + pid) != std::string::npos);
+  CHECK(fs::exists(ckpt));
+  // Killed outright, it leaves its PID in the lock file: the next run takes the lock over.
+  REQUIRE(shell("kill -KILL " + pid + "; while kill -0 " + pid + " 2> /dev/null; do sleep 0.05; done") == 0);
+  CHECK(slurp(t.folder("busy") / ".poreforge-lock") == pid + "\n");
+  REQUIRE(shell(t.run("--set name=busy --force > /dev/null")) == 0);
+  CHECK(slurp(t.folder("busy") / "run.log").find("lock      taken over from process " + pid) != std::string::npos);
+  CHECK(slurp(t.folder("busy") / ".poreforge-lock").empty());  // released cleanly
+}
+
+TEST_CASE("cli.resume.finishes_an_interrupted_run") {
+  // Killed after its last checkpoint but before its outputs: a plain resume writes them (the
+  // same structure), and the temporaries killed writes left are removed.
+  TinyRuns t("finish");
+  REQUIRE(shell(t.run("--set name=done > /dev/null")) == 0);
+  const fs::path rd = t.folder("done");
+  const auto structure = read_hdf5((rd / "final.h5").string(), "/volume").bytes;
+  const std::string energy = slurp(rd / "energy.csv");
+  for (const char* f : {"final.h5", "final.xdmf", "descriptors.h5", "summary.json"}) fs::remove(rd / f);
+  std::ofstream(rd / "checkpoints" / "step-000000000150.h5.tmp-4242") << "half a checkpoint";
+  std::ofstream(rd / "summary.json.tmp-4242") << "{";
+  const fs::path last = rd / "checkpoints" / "step-000000000100.h5";
+  REQUIRE(shell(t.cli + " resume " + last.string() + " --quiet > /dev/null") == 0);
+  for (const char* f : {"final.h5", "final.xdmf", "descriptors.h5", "summary.json"}) CHECK_MESSAGE(fs::exists(rd / f), f);
+  CHECK(read_hdf5((rd / "final.h5").string(), "/volume").bytes == structure);
+  CHECK(slurp(rd / "energy.csv") == energy);
+  CHECK(slurp(rd / "summary.json").find("\"stop_reason\": \"max_evaluations\"") != std::string::npos);
+  CHECK_FALSE(fs::exists(rd / "checkpoints" / "step-000000000150.h5.tmp-4242"));
+  CHECK_FALSE(fs::exists(rd / "summary.json.tmp-4242"));
+  CHECK(slurp(rd / "run.log").find("(stopped: max_evaluations), writing the outputs") != std::string::npos);
+  // A new budget still goes on from there.
+  REQUIRE(shell(t.cli + " resume " + last.string() + " --max-evals 150 --quiet > /dev/null") == 0);
+  CHECK(read_hdf5_attribute((rd / "final.h5").string(), "evaluations") == 150);
+}
+
+TEST_CASE("cli.resume.checksums") {
+  // Edits that keep the checkpoint self-consistent (so the annealer's own checks pass) are
+  // found by the checksums, and the part that differs is named.
+  TinyRuns t("checksum");
+  REQUIRE(shell(t.run("--set name=c > /dev/null")) == 0);
+  const fs::path original = t.folder("c") / "checkpoints" / "step-000000000050.h5";
+  REQUIRE(shell(t.cli + " resume " + original.string() + " --max-evals 75 --quiet > /dev/null") == 0);
+  auto tampered = [&](const std::string& part, const std::function<void(const std::string&)>& edit) {
+    CAPTURE(part);
+    const fs::path copy = t.folder("c") / "checkpoints" / "edited.h5";
+    fs::copy_file(original, copy, fs::copy_options::overwrite_existing);
+    edit(copy.string());
+    const auto [status, err] = failing(t.cli + " resume " + copy.string() + " --max-evals 75 --quiet", t.dir);
+    CHECK(status == 2);
+    CHECK(err.find("the stored checksum of " + part + " does not match (changed or corrupt)") != std::string::npos);
+    CHECK(err.find(copy.string()) != std::string::npos);
+  };
+  // A pore and a solid voxel traded in the volume and in both voxel lists.
+  tampered("/state/volume", [](const std::string& path) {
+    const auto solid = read_hdf5_vector_int64(path, "/state/solid_voxels");
+    const auto pore = read_hdf5_vector_int64(path, "/state/pore_voxels");
+    const int64_t s = solid[0], p = pore[0];
+    testing::edit_hdf5_dataset<uint8_t>(path, "/state/volume", H5::PredType::NATIVE_UINT8, [&](std::vector<uint8_t>& v) {
+      v[std::size_t(s)] = 1;
+      v[std::size_t(p)] = 0;
+    });
+    testing::edit_hdf5_dataset<int64_t>(path, "/state/solid_voxels", H5::PredType::NATIVE_INT64,
+                                        [&](std::vector<int64_t>& v) { v[0] = p; });
+    testing::edit_hdf5_dataset<int64_t>(path, "/state/pore_voxels", H5::PredType::NATIVE_INT64,
+                                        [&](std::vector<int64_t>& v) { v[0] = s; });
+  });
+  tampered("@energy_total", [](const std::string& path) {
+    testing::set_hdf5_attribute(path, "energy_total", 10 * read_hdf5_attribute(path, "energy_total"));
+  });
+  tampered("@temperature", [](const std::string& path) {
+    testing::set_hdf5_attribute(path, "temperature", 2 * read_hdf5_attribute(path, "temperature"));
+  });
+  tampered("/targets/psd/pore/fraction", [](const std::string& path) {
+    testing::edit_hdf5_dataset<double>(path, "/targets/psd/pore/fraction", H5::PredType::NATIVE_DOUBLE,
+                                       [](std::vector<double>& v) { std::swap(v[0], v[1]); });
+  });
+  tampered("/history/energy", [](const std::string& path) {
+    testing::edit_hdf5_dataset<double>(path, "/history/energy", H5::PredType::NATIVE_DOUBLE,
+                                       [](std::vector<double>& v) { v.back() *= 0.5; });
+  });
 }

@@ -1,7 +1,10 @@
 // Sweeps: expansion of grids and lists, the Slurm script, and a local sweep in which one
 // combination fails while the others go on.
 #include <doctest/doctest.h>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -64,19 +67,72 @@ TEST_CASE("cli.sweep.local_with_a_failure") {
   std::ofstream(dir / "base.yaml") << "name: base\nbackend: cpu\ntarget:\n  descriptors: desc.h5\ndomain:\n"
                                       "  shape: [10, 10, 10]\nannealing:\n  trial_moves: 10\n  max_evaluations: 100\n";
   std::ofstream(dir / "sweep.yaml") << "name: t\nbase: base.yaml\noutput: " << (dir / "results").string()
-                                    << "\ngrid:\n  seed: [1, 2]\nlist:\n  - {annealing.alpha: 7}\n";
+                                    << "\ngrid:\n  seed: [1, 2]\nlist:\n  - {target.descriptors: base.yaml}\n";
   CHECK(sh(cli + " sweep " + (dir / "sweep.yaml").string() + " --jobs 2 > /dev/null") == 4);  // one failed
   std::ifstream in(dir / "results/t/summary.csv");
   std::stringstream csv;
   csv << in.rdbuf();
   const std::string text = csv.str();
   CAPTURE(text);
-  CHECK(text.rfind("name,seed,annealing.alpha,status,exit_code,seconds,stop_reason,final_energy,energy_against_random_start,pore_psd_l1,s2_rms\n", 0) == 0);
+  CHECK(text.rfind("name,seed,target.descriptors,status,exit_code,seconds,stop_reason,final_energy,energy_against_random_start,pore_psd_l1,s2_rms\n", 0) == 0);
   CHECK(text.find("t-000,\"1\",\"\",ok,0,") != std::string::npos);
   CHECK(text.find("t-001,\"2\",\"\",ok,0,") != std::string::npos);
-  CHECK(text.find("t-002,\"\",\"7\",failed,2,") != std::string::npos);
+  CHECK(text.find("t-002,\"\",\"base.yaml\",failed,2,") != std::string::npos);
   CHECK(fs::exists(dir / "results/t/t-001/final.h5"));
   CHECK(sh(cli + " sweep " + (dir / "sweep.yaml").string() + " > /dev/null 2>&1") == 2);  // the folder exists
+  CHECK(fs::exists(dir / "results/t/.poreforge-sweep"));
+  std::error_code ec;
+  fs::remove_all(dir, ec);
+}
+
+TEST_CASE("cli.sweep.force_and_lock") {
+  // A sweep folder is replaced only when poreforge made it and no sweep holds it; `..` as a
+  // name never reaches the file system. Slurm mode, so no run starts.
+  const fs::path dir = fs::temp_directory_path() / ("poreforge-sweeplock-" + std::to_string(testing::fresh_seed()));
+  fs::create_directories(dir / "results/other");
+  std::ofstream(dir / "results/other/keep.txt") << "a sibling\n";
+  const std::string cli = POREFORGE_CLI;
+  auto sh = [&](const std::string& cmd) {
+    const int st = std::system((cmd + " > /dev/null 2> " + (dir / "err.txt").string()).c_str());
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  };
+  auto err = [&] {
+    std::ifstream in(dir / "err.txt");
+    std::stringstream s;
+    s << in.rdbuf();
+    return s.str();
+  };
+  std::ofstream(dir / "base.yaml") << "target:\n  descriptors: base.yaml\n";
+  auto sweep_named = [&](const std::string& name) {
+    std::ofstream(dir / "sweep.yaml") << "name: " << name << "\nbase: base.yaml\noutput: " << (dir / "results").string()
+                                      << "\ngrid:\n  seed: [1, 2]\n";
+    return cli + " sweep " + (dir / "sweep.yaml").string() + " --slurm";
+  };
+  for (const char* name : {"..", "."}) {
+    CHECK(sh(sweep_named(name) + " --force") == 2);
+    CHECK(err().find("name must be one folder name") != std::string::npos);
+  }
+  CHECK(fs::exists(dir / "results/other/keep.txt"));
+  REQUIRE(sh(sweep_named("s")) == 0);
+  CHECK(fs::exists(dir / "results/s/.poreforge-sweep"));
+  // Held by another process (here, this one): refused with its PID, nothing removed.
+  const int fd = ::open((dir / "results/s/.poreforge-lock").c_str(), O_RDWR);
+  REQUIRE(fd >= 0);
+  REQUIRE(::flock(fd, LOCK_EX | LOCK_NB) == 0);
+  const std::string pid = std::to_string(::getpid()) + "\n";
+  REQUIRE(::pwrite(fd, pid.data(), pid.size(), 0) == ssize_t(pid.size()));
+  CHECK(sh(sweep_named("s") + " --force") == 2);
+  CHECK(err().find("is in use by process " + std::to_string(::getpid())) != std::string::npos);
+  CHECK(fs::exists(dir / "results/s/combinations.txt"));
+  ::close(fd);  // released without emptying the file: as a process killed while holding it
+  std::ofstream(dir / "results/s/stray.txt") << "old\n";
+  CHECK(sh(sweep_named("s") + " --force") == 0);
+  CHECK_FALSE(fs::exists(dir / "results/s/stray.txt"));
+  CHECK(fs::exists(dir / "results/s/s.slurm"));
+  // A folder poreforge did not make is not replaced.
+  CHECK(sh(sweep_named("other") + " --force") == 2);
+  CHECK(err().find("was not made by poreforge") != std::string::npos);
+  CHECK(fs::exists(dir / "results/other/keep.txt"));
   std::error_code ec;
   fs::remove_all(dir, ec);
 }

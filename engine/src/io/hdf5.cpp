@@ -7,6 +7,7 @@
 #include <ctime>
 #include <filesystem>
 
+#include "poreforge/durable_file.hpp"
 #include "poreforge/error.hpp"
 #include "poreforge/io.hpp"
 #include "poreforge_git_hash.hpp"  // generated at every build (cmake/git_hash.cmake)
@@ -332,13 +333,7 @@ void OutputFile::commit() {
     throw RuntimeError("finishing '" + m_temp + "': " + e.getDetailMsg());
   }
   // Data on disk before the rename makes it visible: a crash leaves the old file or the new.
-  if (const int fd = ::open(m_temp.c_str(), O_RDONLY); fd >= 0) {
-    ::fsync(fd);
-    ::close(fd);
-  }
-  std::error_code ec;
-  std::filesystem::rename(m_temp, m_path, ec);
-  if (ec) throw RuntimeError("cannot move '" + m_temp + "' to '" + m_path + "': " + ec.message());
+  commit_file(m_temp, m_path);
   m_committed = true;
 }
 

@@ -1,3 +1,4 @@
+#include "poreforge/durable_file.hpp"
 #include "poreforge/error.hpp"
 #include "poreforge/io.hpp"
 
@@ -151,7 +152,7 @@ void write_tiff(const std::string& path, const Mask& mask) {
       if (!TIFFWriteDirectory(tif.get())) throw RuntimeError("writing '" + temp + "': " + tiff_message);
     }
   }
-  if (std::rename(temp.c_str(), path.c_str()) != 0) throw RuntimeError("cannot move '" + temp + "' to '" + path + "'");
+  commit_file(temp, path);
 }
 
 #endif
