@@ -233,10 +233,11 @@ Annealer& Annealer::operator=(Annealer&&) = default;
 void Annealer::start_device_loop() {
   if (m_backend != Backend::cuda || m_config.host_loop) return;
 #ifdef POREFORGE_HAVE_CUDA
-  m_device = std::make_unique<detail::DeviceLoop>(m_config, snapshot(), counts());
-  // The device loop has its own engine contexts; the host loop's are not needed any more.
+  // The device loop makes its own engine contexts; the evaluators (the start's energy and the
+  // trial moves) go first, so that the device never holds both.
   m_pore_evaluator.reset();
   m_solid_evaluator.reset();
+  m_device = std::make_unique<detail::DeviceLoop>(m_config, snapshot(), counts());
 #endif
 }
 
@@ -313,15 +314,9 @@ Step detail::step_of(const Config& c) {
   o.solid_psd.bins = t.solid_edges.empty() ? 0 : int(t.solid_edges.size()) - 1;
   o.solid_psd.entries = w.solid_psd > 0 ? std::min(o.solid_psd.bins, int(t.solid_psd.size())) : 0;
   terms::S2& s2 = o.s2;
-  for (int a = 0; a < 3; ++a) {
-    s2.extent[a] = st.extent[a];
-    s2.stride[a] = st.stride[a];
-    s2.offset[a] = s2.count_entries;
-    const int counts = int(shape.extent(a) / 2 + 1);
-    s2.count_entries += counts;
-    s2.len[a] = int(std::min<std::size_t>(t.s2[a].size(), std::size_t(counts)));
-  }
-  s2.voxels = shape.voxels();
+  s2 = terms::s2_layout(shape);
+  for (int a = 0; a < 3; ++a)
+    s2.len[a] = int(std::min<std::size_t>(t.s2[a].size(), std::size_t(shape.extent(a) / 2 + 1)));
   s2.entries = w.s2 > 0 ? s2.len[0] + s2.len[1] + s2.len[2] : 0;
   Cooling& k = st.cooling;
   k.aarts_korst = c.schedule.kind == Schedule::Kind::aarts_korst;

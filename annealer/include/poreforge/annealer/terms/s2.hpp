@@ -6,6 +6,7 @@
 #include <cstdint>
 
 #include "poreforge/annealer/host_device.hpp"
+#include "poreforge/volume.hpp"
 
 namespace poreforge::anneal::terms {
 
@@ -57,5 +58,19 @@ struct S2 {
   /// Takes count e's change back (the swap was rejected).
   PF_HOST_DEVICE void undo(int e) const { counts[e] -= delta[e]; }
 };
+
+/// The count layout of a volume of `shape` (extents, strides, offsets: host side), with no
+/// buffers and no target.
+inline S2 s2_layout(const Shape& shape) {
+  S2 t;
+  for (int a = 0; a < 3; ++a) {
+    t.extent[a] = shape.extent(a);
+    t.stride[a] = a == 0 ? 1 : a == 1 ? shape.nx : shape.nx * shape.ny;
+    t.offset[a] = t.count_entries;
+    t.count_entries += int(shape.extent(a) / 2 + 1);
+  }
+  t.voxels = shape.voxels();
+  return t;
+}
 
 }  // namespace poreforge::anneal::terms
