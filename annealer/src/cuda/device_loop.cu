@@ -80,7 +80,6 @@ void download(const DeviceBuffer<T>& d, T* host, std::size_t count, cudaStream_t
 struct DeviceLoop::Impl {
   Shape shape;
   Spacing spacing;
-  std::array<double, 3> norm{};
   cuda::Stream stream;  // first: the buffers below are freed on it
   cuda::Event ready{cudaEventDisableTiming}, scored[2]{cuda::Event{cudaEventDisableTiming}, cuda::Event{cudaEventDisableTiming}};
   std::unique_ptr<cuda::ThicknessContext> context[2];  // pore, solid; null when not weighted
@@ -139,7 +138,6 @@ DeviceLoop::DeviceLoop(const Config& config, const Snapshot& start, const Direct
   const int64_t n = shape.voxels();
   m.shape = shape;
   m.spacing = config.spacing;
-  m.norm = start.norm;
   m.progress = start.progress;
 
   Step& st = m.step;
@@ -255,7 +253,7 @@ Snapshot DeviceLoop::snapshot() const {
   PF_CUDA_CHECK(cudaStreamSynchronize(s));
   snap.progress = m.progress;
   snap.stall = m.host_state->stall;
-  snap.norm = m.norm;
+  for (int k = 0; k < kTermCount; ++k) snap.norm[k] = m.step.objective.norm[k];
   return snap;
 }
 
