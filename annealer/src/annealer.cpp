@@ -15,21 +15,8 @@
 namespace poreforge::anneal {
 namespace {
 
-using detail::kAcceptLane;
 // Trial moves for T0 draw from steps far past any run's end, so they never reuse a run's draws.
 constexpr uint64_t kTrialStepBase = uint64_t(1) << 62;
-
-double squared_error(const std::vector<double>& a, const std::vector<double>& b) {
-  double e = 0;
-  for (std::size_t i = 0; i < std::min(a.size(), b.size()); ++i) e += (a[i] - b[i]) * (a[i] - b[i]);
-  return e;
-}
-
-std::vector<double> concat_s2(const std::array<std::vector<double>, 3>& s2, const std::array<std::size_t, 3>& len) {
-  std::vector<double> out;
-  for (int a = 0; a < 3; ++a) out.insert(out.end(), s2[a].begin(), s2[a].begin() + std::ptrdiff_t(len[a]));
-  return out;
-}
 
 }  // namespace
 
@@ -163,15 +150,21 @@ Annealer::Annealer(Config config)
     m_slot[i] = int64_t(list.size());
     list.push_back(i);
   }
-  m_counts = DirectionalCounts(m_pore);
   make_evaluators();
+  make_step();
 
   // Normalisers: each term's squared error at the start (1 where the start already matches).
-  const Descriptors d = describe_current();
-  m_norm = normalisers(d);
-  m_random_norm = m_config.initial ? normalisers(describe_from_scratch(random_start())) : m_norm;
-  m_progress.energy = energy_of(d);
-  m_progress.best = m_progress.energy;
+  Objective& o = m_step.objective;
+  const Energy start = score();  // normalisers still 1: the raw squared errors
+  for (int k = 0; k < kTermCount; ++k) o.norm[k] = start.term(k) > 0 ? start.term(k) : 1.0;
+  Progress& p = m_state.progress;
+  p.energy = score();
+  p.best = p.energy;
+  if (m_config.initial) {
+    m_random_norm = normalisers(random_start());
+  } else {
+    for (int k = 0; k < kTermCount; ++k) m_random_norm[k] = o.norm[k];
+  }
 
   // T0: given, or from the mean uphill ΔE of trial moves at the start (every trial undone).
   double t0 = m_config.schedule.t0;
@@ -180,10 +173,10 @@ Annealer::Annealer(Config config)
     int count = 0;
     for (int k = 0; k < m_config.schedule.trial_moves; ++k) {
       const uint64_t step = kTrialStepBase + uint64_t(k);
-      const int64_t p = propose(1, step, 0), q = propose(0, step, 1);
-      swap(p, q);
-      const double de = energy_of(describe_current()).total - m_progress.energy.total;
-      swap(q, p);
+      const int64_t to_solid = propose(m_step, 1, step, 0), to_pore = propose(m_step, 0, step, 1);
+      swap(to_solid, to_pore);
+      const double de = score().total - p.energy.total;
+      undo(to_solid, to_pore);
       if (de > 0) {
         uphill += de;
         ++count;
@@ -191,7 +184,7 @@ Annealer::Annealer(Config config)
     }
     t0 = count ? -(uphill / count) / std::log(m_config.schedule.initial_acceptance) : 1e-6;
   }
-  m_progress.temperature = t0;
+  p.temperature = t0;
   start_device_loop();
 }
 
@@ -216,14 +209,14 @@ Annealer::Annealer(Config config, Snapshot snap)
         throw InputError("the snapshot's voxel lists do not match its structure");
       m_slot[v] = int64_t(k);
     }
-  m_counts = DirectionalCounts(m_pore);
   make_evaluators();
-  m_progress = snap.progress;
-  m_progress.stopped = StopReason::none;  // a new evaluation budget may let it go on
-  m_stall = snap.stall;
   m_stage_energies = std::move(snap.stage_energies);
-  m_norm = snap.norm;
-  m_random_norm = normalisers(describe_from_scratch(random_start()));
+  make_step();
+  m_state.progress = snap.progress;
+  m_state.progress.stopped = StopReason::none;  // a new evaluation budget may let it go on
+  m_state.stall = snap.stall;
+  for (int k = 0; k < kTermCount; ++k) m_step.objective.norm[k] = snap.norm[k];
+  m_random_norm = normalisers(random_start());
   start_device_loop();
 }
 
@@ -240,10 +233,11 @@ Annealer& Annealer::operator=(Annealer&&) = default;
 void Annealer::start_device_loop() {
   if (m_backend != Backend::cuda || m_config.host_loop) return;
 #ifdef POREFORGE_HAVE_CUDA
-  m_device = std::make_unique<detail::DeviceLoop>(m_config, snapshot(), m_counts);
-  // The device loop has its own engine contexts; the host loop's are not needed any more.
+  // The device loop makes its own engine contexts; the evaluators (the start's energy and the
+  // trial moves) go first, so that the device never holds both.
   m_pore_evaluator.reset();
   m_solid_evaluator.reset();
+  m_device = std::make_unique<detail::DeviceLoop>(m_config, snapshot(), counts());
 #endif
 }
 
@@ -259,7 +253,17 @@ const Mask& Annealer::structure() const {
 }
 
 const DirectionalCounts& Annealer::counts() const {
-  structure();  // refreshes both host copies
+  if (m_device) {
+    structure();  // refreshes both host copies
+    return m_counts;
+  }
+  const terms::S2& t = m_step.objective.s2;
+  std::array<std::vector<int64_t>, 3> axes;
+  for (int a = 0; a < 3; ++a) {
+    const auto from = m_s2_counts.begin() + t.offset[a];
+    axes[a].assign(from, from + (t.extent[a] / 2 + 1));
+  }
+  m_counts = DirectionalCounts(m_config.shape, std::move(axes));
   return m_counts;
 }
 
@@ -271,10 +275,10 @@ Snapshot Annealer::snapshot() const {
   s.pore = m_pore;
   s.solid_voxels = m_voxels[0];
   s.pore_voxels = m_voxels[1];
-  s.progress = m_progress;
-  s.stall = m_stall;
-  s.stage_energies = m_stage_energies;
-  s.norm = m_norm;
+  s.progress = m_state.progress;
+  s.stall = m_state.stall;
+  s.stage_energies.assign(m_stage_energies.begin(), m_stage_energies.begin() + std::ptrdiff_t(m_state.stage_count));
+  for (int k = 0; k < kTermCount; ++k) s.norm[k] = m_step.objective.norm[k];
   return s;
 }
 
@@ -287,57 +291,124 @@ void Annealer::make_evaluators() {
   m_backend = e ? e->backend() : Backend::cpu;
 }
 
-std::vector<double> Annealer::s2_of(const DirectionalCounts& counts) const {
-  std::array<std::vector<double>, 3> s2 = {counts.s2(0), counts.s2(1), counts.s2(2)};
-  std::array<std::size_t, 3> len;
-  for (int a = 0; a < 3; ++a) len[a] = std::min(m_config.targets.s2[a].size(), s2[a].size());
-  return concat_s2(s2, len);
+Step detail::step_of(const Config& c) {
+  Step st;
+  const Shape shape = c.shape;
+  st.extent[0] = shape.nx;
+  st.extent[1] = shape.ny;
+  st.extent[2] = shape.nz;
+  st.stride[0] = 1;
+  st.stride[1] = shape.nx;
+  st.stride[2] = shape.nx * shape.ny;
+  st.periodic = c.boundary == Boundary::periodic;
+  st.interface_bias = c.moves.interface_bias;
+  st.random = Philox(c.seed);
+  const auto& t = c.targets;
+  const auto& w = c.weights;
+  Objective& o = st.objective;
+  o.weight[kPorePsd] = w.pore_psd;
+  o.weight[kSolidPsd] = w.solid_psd;
+  o.weight[kS2] = w.s2;
+  o.pore_psd.bins = int(t.pore_edges.size()) - 1;
+  o.pore_psd.entries = w.pore_psd > 0 ? std::min(o.pore_psd.bins, int(t.pore_psd.size())) : 0;
+  o.solid_psd.bins = t.solid_edges.empty() ? 0 : int(t.solid_edges.size()) - 1;
+  o.solid_psd.entries = w.solid_psd > 0 ? std::min(o.solid_psd.bins, int(t.solid_psd.size())) : 0;
+  terms::S2& s2 = o.s2;
+  s2 = terms::s2_layout(shape);
+  for (int a = 0; a < 3; ++a)
+    s2.len[a] = int(std::min<std::size_t>(t.s2[a].size(), std::size_t(shape.extent(a) / 2 + 1)));
+  s2.entries = w.s2 > 0 ? s2.len[0] + s2.len[1] + s2.len[2] : 0;
+  Cooling& k = st.cooling;
+  k.aarts_korst = c.schedule.kind == Schedule::Kind::aarts_korst;
+  k.alpha = c.schedule.alpha;
+  k.log_one_plus_delta = std::log(1 + c.schedule.delta);
+  k.stage_length = c.schedule.stage_length;
+  k.max_evaluations = c.stopping.max_evaluations;
+  k.stall_stages = c.stopping.stall_stages;
+  k.energy_tolerance = c.stopping.energy_tolerance;
+  return st;
 }
 
-Annealer::Descriptors Annealer::describe_current() {
-  Descriptors d;
-  if (m_pore_evaluator) d.pore_psd = psd_from_counts(m_pore_evaluator->counts(), m_pore_bins).fraction;
-  if (m_solid_evaluator) d.solid_psd = psd_from_counts(m_solid_evaluator->counts(), *m_solid_bins).fraction;
-  if (m_config.weights.s2 > 0) d.s2 = s2_of(m_counts);
-  return d;
+std::vector<double> detail::s2_target(const Config& c, const terms::S2& s2) {
+  std::vector<double> out;
+  for (int a = 0; a < 3; ++a) out.insert(out.end(), c.targets.s2[a].begin(), c.targets.s2[a].begin() + s2.len[a]);
+  return out;
 }
 
-Energy Annealer::energy_of(const Descriptors& d) const {
-  const auto& t = m_config.targets;
-  const auto& w = m_config.weights;
-  Energy e;
-  if (w.pore_psd > 0) e.pore_psd = squared_error(d.pore_psd, t.pore_psd) / m_norm[0];
-  if (w.solid_psd > 0) e.solid_psd = squared_error(d.solid_psd, t.solid_psd) / m_norm[1];
-  if (w.s2 > 0) {
-    std::array<std::size_t, 3> len;
-    for (int a = 0; a < 3; ++a) len[a] = std::min(t.s2[a].size(), m_counts.counts(a).size());
-    e.s2 = squared_error(d.s2, concat_s2(t.s2, len)) / m_norm[2];
+void Annealer::make_step() {
+  m_step = detail::step_of(m_config);
+  Objective& o = m_step.objective;
+  // S2 counts from scratch, flat.
+  const DirectionalCounts counts(m_pore);
+  m_s2_counts.clear();
+  for (int a = 0; a < 3; ++a) m_s2_counts.insert(m_s2_counts.end(), counts.counts(a).begin(), counts.counts(a).end());
+  m_s2_delta.assign(m_s2_counts.size(), 0);
+  m_s2_target = detail::s2_target(m_config, o.s2);
+  o.s2.counts = m_s2_counts.data();
+  o.s2.delta = m_s2_delta.data();
+  o.s2.target = m_s2_target.data();
+  terms::Psd* psd[2] = {&o.pore_psd, &o.solid_psd};
+  const std::vector<double>* target[2] = {&m_config.targets.pore_psd, &m_config.targets.solid_psd};
+  for (int k = 0; k < 2; ++k) {
+    m_psd_counts[k].assign(std::size_t(terms::psd_count_entries(psd[k]->bins)), 0);
+    psd[k]->counts = m_psd_counts[k].data();
+    psd[k]->target = target[k]->data();
   }
-  e.total = w.pore_psd * e.pore_psd + w.solid_psd * e.solid_psd + w.s2 * e.s2;
-  return e;
+  m_squares.assign(std::size_t(o.entries()), 0.0);
+  const std::size_t in_stage = m_stage_energies.size();  // a snapshot's, when resuming
+  m_stage_energies.resize(std::size_t(m_config.schedule.stage_length) + in_stage);
+  m_state.stage_count = int64_t(in_stage);
+  m_step.pore = m_pore.data();
+  m_step.solid = nullptr;  // the evaluators keep their own masks
+  for (int which = 0; which < 2; ++which) {
+    m_step.list[which] = m_voxels[which].data();
+    m_step.list_size[which] = int64_t(m_voxels[which].size());
+  }
+  m_step.slot = m_slot.data();
+  m_step.stage_energies = m_stage_energies.data();
 }
 
-Energy Annealer::evaluate_from_scratch() const { return energy_of(describe_from_scratch(structure())); }
-
-Annealer::Descriptors Annealer::describe_from_scratch(const Mask& pore) const {
-  // Everything recomputed: S2 counted afresh, PSDs by one-shot engine calls (not the evaluators).
-  const auto& w = m_config.weights;
-  Descriptors d;
-  if (w.pore_psd > 0) d.pore_psd = pore_size_distribution(pore, m_config.boundary, m_pore_bins, backend()).fraction;
-  if (w.solid_psd > 0)
-    d.solid_psd = pore_size_distribution(complement(pore), m_config.boundary, *m_solid_bins, backend()).fraction;
-  if (w.s2 > 0) d.s2 = s2_of(DirectionalCounts(pore));
-  return d;
+Energy Annealer::score() {
+  if (m_pore_evaluator) terms::flatten(m_pore_evaluator->counts(), m_psd_counts[0].data());
+  if (m_solid_evaluator) terms::flatten(m_solid_evaluator->counts(), m_psd_counts[1].data());
+  const Objective& o = m_step.objective;
+  const int n = o.entries();
+  for (int j = 0; j < n; ++j) m_squares[std::size_t(j)] = o.square(j);
+  return o.combine(m_squares.data());
 }
 
-std::array<double, 3> Annealer::normalisers(const Descriptors& d) const {
-  const auto& t = m_config.targets;
-  std::array<std::size_t, 3> len;
-  for (int a = 0; a < 3; ++a) len[a] = std::min(t.s2[a].size(), m_counts.counts(a).size());
-  const double e[3] = {squared_error(d.pore_psd, t.pore_psd), squared_error(d.solid_psd, t.solid_psd),
-                       squared_error(d.s2, concat_s2(t.s2, len))};
+Energy Annealer::energy_from_scratch(const Mask& pore, const std::array<double, 3>& norm) const {
+  // Every term recounted: S2 counted afresh, PSDs by a fresh evaluator of the structure.
+  Objective o = m_step.objective;
+  for (int k = 0; k < kTermCount; ++k) o.norm[k] = norm[k];
+  const DirectionalCounts counts(pore);
+  std::vector<int64_t> s2;
+  for (int a = 0; a < 3; ++a) s2.insert(s2.end(), counts.counts(a).begin(), counts.counts(a).end());
+  o.s2.counts = s2.data();
+  std::array<std::vector<int64_t>, 2> psd;
+  terms::Psd* term[2] = {&o.pore_psd, &o.solid_psd};
+  for (int k = 0; k < 2; ++k) {
+    if (!term[k]->entries) continue;
+    const Bins& bins = k ? *m_solid_bins : m_pore_bins;
+    const auto e = make_psd_evaluator(k ? complement(pore) : pore, m_config.boundary, bins, backend());
+    psd[k].resize(std::size_t(terms::psd_count_entries(term[k]->bins)));
+    terms::flatten(e->counts(), psd[k].data());
+    term[k]->counts = psd[k].data();
+  }
+  std::vector<double> squares(std::size_t(o.entries()));
+  for (std::size_t j = 0; j < squares.size(); ++j) squares[j] = o.square(int(j));
+  return o.combine(squares.data());
+}
+
+Energy Annealer::evaluate_from_scratch() const {
+  const Objective& o = m_step.objective;
+  return energy_from_scratch(structure(), {o.norm[0], o.norm[1], o.norm[2]});
+}
+
+std::array<double, 3> Annealer::normalisers(const Mask& pore) const {
+  const Energy e = energy_from_scratch(pore, {1, 1, 1});
   std::array<double, 3> norm;
-  for (int k = 0; k < 3; ++k) norm[k] = e[k] > 0 ? e[k] : 1.0;
+  for (int k = 0; k < kTermCount; ++k) norm[k] = e.term(k) > 0 ? e.term(k) : 1.0;
   return norm;
 }
 
@@ -358,144 +429,88 @@ Mask Annealer::random_start() const {
 }
 
 double Annealer::energy_against_random_start() const {
-  const Energy& e = m_progress.energy;
-  const auto& w = m_config.weights;
-  const double terms[3] = {e.pore_psd, e.solid_psd, e.s2}, weights[3] = {w.pore_psd, w.solid_psd, w.s2};
+  const Energy& e = m_state.progress.energy;
+  const Objective& o = m_step.objective;
   double total = 0;
-  for (int k = 0; k < 3; ++k) total += weights[k] * terms[k] * m_norm[k] / m_random_norm[k];
+  for (int k = 0; k < kTermCount; ++k) total += o.weight[k] * e.term(k) * o.norm[k] / m_random_norm[k];
   return total;
 }
 
-int64_t Annealer::propose(int which, uint64_t step, uint32_t lane_base) const {
-  const auto& list = m_voxels[which];
-  const double bias = m_config.moves.interface_bias;
-  for (uint32_t attempt = 0;; attempt += 2) {
-    const PhiloxBlock w = m_random.draw(step, lane_base + attempt);
-    const int64_t v = list[Philox::below(w[0], w[1], list.size())];
-    if (bias == 0) return v;
-    // Rejection: accept with probability (1 + bias·k) / (1 + 6·bias), k = other-phase neighbours.
-    const Shape s = m_pore.shape();
-    const int64_t c[3] = {v % s.nx, (v / s.nx) % s.ny, v / (s.nx * s.ny)};
-    int k = 0;
-    for (int a = 0; a < 3; ++a) {
-      const int64_t n = s.extent(a), stride = a == 0 ? 1 : a == 1 ? s.nx : s.nx * s.ny;
-      if (n == 1) continue;
-      for (int side = -1; side <= 1; side += 2) {
-        int64_t p = c[a] + side;
-        if (p < 0 || p >= n) {
-          if (m_config.boundary != Boundary::periodic) continue;
-          p = (p + n) % n;
-        }
-        k += m_pore[v + (p - c[a]) * stride] != which;
-      }
-    }
-    if (Philox::unit(w[2]) * (1 + 6 * bias) < 1 + bias * k) return v;
-  }
+void Annealer::swap(int64_t to_solid, int64_t to_pore) {
+  apply_swap(m_step, to_solid, to_pore);
+  const terms::S2& s2 = m_step.objective.s2;
+  for (int e = 0; e < s2.count_entries; ++e) s2.apply(m_step.pore, e, to_solid, to_pore);
+  tell_evaluators(to_solid, to_pore);
 }
 
-void Annealer::swap(int64_t pore_voxel, int64_t solid_voxel) {
-  m_counts.flip(m_pore, pore_voxel, 0);
-  m_counts.flip(m_pore, solid_voxel, 1);
+void Annealer::undo(int64_t to_solid, int64_t to_pore) {
+  undo_swap(m_step, to_solid, to_pore);
+  const terms::S2& s2 = m_step.objective.s2;
+  for (int e = 0; e < s2.count_entries; ++e) s2.undo(e);
+  tell_evaluators(to_pore, to_solid);
+}
+
+void Annealer::tell_evaluators(int64_t now_solid, int64_t now_pore) {
   if (m_pore_evaluator) {
-    m_pore_evaluator->set(pore_voxel, 0);
-    m_pore_evaluator->set(solid_voxel, 1);
+    m_pore_evaluator->set(now_solid, 0);
+    m_pore_evaluator->set(now_pore, 1);
   }
   if (m_solid_evaluator) {
-    m_solid_evaluator->set(pore_voxel, 1);
-    m_solid_evaluator->set(solid_voxel, 0);
+    m_solid_evaluator->set(now_solid, 1);
+    m_solid_evaluator->set(now_pore, 0);
   }
-  const int64_t a = m_slot[pore_voxel], b = m_slot[solid_voxel];
-  m_voxels[1][a] = solid_voxel;
-  m_voxels[0][b] = pore_voxel;
-  m_slot[solid_voxel] = a;
-  m_slot[pore_voxel] = b;
 }
 
 void Annealer::stop(StopReason reason) {
   if (reason == StopReason::none) throw std::invalid_argument("Annealer::stop needs a reason");
-  if (m_progress.stopped == StopReason::none) m_progress.stopped = reason;
+  if (m_state.progress.stopped == StopReason::none) m_state.progress.stopped = reason;
 }
 
 bool Annealer::step() {
   if (!m_device) return host_step();
-  const int64_t accepted = m_progress.accepted;
+  const int64_t accepted = m_state.progress.accepted;
   advance(1);
-  return m_progress.accepted > accepted;
+  return m_state.progress.accepted > accepted;
 }
 
 const Progress& Annealer::advance(int64_t steps) {
-  if (m_progress.stopped != StopReason::none) return m_progress;  // the device loop's own state may not know
+  Progress& p = m_state.progress;
+  if (p.stopped != StopReason::none) return p;  // the device loop's own state may not know
 #ifdef POREFORGE_HAVE_CUDA
   if (m_device) {
     m_device->advance(steps);
-    m_progress = m_device->progress();
+    p = m_device->progress();
     m_stale = true;
-    return m_progress;
+    return p;
   }
 #endif
-  for (int64_t k = 0; k < steps && m_progress.stopped == StopReason::none; ++k) host_step();
-  return m_progress;
+  for (int64_t k = 0; k < steps && p.stopped == StopReason::none; ++k) host_step();
+  return p;
 }
 
 bool Annealer::host_step() {
-  const uint64_t step = uint64_t(m_progress.evaluations);
-  const int64_t p = propose(1, step, 0), q = propose(0, step, 1);
-  swap(p, q);
-  const Energy candidate = energy_of(describe_current());
-  const double de = candidate.total - m_progress.energy.total;
-  m_progress.last_delta = de;
-  const double u = Philox::unit(m_random.draw(step, kAcceptLane)[0]);
-  const bool accept = de <= 0 || u < std::exp(-de / m_progress.temperature);
-  if (accept) {
-    m_progress.energy = candidate;
-    ++m_progress.accepted;
-    if (candidate.total < m_progress.best.total) {
-      m_progress.best = candidate;
-      m_stall = -1;  // a new best in this stage
-    }
-  } else {
-    swap(q, p);  // roll back: q (pore now) and p (solid now) trade back, counts included
-    ++m_progress.rejected;
-  }
-  m_stage_energies.push_back(m_progress.energy.total);
-  ++m_progress.evaluations;
-  const auto& stop = m_config.stopping;
-  if (m_progress.energy.total <= stop.energy_tolerance) m_progress.stopped = StopReason::energy_tolerance;
-  else if (m_progress.evaluations >= stop.max_evaluations) m_progress.stopped = StopReason::max_evaluations;
-  if (m_progress.evaluations % m_config.schedule.stage_length == 0) end_stage();
-  return accept;
-}
-
-void Annealer::end_stage() {
-  m_stall = m_stall < 0 ? 0 : m_stall + 1;
-  if (m_stall >= m_config.stopping.stall_stages && m_progress.stopped == StopReason::none)
-    m_progress.stopped = StopReason::no_improvement;
-  const auto& s = m_config.schedule;
-  if (s.kind == Schedule::Kind::exponential) {
-    m_progress.temperature *= s.alpha;
-  } else {  // Aarts–Korst: cool by the spread of the energies seen in the stage
-    double mean = 0, var = 0;
-    for (double e : m_stage_energies) mean += e;
-    mean /= double(m_stage_energies.size());
-    for (double e : m_stage_energies) var += (e - mean) * (e - mean);
-    const double sigma = std::sqrt(var / double(m_stage_energies.size()));
-    if (sigma > 0) m_progress.temperature /= 1 + m_progress.temperature * std::log(1 + s.delta) / (3 * sigma);
-  }
-  m_stage_energies.clear();
-  ++m_progress.stage;
+  StepState& s = m_state;
+  const uint64_t step = uint64_t(s.progress.evaluations);
+  s.to_solid = propose(m_step, 1, step, 0);
+  s.to_pore = propose(m_step, 0, step, 1);
+  swap(s.to_solid, s.to_pore);
+  const bool accepted = accept(m_step, s, score());
+  if (!accepted) undo(s.to_solid, s.to_pore);
+  end_evaluation(m_step.cooling, s, m_step.stage_energies);
+  return accepted;
 }
 
 Progress Annealer::run(const std::function<void(const Progress&)>& report, int64_t every) {
   int64_t reported = -1;
-  while (m_progress.stopped == StopReason::none) {
-    advance(every > 0 ? every - m_progress.evaluations % every : m_config.stopping.max_evaluations);
-    if (report && every > 0 && m_progress.evaluations % every == 0) {
-      report(m_progress);
-      reported = m_progress.evaluations;
+  while (m_state.progress.stopped == StopReason::none) {
+    advance(every > 0 ? every - m_state.progress.evaluations % every : m_config.stopping.max_evaluations);
+    if (report && every > 0 && m_state.progress.evaluations % every == 0) {
+      report(m_state.progress);
+      reported = m_state.progress.evaluations;
     }
   }
-  if (report && reported != m_progress.evaluations) report(m_progress);  // the end, once
-  return m_progress;
+  if (report && reported != m_state.progress.evaluations) report(m_state.progress);  // the end, once
+  return m_state.progress;
 }
 
 double pore_psd_l1(const std::vector<double>& fraction, const Targets& targets) {

@@ -6,18 +6,23 @@
 /// pinned asynchronous copy; the structure, the voxel lists and the S2 counts come back only
 /// when asked for (snapshot, counts).
 ///
-/// Each step is the host loop's Annealer::step() to the bit: the same Philox draws, the same
-/// arithmetic in the same order, no FMA contraction — so for a seed the device loop gives the
-/// run the host loop gives.
+/// Each step is made of the host loop's functions (step.hpp, schedule.hpp, terms/): the same
+/// Philox draws, the same arithmetic in the same order, no FMA contraction — so for a seed the
+/// device loop gives the run the host loop gives.
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 #include "poreforge/annealer/annealer.hpp"
+#include "poreforge/annealer/step.hpp"
 
 namespace poreforge::anneal::detail {
 
-/// The Philox lane of a step's acceptance draw (proposal attempts take lanes 0, 1, 2, …).
-constexpr uint32_t kAcceptLane = 0xFFFFu;
+/// A Step's fixed part for `config` — geometry, moves, the objective's weights, bins and
+/// lengths, the schedule — without buffers or normalisers; both loops start from it.
+Step step_of(const Config& config);
+/// The S2 target as terms::S2 reads it: each axis's compared lags, x, y, z concatenated.
+std::vector<double> s2_target(const Config& config, const terms::S2& s2);
 
 class DeviceLoop {
  public:

@@ -20,25 +20,6 @@ DirectionalCounts::DirectionalCounts(const Mask& phase) : m_shape(phase.shape())
   }
 }
 
-void DirectionalCounts::flip(Mask& phase, int64_t index, uint8_t value) {
-  const Shape s = m_shape;
-  const int64_t delta = int64_t(value) - int64_t(phase[index]);
-  if (delta == 0) return;
-  const int64_t c[3] = {index % s.nx, (index / s.nx) % s.ny, index / (s.nx * s.ny)};
-  for (int a = 0; a < 3; ++a) {
-    const int64_t n = s.extent(a), stride = a == 0 ? 1 : a == 1 ? s.nx : s.nx * s.ny;
-    auto& counts = m_counts[a];
-    counts[0] += delta;  // the pair (p, p)
-    for (int64_t r = 1; r <= n / 2; ++r) {
-      // Pairs (p, p + r) and (p − r, p); p itself is never among them for 0 < r < n.
-      const int64_t up = c[a] + r < n ? index + r * stride : index + (r - n) * stride;
-      const int64_t down = c[a] - r >= 0 ? index - r * stride : index + (n - r) * stride;
-      counts[r] += delta * (int64_t(phase[up]) + int64_t(phase[down]));
-    }
-  }
-  phase[index] = value;
-}
-
 std::vector<double> DirectionalCounts::s2(int axis) const {
   std::vector<double> out(m_counts[axis].size());
   const double n = double(m_shape.voxels());

@@ -16,6 +16,8 @@
 #include <vector>
 
 #include "poreforge/annealer/philox.hpp"
+#include "poreforge/annealer/progress.hpp"
+#include "poreforge/annealer/step.hpp"
 #include "poreforge/annealer/two_point.hpp"
 #include "poreforge/backend.hpp"
 #include "poreforge/evaluator.hpp"
@@ -112,26 +114,6 @@ Quality quality(const Mask& pore, const Targets& targets, Boundary boundary, Bac
 /// L1 distance between pore-PSD fractions (on the target's bins) and the target's.
 double pore_psd_l1(const std::vector<double>& fraction, const Targets& targets);
 
-/// `time_limit` is the caller's: the annealer keeps no clock (a seed's run is the same run at
-/// any speed), `poreforge run` stops one at its wall-clock limit through `stop`.
-enum class StopReason { none, max_evaluations, energy_tolerance, no_improvement, time_limit };
-std::string to_string(StopReason r);
-
-/// Energy and its terms, each normalised by its error at the start.
-struct Energy {
-  double total = 0, pore_psd = 0, solid_psd = 0, s2 = 0;
-};
-
-struct Progress {
-  int64_t evaluations = 0;  ///< candidates scored so far (the step counter)
-  int64_t accepted = 0, rejected = 0;
-  int64_t stage = 0;
-  double temperature = 0;
-  Energy energy, best;
-  double last_delta = 0;  ///< ΔE of the last proposal
-  StopReason stopped = StopReason::none;
-};
-
 /// Everything a run needs to continue bit for bit (with the config and the seed): the
 /// structure, the order of the voxel lists proposals index into, the progress and the
 /// schedule's state. What can be recomputed exactly (the S2 counts) is not kept.
@@ -175,7 +157,7 @@ class Annealer {
 
   /// The current structure (on the device loop, copied back when asked for).
   const Mask& structure() const;
-  const Progress& progress() const { return m_progress; }
+  const Progress& progress() const { return m_state.progress; }
   const Config& config() const { return m_config; }
   /// The backend that evaluates the PSD terms (CPU when no PSD term is weighted).
   Backend backend() const { return m_backend; }
@@ -193,43 +175,41 @@ class Annealer {
   const DirectionalCounts& counts() const;
 
  private:
-  struct Descriptors {
-    std::vector<double> pore_psd, solid_psd, s2;
-  };
-  // The descriptors of the current structure, PSDs from the evaluators.
-  Descriptors describe_current();
-  // S2 part of the descriptors from `counts`.
-  std::vector<double> s2_of(const DirectionalCounts& counts) const;
-  // The descriptors of any structure by one-shot engine calls (not the evaluators).
-  Descriptors describe_from_scratch(const Mask& pore) const;
+  // The structure's energy from scratch (every term recounted) under normalisers `norm`.
+  Energy energy_from_scratch(const Mask& pore, const std::array<double, 3>& norm) const;
   // Each term's squared error against the targets (1 where it is 0): the energy's normalisers.
-  std::array<double, 3> normalisers(const Descriptors& d) const;
+  std::array<double, 3> normalisers(const Mask& pore) const;
   // The seed's porosity-matched white-noise structure (the start when none is given).
   Mask random_start() const;
+  // The voxel lists, the term buffers and the Step over them (the host loop's state).
+  void make_step();
   void make_evaluators();
   // On the CUDA backend (unless host_loop): hand the state to a device loop.
   void start_device_loop();
   bool host_step();
-  Energy energy_of(const Descriptors& d) const;
-  int64_t propose(int which, uint64_t step, uint32_t lane_base) const;  // a voxel index of phase `which`
-  void swap(int64_t pore_voxel, int64_t solid_voxel);
-  void end_stage();
+  // The host loop's side of a step around the shared functions (step.hpp): the swap with the
+  // S2 counts and the evaluators, its undo, and the candidate's energy.
+  void swap(int64_t to_solid, int64_t to_pore);
+  void undo(int64_t to_solid, int64_t to_pore);
+  void tell_evaluators(int64_t now_solid, int64_t now_pore);  // the two voxels that changed phase
+  Energy score();
 
   Config m_config;
   Philox m_random;
-  // On the device loop these two are a host copy, refreshed when asked for (m_stale).
+  // On the device loop this is a host copy, refreshed when asked for (m_stale).
   mutable Mask m_pore;
-  mutable DirectionalCounts m_counts;
+  mutable DirectionalCounts m_counts;  // counts() as a DirectionalCounts, made when asked for
   mutable bool m_stale = false;
   std::array<std::vector<int64_t>, 2> m_voxels;  // [0] solid voxels, [1] pore voxels
   std::vector<int64_t> m_slot;                   // position of each voxel in its list
+  std::vector<int64_t> m_s2_counts, m_s2_delta;  // terms::S2's flat counts
+  std::array<std::vector<int64_t>, 2> m_psd_counts;  // terms::Psd's flat counts (pore, solid)
+  std::vector<double> m_s2_target, m_squares, m_stage_energies;
   Bins m_pore_bins;
   std::optional<Bins> m_solid_bins;
-  std::array<double, 3> m_norm{1, 1, 1};         // initial squared errors
-  std::array<double, 3> m_random_norm{1, 1, 1};  // the same for random_start()
-  Progress m_progress;
-  int64_t m_stall = 0;
-  std::vector<double> m_stage_energies;
+  std::array<double, 3> m_random_norm{1, 1, 1};  // the normalisers of random_start()
+  Step m_step;        // views of the buffers above (heap memory: they survive a move)
+  StepState m_state;  // progress and schedule bookkeeping; the device loop keeps its own
   std::unique_ptr<PsdEvaluator> m_pore_evaluator, m_solid_evaluator;  // null when the weight is 0
   Backend m_backend = Backend::cpu;
   std::unique_ptr<detail::DeviceLoop> m_device;  // the loop's state lives there when set

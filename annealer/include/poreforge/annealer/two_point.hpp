@@ -1,7 +1,7 @@
 #pragma once
-/// Directional two-point counts kept up to date swap by swap: C_a(r) = Σ_v I(v)·I(v + r·e_a),
-/// periodic, r = 0 … n_a/2, as exact integers. Flipping voxel p changes C_a(r) only through
-/// the pairs (p, p ± r·e_a), so a swap costs O(Σ_a n_a/2) instead of a new FFT.
+/// Directional two-point counts C_a(r) = Σ_v I(v)·I(v + r·e_a), periodic, r = 0 … n_a/2, as
+/// exact integers: the full recount of the S2 term, whose counts the loops keep up to date swap
+/// by swap (terms/s2.hpp).
 #include <array>
 #include <cstdint>
 #include <utility>
@@ -19,10 +19,6 @@ class DirectionalCounts {
   /// Counts known already (kept elsewhere, e.g. on the device): axis a holds n_a/2 + 1 entries.
   DirectionalCounts(Shape shape, std::array<std::vector<int64_t>, 3> counts)
       : m_shape(shape), m_counts(std::move(counts)) {}
-
-  /// Updates the counts for voxel `index` changing to `value` (0 or 1) in `phase`, which must
-  /// still hold the old value; then writes the new value into `phase`.
-  void flip(Mask& phase, int64_t index, uint8_t value);
 
   /// S2 along `axis`: counts / N.
   std::vector<double> s2(int axis) const;

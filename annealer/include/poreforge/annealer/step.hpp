@@ -1,0 +1,111 @@
+#pragma once
+/// One annealing step, written once for both loops (DESIGN §2, STYLE "The annealing step as
+/// twins"): a Step of plain views — the structure, the voxel lists, the objective's terms, the
+/// schedule — and the functions a step is made of. The host loop (Annealer) calls them in a
+/// `for`; the device loop's kernels (src/cuda/device_loop.cu) call the same functions, so a
+/// seed gives the same run on both, draw for draw and rounding for rounding (device code is
+/// built without FMA contraction). Nothing here allocates or knows a backend.
+///
+/// A step: propose a pore and a solid voxel; apply_swap, and each count of the S2 term its
+/// change; the engine's PSD of each weighted phase (outside: the step only reads the counts);
+/// the objective's squares and `combine`; accept (Metropolis); undo_swap if rejected;
+/// end_evaluation (schedule.hpp).
+#include <cmath>
+#include <cstdint>
+
+#include "poreforge/annealer/host_device.hpp"
+#include "poreforge/annealer/philox.hpp"
+#include "poreforge/annealer/progress.hpp"
+#include "poreforge/annealer/schedule.hpp"
+#include "poreforge/annealer/terms/terms.hpp"
+
+namespace poreforge::anneal {
+
+/// The Philox lane of a step's acceptance draw (proposal attempts take lanes 0, 1, 2, …).
+constexpr uint32_t kAcceptLane = 0xFFFFu;
+
+struct Step {
+  int64_t extent[3] = {0, 0, 0}, stride[3] = {0, 0, 0};
+  bool periodic = true;
+  double interface_bias = 0;
+  Philox random{0};
+  Objective objective;
+  Cooling cooling;
+
+  uint8_t* pore = nullptr;   ///< the structure, pore = 1
+  uint8_t* solid = nullptr;  ///< its complement, kept only where the engine reads it (else null)
+  int64_t* list[2] = {nullptr, nullptr};  ///< [0] solid voxels, [1] pore voxels
+  int64_t list_size[2] = {0, 0};
+  int64_t* slot = nullptr;             ///< position of each voxel in its list
+  double* stage_energies = nullptr;    ///< room for a stage's energies
+};
+
+/// A voxel of phase `which` (1 pore, 0 solid), uniform over its list or, with an interface
+/// bias b, by rejection with probability (1 + b·k) / (1 + 6b), k = face neighbours of the other
+/// phase (after Tang et al. / Pant et al.). Attempts draw lanes lane_base, lane_base + 2, ….
+PF_HOST_DEVICE int64_t propose(const Step& st, int which, uint64_t step, uint32_t lane_base) {
+  const int64_t* list = st.list[which];
+  const double bias = st.interface_bias;
+  for (uint32_t attempt = 0;; attempt += 2) {
+    const PhiloxBlock w = st.random.draw(step, lane_base + attempt);
+    const int64_t v = list[Philox::below(w[0], w[1], uint64_t(st.list_size[which]))];
+    if (bias == 0) return v;
+    const int64_t c[3] = {v % st.extent[0], (v / st.extent[0]) % st.extent[1], v / (st.extent[0] * st.extent[1])};
+    int k = 0;
+    for (int a = 0; a < 3; ++a) {
+      const int64_t n = st.extent[a];
+      if (n == 1) continue;
+      for (int side = -1; side <= 1; side += 2) {
+        int64_t p = c[a] + side;
+        if (p < 0 || p >= n) {
+          if (!st.periodic) continue;
+          p = (p + n) % n;
+        }
+        k += st.pore[v + (p - c[a]) * st.stride[a]] != which;
+      }
+    }
+    if (Philox::unit(w[2]) * (1 + 6 * bias) < 1 + bias * k) return v;
+  }
+}
+
+/// `to_solid` (a pore voxel) and `to_pore` (a solid voxel) trade phase and list places.
+PF_HOST_DEVICE void apply_swap(const Step& st, int64_t to_solid, int64_t to_pore) {
+  st.pore[to_solid] = 0;
+  st.pore[to_pore] = 1;
+  if (st.solid) {
+    st.solid[to_solid] = 1;
+    st.solid[to_pore] = 0;
+  }
+  const int64_t a = st.slot[to_solid], b = st.slot[to_pore];
+  st.list[1][a] = to_pore;
+  st.list[0][b] = to_solid;
+  st.slot[to_pore] = a;
+  st.slot[to_solid] = b;
+}
+
+/// Takes apply_swap(to_solid, to_pore) back: phases, lists and slots as before.
+PF_HOST_DEVICE void undo_swap(const Step& st, int64_t to_solid, int64_t to_pore) { apply_swap(st, to_pore, to_solid); }
+
+/// Metropolis: takes the candidate (ΔE ≤ 0, or u < exp(−ΔE/T) with u the step's acceptance
+/// draw) or counts a rejection; keeps the best and marks a new best in the stage. The caller
+/// undoes a rejected swap and then calls end_evaluation.
+PF_HOST_DEVICE bool accept(const Step& st, StepState& s, const Energy& candidate) {
+  Progress& p = s.progress;
+  const double de = candidate.total - p.energy.total;
+  p.last_delta = de;
+  const double u = Philox::unit(st.random.draw(uint64_t(p.evaluations), kAcceptLane)[0]);
+  const bool ok = de <= 0 || u < exp(-de / p.temperature);
+  if (ok) {
+    p.energy = candidate;
+    ++p.accepted;
+    if (candidate.total < p.best.total) {
+      p.best = candidate;
+      s.stall = -1;
+    }
+  } else {
+    ++p.rejected;
+  }
+  return ok;
+}
+
+}  // namespace poreforge::anneal
