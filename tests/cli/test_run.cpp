@@ -400,9 +400,13 @@ TEST_CASE("cli.run.force_never_deletes_what_poreforge_did_not_make") {
 
 TEST_CASE("cli.run.lock") {
   TinyRuns t("lock");
-  // A run that goes on until stopped, with a checkpoint early.
+  // A run that goes on until stopped, with a checkpoint early that no later one rotates out
+  // before the test is done with it, even on a fast machine (a larger domain, every
+  // checkpoint kept, no stopping rule but the budget).
   const std::string long_run = t.run("--set name=busy --set annealing.max_evaluations=100000000 "
-                                     "--set checkpoint.every_evaluations=20");
+                                     "--set checkpoint.every_evaluations=20 --set checkpoint.keep=1000 "
+                                     "--set domain.shape=[32,32,32] --set annealing.stall_stages=1000000000 "
+                                     "--set annealing.energy_tolerance=0");
   const fs::path pid_file = t.dir / "pid";
   REQUIRE(shell("( " + long_run + " > /dev/null 2>&1 & echo $! > " + pid_file.string() + " )") == 0);
   const fs::path ckpt = t.folder("busy") / "checkpoints" / "step-000000000020.h5";

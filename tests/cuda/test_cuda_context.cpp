@@ -249,8 +249,9 @@ TEST_CASE("local_thickness.cuda.loop_stays_flat" * PF_GPU_DECORATORS) {
 }
 
 TEST_CASE("local_thickness.cuda.errors" * PF_GPU_DECORATORS) {
-  // Out of device memory names the bytes asked for. One such context takes ~130 GB, which a
-  // 141 GB card holds: contexts are made until one does not fit.
+  // A context the device cannot hold is refused before it allocates, naming both sizes. One
+  // such context takes ~130 GB, which a 141 GB card holds: contexts are made until one does
+  // not fit.
   {
     cuda::ContextConfig huge{{1300, 1300, 2400}, {1.0, 1.0, 1.5}, Boundary::open, {1.0, 2.0}, 1.0};
     std::vector<std::unique_ptr<cuda::ThicknessContext>> held;
@@ -261,7 +262,7 @@ TEST_CASE("local_thickness.cuda.errors" * PF_GPU_DECORATORS) {
       message = e.what();
     }
     CHECK(held.size() < 4);
-    CHECK(message.find("out of device memory: allocating") != std::string::npos);
+    CHECK(message.find("MiB of device memory; the device has") != std::string::npos);
   }
   // Centres beyond capacity are reported, never written out of bounds.
   const Mask noise = generate_noise({64, 64, 64}, 0.9, 7);
