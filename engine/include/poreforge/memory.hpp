@@ -5,9 +5,10 @@
 /// bare `std::bad_alloc`.
 ///
 /// Every figure of the estimate lives here. Host figures are peak bytes per voxel of the
-/// command on the CPU backend, besides its input image (its element size a voxel), taken from
-/// what the code allocates and checked against the peak resident size of the command at 64³
-/// to 128³ (`/usr/bin/time -v`, maximum resident set size) with about 20 % to spare. Device
+/// command on the CPU backend, besides its input image (its element size a voxel), from what
+/// the code allocates, measured as the growth of the maximum resident set size
+/// (`/usr/bin/time -v`) between 96³ and 160³ (run: 96³ and 128³ domains), with 20–40 % to
+/// spare. Re-measure when a command's allocations change. Device
 /// figures come from the CUDA engine's own workspace query (cuda_engine.hpp) plus the mask and
 /// map the dispatcher copies over.
 #include <cstddef>
@@ -21,25 +22,27 @@ namespace poreforge {
 
 /// Host bytes per voxel, beyond the input image, at each command's peak.
 namespace memory_per_voxel {
-/// thickness on the CPU: mask 1, map 4, squared distances 4 (8 with anisotropic spacing) that
-/// the painter reuses, ball centres and painter rows.
+/// thickness on the CPU: mask 1, map 4, squared distances 4 that the painter reuses, ball
+/// centres and painter rows (measured 11.4).
 inline constexpr double thickness_cpu = 16;
-/// thickness with anisotropic spacing (double distances, then a separate 4-byte scratch).
+/// thickness with anisotropic spacing: double distances, then a separate 4-byte scratch
+/// (measured 15.8).
 inline constexpr double thickness_cpu_anisotropic = 22;
 /// thickness on CUDA: mask and map on the host, the rest on the device.
 inline constexpr double thickness_cuda_host = 6;
-/// describe: pore and solid masks 2, one thickness map at a time with its walk, then the S2
-/// transform (complex double, 16 a voxel) — the larger of the two.
-inline constexpr double describe_cpu = 22;
-/// morph: input and output masks 2 and the per-line counters of the separable passes.
-inline constexpr double morph_cpu = 8;
-/// generate blobs: the float field 4, its sorted copy 4, the mask 1.
+/// describe: pore and solid masks 2, a thickness map and its walk, the S2 transform (complex
+/// double, 16 a voxel) and its directional sums (measured 29.9).
+inline constexpr double describe_cpu = 36;
+/// morph: input and output masks 2, the ball's distance pass and per-line counters (an
+/// opening by ball:3 measured 13).
+inline constexpr double morph_cpu = 16;
+/// generate blobs: the float field 4, its sorted copy 4, the mask 1 (measured 9.1).
 inline constexpr double generate_blobs = 10;
-/// generate spheres: the mask.
+/// generate spheres: the mask (measured 1.0).
 inline constexpr double generate_spheres = 2;
 /// run on the CPU, per voxel of the domain: structure, its thickness and distance states,
-/// the S2 line sums and the start (blobs or a file) being built.
-inline constexpr double run_cpu = 40;
+/// the S2 line sums and the start being built (a blobs start at 96³ to 128³ measured 60).
+inline constexpr double run_cpu = 72;
 /// run on CUDA, host side: the structure, the start and the copies read back for outputs.
 inline constexpr double run_cuda_host = 8;
 /// run on CUDA, device side besides the thickness context: structure, candidate, map.
