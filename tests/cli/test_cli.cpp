@@ -149,3 +149,17 @@ TEST_CASE("cli.morph") {
   check_error("morph " + ws / "m.raw --shape 20,16,1 --op erode --element box:3x3 -o " + ws / "d.h5", "already exists");
   CHECK(ws.holds_only({"m.raw", "d.h5", "c.raw"}));
 }
+
+TEST_CASE("cli.help_and_version") {
+  // Help and version are not errors: printed in full, exit 0, while a parse error is one
+  // line and exit 2 (the bad-input table).
+  const testing::CliResult help = testing::run_cli("--help");
+  CHECK(help.status == 0);
+  CHECK(help.output.find("thickness") != std::string::npos);
+  const testing::CliResult sub = testing::run_cli("thickness --help");
+  CHECK(sub.status == 0);
+  CHECK(sub.output.find("--log-bins") != std::string::npos);
+  const testing::CliResult version = testing::run_cli("--version");
+  CHECK(version.status == 0);
+  CHECK(version.output.rfind("poreforge ", 0) == 0);
+}
