@@ -13,6 +13,9 @@
 
 #include <H5Cpp.h>
 #include <unistd.h>
+#ifdef POREFORGE_HAVE_TIFF
+#include <tiffio.h>
+#endif
 
 #include "poreforge/generators.hpp"
 #include "poreforge/io.hpp"
@@ -87,6 +90,23 @@ void declaring_tiff(const std::string& path) {
   u32(0);
   b += std::string(100, '\1');
   std::ofstream(path, std::ios::binary) << b;
+}
+
+// A 12-page stack cut where page 6's directory begins: pages 0–5 whole, the chain broken. Read
+// page by page until the chain ends, it looked like a 6-slice stack.
+void stack_cut_between_pages(const std::string& path) {
+  write_tiff(path, generate_noise({16, 16, 12}, 0.4, 1));
+#ifdef POREFORGE_HAVE_TIFF
+  uint64_t cut = 0;
+  {
+    TIFF* tif = TIFFOpen(path.c_str(), "r");
+    REQUIRE(tif);
+    REQUIRE(TIFFSetDirectory(tif, 6));
+    cut = TIFFCurrentDirOffset(tif);
+    TIFFClose(tif);
+  }
+  fs::resize_file(path, cut);
+#endif
 }
 
 std::string expand(std::string s, const Workspace& ws) {
@@ -196,7 +216,9 @@ const std::vector<BadInput>& table() {
   static const std::vector<BadInput> tiff_rows = {
       {"tiff declaring 60000x60000 in 210 bytes", "info {ws}/big.tif", 2, "beyond the end of the file (210 bytes)",
        [](const Workspace& ws) { declaring_tiff(ws / "big.tif"); }},
-      {"truncated tiff stack", "info {ws}/cut.tif", 2, "truncated",
+      {"tiff stack cut between pages", "info {ws}/cut.tif", 2, "is truncated: page 6 cannot be read after 6 pages",
+       [](const Workspace& ws) { stack_cut_between_pages(ws / "cut.tif"); }},
+      {"tiff stack cut inside a page", "info {ws}/cut.tif", 2, "truncated",
        [](const Workspace& ws) {
          write_tiff(ws / "cut.tif", generate_noise({16, 16, 12}, 0.4, 1));
          fs::resize_file(ws / "cut.tif", fs::file_size(ws / "cut.tif") * 2 / 3);
