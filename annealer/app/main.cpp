@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <exception>
 #include <regex>
+#include <stdexcept>
 #include <string>
 
 #include "commands.hpp"
@@ -70,6 +71,9 @@ int main(int argc, char** argv) {
     return 2;
   } catch (const std::bad_alloc&) {
     // The allocation's own size is gone by now; the estimate checked before the work names it.
+    std::fprintf(stderr, "poreforge: error: %s\n", poreforge::out_of_memory_message().c_str());
+    return 3;
+  } catch (const std::length_error&) {  // a size beyond what a vector can hold: the same failure
     std::fprintf(stderr, "poreforge: error: %s\n", poreforge::out_of_memory_message().c_str());
     return 3;
   } catch (const std::exception& e) {

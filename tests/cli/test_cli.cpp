@@ -14,6 +14,7 @@
 #include "poreforge/error.hpp"
 #include "poreforge/generators.hpp"
 #include "poreforge/io.hpp"
+#include "poreforge/memory.hpp"
 #include "support/cli.hpp"
 #include "support/random.hpp"
 
@@ -162,4 +163,25 @@ TEST_CASE("cli.help_and_version") {
   const testing::CliResult version = testing::run_cli("--version");
   CHECK(version.status == 0);
   CHECK(version.output.rfind("poreforge ", 0) == 0);
+}
+
+TEST_CASE("cli.out_of_memory_names_the_size") {
+  // An address-space limit below what generate needs, while MemAvailable says it fits: the
+  // allocation fails, and the one line names the estimate instead of a bare "out of memory".
+  if (host_memory_available() < 2e9) return;  // refused up front there, which the table tests
+  Workspace ws;
+  const std::string cmd = "ulimit -v 400000; " + std::string(POREFORGE_CLI) + " generate blobs --shape 500,500,500 -o " +
+                          ws / "g.h5" + " 2>&1 >/dev/null";
+  FILE* pipe = popen(cmd.c_str(), "r");
+  REQUIRE(pipe);
+  std::string out;
+  char buf[4096];
+  while (std::size_t n = fread(buf, 1, sizeof buf, pipe)) out.append(buf, n);
+  const int status = pclose(pipe);
+  CAPTURE(out);
+  CHECK(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 3);
+  CHECK(out.rfind("poreforge: error: out of memory during generate blobs of 500x500x500 (estimated 1.25 GB", 0) == 0);
+  CHECK(std::count(out.begin(), out.end(), '\n') == 1);
+  CHECK(ws.holds_only({}));
 }
