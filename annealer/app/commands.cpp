@@ -4,6 +4,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cmath>
@@ -375,6 +376,11 @@ Runner add_generate_command(CLI::App& app, const std::string& command_line) {
     const std::optional<Spacing> spacing =
         o->spacing.empty() ? std::nullopt : std::optional<Spacing>(parse_spacing(o->spacing));
     if (o->seed < 0) throw InputError("--seed must be a non-negative integer (got " + std::to_string(o->seed) + ")");
+    // A sphere wider than the volume wraps onto itself and leaves no pore to match a porosity.
+    const int64_t largest = std::max({shape.nx, shape.ny, shape.nz});
+    if (!blobs && o->radius > double(largest))
+      throw InputError("--radius: sphere radius " + format_number(o->radius) + " voxels exceeds the volume's largest "
+                       "extent (" + std::to_string(largest) + " voxels)");
     OutputFile out(o->output, o->force);
     require_memory(generate_memory(shape, blobs));
     const auto start = std::chrono::steady_clock::now();

@@ -185,3 +185,14 @@ TEST_CASE("cli.out_of_memory_names_the_size") {
   CHECK(std::count(out.begin(), out.end(), '\n') == 1);
   CHECK(ws.holds_only({}));
 }
+
+TEST_CASE("cli.generate.porosity_missed_is_said") {
+  // One sphere of radius 10 covers a 10³ volume: written (spheres overshoot by design), but a
+  // warning says the porosity is not what was asked.
+  Workspace ws;
+  const testing::CliResult r =
+      testing::run_cli("generate spheres --shape 10,10,10 --radius 10 -o " + ws / "s.h5", "2>&1 >/dev/null");
+  CAPTURE(r.output);
+  CHECK(r.status == 0);
+  CHECK(r.output.rfind("poreforge: warning: porosity 0.0000 where 0.4 was asked", 0) == 0);
+}

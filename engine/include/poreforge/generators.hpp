@@ -28,8 +28,8 @@ double blob_sigma(Shape shape, double blobiness);
 
 /// Overlapping solid spheres of radius `radius` voxels placed uniformly (periodically
 /// wrapped) until the pore fraction drops to `porosity`; pore = 1, like PoreSpy's
-/// `overlapping_spheres`. Throws InputError for porosity outside (0, 1), radius < 1 or a
-/// radius above the largest extent.
+/// `overlapping_spheres`. Throws InputError for porosity outside (0, 1) or radius < 1 (or
+/// not finite); a radius beyond the volume's diagonal covers it all with one sphere.
 Mask generate_spheres(Shape shape, double porosity, double radius, uint64_t seed);
 
 /// Uniform white noise: each voxel is phase with probability `porosity`.

@@ -161,17 +161,15 @@ Mask generate_spheres(Shape shape, double porosity, double radius, uint64_t seed
   validate_shape(shape);
   check_porosity(porosity);
   if (!(radius >= 1)) throw InputError("sphere radius must be at least 1 voxel (got " + format_number(radius) + ")");
-  // A sphere wider than the volume wraps onto itself: nothing a porosity can be matched with,
-  // and a radius of 1e9 would visit 1e27 offsets.
-  int64_t largest = 1;
-  for (int a = 0; a < 3; ++a) largest = std::max(largest, shape.extent(a));
-  if (radius > double(largest))
-    throw InputError("sphere radius " + format_number(radius) + " voxels exceeds the volume's largest extent (" +
-                     std::to_string(largest) + " voxels)");
+  if (!std::isfinite(radius)) throw InputError("sphere radius must be finite (got " + format_number(radius) + ")");
   Mask mask(shape, {}, 1);
   int64_t pore = shape.voxels();
   const int64_t target = std::llround(porosity * static_cast<double>(shape.voxels()));
-  const int64_t r = static_cast<int64_t>(std::floor(radius));
+  // Offsets beyond the volume's diagonal wrap onto voxels a smaller ball already covers (a
+  // ball that wide covers every voxel), so the walk stops there: the same volume, and a
+  // radius of 1e9 no longer visits 1e27 offsets.
+  const double diagonal = std::sqrt(double(shape.nx * shape.nx + shape.ny * shape.ny + shape.nz * shape.nz));
+  const int64_t r = static_cast<int64_t>(std::floor(std::min(radius, diagonal + 1)));
   const double r2 = radius * radius;
   auto wrap = [](int64_t v, int64_t n) { v %= n; return v < 0 ? v + n : v; };
   for (uint64_t k = 0; pore > target; ++k) {
