@@ -2,8 +2,17 @@
 
 #include <CLI/CLI.hpp>
 
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cmath>
+#include <cctype>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <optional>
 #include <filesystem>
 #include <cstdio>
 #include <memory>
@@ -15,6 +24,7 @@
 #include "poreforge/generators.hpp"
 #include "poreforge/io.hpp"
 #include "poreforge/local_thickness.hpp"
+#include "poreforge/memory.hpp"
 #include "poreforge/morphology.hpp"
 #include "poreforge/psd.hpp"
 
@@ -26,13 +36,13 @@ std::vector<double> parse_numbers(const std::string& text, const std::string& wh
   std::stringstream ss(text);
   std::string item;
   while (std::getline(ss, item, ',')) {
-    try {
-      std::size_t used = 0;
-      out.push_back(std::stod(item, &used));
-      if (used != item.size()) throw std::invalid_argument(item);
-    } catch (const std::exception&) {
+    // strtod, not stod: a number too small or large for a double (1e-320, 1e400) is still a
+    // number, refused by the range check of whoever takes it rather than called "not a number".
+    char* end = nullptr;
+    const double v = std::strtod(item.c_str(), &end);
+    if (item.empty() || end != item.c_str() + item.size() || std::isspace(static_cast<unsigned char>(item[0])))
       throw InputError(what + ": '" + item + "' is not a number");
-    }
+    out.push_back(v);
   }
   return out;
 }
@@ -43,6 +53,9 @@ Shape parse_shape(const std::string& text) {
   if (v.size() != 2 && v.size() != 3) throw InputError("--shape: expected NX,NY,NZ or NX,NY (got '" + text + "')");
   for (double d : v)
     if (d < 1 || d != std::floor(d)) throw InputError("--shape: extents must be positive integers (got '" + text + "')");
+  // Checked before the conversion: 1e30 does not fit an int64_t.
+  for (double d : v)
+    if (d > 32767) throw InputError("--shape: extents above 32767 voxels are not supported (got '" + text + "')");
   Shape s{int64_t(v[0]), int64_t(v[1]), v.size() == 3 ? int64_t(v[2]) : 1};
   validate_shape(s);
   return s;
@@ -72,14 +85,21 @@ struct InputOptions {
     cmd->add_option("--spacing", spacing, "Voxel spacing S or SX,SY,SZ in physical units (overrides the file's)");
   }
 
-  LabelImage read() const {
+  /// Reads the image; `estimate` (given the declared shape, element size and the spacing the
+  /// command will use) is checked against the memory available before the voxels are read.
+  LabelImage read(const std::function<MemoryEstimate(const Shape&, std::size_t, const Spacing&)>& estimate = {}) const {
     ReadOptions o;
     o.format = format;
     o.dataset = dataset;
     o.dtype = parse_dtype(dtype);
     if (!shape.empty()) o.shape = parse_shape(shape);
+    const std::optional<Spacing> given = spacing.empty() ? std::nullopt : std::optional<Spacing>(parse_spacing(spacing));
+    o.before_read = [&](const Shape& s, DType t, const Spacing& file_spacing) {
+      require_memory(estimate ? estimate(s, dtype_size(t), given.value_or(file_spacing))
+                              : MemoryEstimate{"reading " + to_string(s), double(s.voxels()) * double(dtype_size(t)), 0});
+    };
     LabelImage image = read_image(path, o);
-    if (!spacing.empty()) image.spacing = parse_spacing(spacing);
+    if (given) image.spacing = *given;
     return image;
   }
 };
@@ -97,23 +117,28 @@ struct EngineOptions {
         ->check(CLI::IsMember({"open", "wall", "periodic"}));
     auto* bins_option = cmd->add_option("--bins", bins, bins_help)->check(CLI::Range(1, 100000));
     cmd->add_option("--edges", edges, "Explicit PSD bin edges E1,E2,... (physical units)")->excludes(bins_option);
-    cmd->add_flag("--log-bins", log_bins, "Log-spaced bins");
+    cmd->add_flag("--log-bins", log_bins, "Log-spaced bins")->excludes(cmd->get_option("--edges"));
     cmd->add_option("--backend", backend, "Engine backend: auto, cpu, cuda")->check(CLI::IsMember({"auto", "cpu", "cuda"}));
     cmd->add_flag("--force", force, "Overwrite an existing output file");
   }
 };
+
+// The folder an output goes into must exist and take a new file, checked before any work
+// (with the system's reason: "Permission denied", "Read-only file system").
+void require_writable_folder(const std::string& output) {
+  const std::filesystem::path parent = std::filesystem::path(output).parent_path();
+  const std::string folder = parent.empty() ? "." : parent.string();
+  if (!std::filesystem::is_directory(folder))
+    throw InputError("cannot write '" + output + "': directory '" + folder + "' does not exist");
+  if (::access(folder.c_str(), W_OK | X_OK) != 0)
+    throw InputError("cannot write '" + output + "': " + std::strerror(errno) + " (directory '" + folder + "')");
+}
 
 // Explicit edges, checked before any work (empty: default bins from the map).
 std::vector<double> checked_edges(const EngineOptions& e) {
   std::vector<double> edges;
   if (!e.edges.empty()) Bins::from_edges(edges = parse_numbers(e.edges, "--edges"));
   return edges;
-}
-
-std::string format_number(double v) {
-  std::ostringstream s;
-  s << v;
-  return s.str();
 }
 
 void print_psd(const PoreSizeDistribution& psd, const std::string& quantity) {
@@ -147,7 +172,9 @@ Runner add_thickness_command(CLI::App& app, const std::string& command_line) {
     const Backend backend = resolve_backend(parse_backend(o->backend), Operation::local_thickness);
     const std::vector<double> edges = checked_edges(*o);  // before any work; used once the map exists
     OutputFile out(o->output, o->force);  // refuses an existing file before any work
-    const LabelImage image = o->input.read();
+    const LabelImage image = o->input.read([&](const Shape& s, std::size_t bytes, const Spacing& spacing) {
+      return thickness_memory(s, bytes, spacing, boundary, backend);
+    });
     const Mask phase = phase_mask(image, o->phase);
     std::printf("input     %s: %s %s, spacing %g,%g,%g\n", o->input.path.c_str(), to_string(image.shape).c_str(),
                 to_string(image.dtype).c_str(), image.spacing.x, image.spacing.y, image.spacing.z);
@@ -210,7 +237,9 @@ Runner add_describe_command(CLI::App& app, const std::string& command_line) {
     const Backend backend = resolve_backend(parse_backend(o->backend), Operation::local_thickness);
     const std::vector<double> edges = checked_edges(*o);
     OutputFile out(o->output, o->force);
-    const LabelImage image = o->input.read();
+    const LabelImage image = o->input.read([&](const Shape& s, std::size_t bytes, const Spacing& spacing) {
+      return thickness_memory(s, bytes, spacing, boundary, backend, true);
+    });
     const Mask pore = phase_mask(image, o->phase);
     const Mask solid = complement(pore);
     const double porosity = double(count_phase(pore)) / double(pore.voxels());
@@ -280,6 +309,7 @@ Runner add_morph_command(CLI::App& app, const std::string& command_line) {
     const MorphOp op = parse_morph_op(o->op);
     const Backend backend = resolve_backend(parse_backend(o->backend), Operation::morphology);
     const std::string ext = std::filesystem::path(o->output).extension().string();
+    if (o->output.empty()) throw InputError("the output path is empty");
     if (std::filesystem::exists(o->output) && !o->force)
       throw InputError("output '" + o->output + "' already exists (use --force to overwrite it)");
     if (ext == ".tif" || ext == ".tiff") {
@@ -287,7 +317,10 @@ Runner add_morph_command(CLI::App& app, const std::string& command_line) {
     } else if (ext != ".raw" && ext != ".h5" && ext != ".hdf5") {
       throw InputError("output '" + o->output + "': expected .h5, .raw or .tif");
     }
-    const LabelImage image = o->input.read();
+    require_writable_folder(o->output);
+    const LabelImage image = o->input.read([&](const Shape& s, std::size_t bytes, const Spacing&) {
+      return morph_memory(s, bytes, backend);
+    });
     const Mask in = phase_mask(image, o->phase);
     const auto start = std::chrono::steady_clock::now();
     const Mask out = morphology(in, op, element, o->iterations, backend);
@@ -319,7 +352,7 @@ Runner add_generate_command(CLI::App& app, const std::string& command_line) {
   struct Options {
     std::string kind, shape, output, spacing;
     double porosity = 0.4, blobiness = 1.0, radius = 5.0;
-    uint64_t seed = 1;
+    int64_t seed = 1;
     bool force = false;
   };
   auto o = std::make_shared<Options>();
@@ -331,20 +364,41 @@ Runner add_generate_command(CLI::App& app, const std::string& command_line) {
   cmd->add_option("--porosity", o->porosity, "Fraction of phase voxels, in (0, 1) (default 0.4)");
   cmd->add_option("--blobiness", o->blobiness, "blobs: larger gives smaller features (default 1)");
   cmd->add_option("--radius", o->radius, "spheres: sphere radius in voxels (default 5)");
-  cmd->add_option("--seed", o->seed, "Random seed (default 1)");
+  // Signed, so that -1 is refused instead of wrapping to 2^64 - 1.
+  cmd->add_option("--seed", o->seed, "Random seed, a non-negative integer (default 1)");
   cmd->add_option("--spacing", o->spacing, "Voxel spacing S or SX,SY,SZ stored with the volume");
   cmd->add_option("-o,--output", o->output, "Output HDF5 file (dataset /volume)")->required();
   cmd->add_flag("--force", o->force, "Overwrite an existing output file");
 
   return [o, command_line] {
     const Shape shape = parse_shape(o->shape);
+    const bool blobs = o->kind == "blobs";
+    const std::optional<Spacing> spacing =
+        o->spacing.empty() ? std::nullopt : std::optional<Spacing>(parse_spacing(o->spacing));
+    if (o->seed < 0) throw InputError("--seed must be a non-negative integer (got " + std::to_string(o->seed) + ")");
+    // A sphere wider than the volume wraps onto itself and leaves no pore to match a porosity.
+    const int64_t largest = std::max({shape.nx, shape.ny, shape.nz});
+    if (!blobs && o->radius > double(largest))
+      throw InputError("--radius: sphere radius " + format_number(o->radius) + " voxels exceeds the volume's largest "
+                       "extent (" + std::to_string(largest) + " voxels)");
     OutputFile out(o->output, o->force);
+    require_memory(generate_memory(shape, blobs));
     const auto start = std::chrono::steady_clock::now();
-    Mask volume = o->kind == "blobs" ? generate_blobs(shape, o->porosity, o->blobiness, o->seed)
-                                     : generate_spheres(shape, o->porosity, o->radius, o->seed);
-    if (!o->spacing.empty()) volume.set_spacing(parse_spacing(o->spacing));
+    const uint64_t seed = static_cast<uint64_t>(o->seed);
+    Mask volume = blobs ? generate_blobs(shape, o->porosity, o->blobiness, seed)
+                        : generate_spheres(shape, o->porosity, o->radius, seed);
+    if (spacing) volume.set_spacing(*spacing);
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     const double porosity = double(count_phase(volume)) / double(volume.voxels());
+    // Blobs hit the asked porosity to the voxel; spheres overshoot by at most one sphere.
+    const double slack = blobs ? 1.0 / double(volume.voxels()) + 1e-12 : 0.05;
+    if (std::abs(porosity - o->porosity) > slack) {
+      if (blobs)
+        throw RuntimeError("generated porosity " + format_number(porosity) + " where " + format_number(o->porosity) +
+                           " was asked (blobiness " + format_number(o->blobiness) + ")");
+      std::fprintf(stderr, "poreforge: warning: porosity %.4f where %g was asked: one sphere of radius %g covers "
+                   "much of a %s volume\n", porosity, o->porosity, o->radius, to_string(shape).c_str());
+    }
     out.write_volume("/volume", volume);
     out.set_attribute("generator", o->kind);
     out.set_attribute("seed", static_cast<double>(o->seed));
@@ -354,7 +408,7 @@ Runner add_generate_command(CLI::App& app, const std::string& command_line) {
     out.set_provenance(command_line);
     out.commit();
     std::printf("generated %s %s, porosity %.4f, seed %llu in %.2f s\nwrote %s\n", o->kind.c_str(),
-                to_string(shape).c_str(), porosity, static_cast<unsigned long long>(o->seed), seconds,
+                to_string(shape).c_str(), porosity, static_cast<unsigned long long>(seed), seconds,
                 o->output.c_str());
   };
 }
@@ -364,7 +418,9 @@ Runner add_info_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("info", "Shape, element type, spacing and label counts of an image");
   input->add_to(cmd);
   return [input] {
-    const LabelImage image = input->read();
+    const LabelImage image = input->read([](const Shape& s, std::size_t bytes, const Spacing&) {
+      return MemoryEstimate{"info of " + to_string(s), double(s.voxels()) * double(bytes) * 1.1, 0};
+    });
     std::printf("file      %s\nshape     %s (x, y, z)\ndtype     %s\nspacing   %g, %g, %g\n", input->path.c_str(),
                 to_string(image.shape).c_str(), to_string(image.dtype).c_str(), image.spacing.x, image.spacing.y,
                 image.spacing.z);

@@ -3,11 +3,15 @@
 
 #include <cstdio>
 #include <exception>
+#include <regex>
+#include <stdexcept>
 #include <string>
 
 #include "commands.hpp"
 #include "poreforge/error.hpp"
 #include "poreforge/io.hpp"
+#include "poreforge/memory.hpp"
+#include "poreforge/volume.hpp"
 
 int main(int argc, char** argv) {
   std::string command_line;
@@ -27,8 +31,30 @@ int main(int argc, char** argv) {
   const poreforge::app::StatusRunner sweep = poreforge::app::add_sweep_command(app);
   try {
     app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
+  } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    // CLI11 prints the error and a second line pointing at --help; one line, like every
+    // other refusal, and the exit status of bad input.
+    std::string what = e.what();
+    for (char& c : what)
+      if (c == '\n') c = ' ';
+    // CLI11 writes the bounds of its range checks in full: DBL_MAX as 309 digits.
+    static const std::regex long_number("[0-9]{16,}(\\.[0-9]+)?");
+    std::string short_form;
+    std::sregex_iterator it(what.begin(), what.end(), long_number), end;
+    std::size_t from = 0;
+    for (; it != end; ++it) {
+      short_form += what.substr(from, std::size_t(it->position()) - from) + poreforge::format_number(std::stod(it->str()));
+      from = std::size_t(it->position() + it->length());
+    }
+    what = short_form + what.substr(from);
+    std::fprintf(stderr, "poreforge: error: %s (see --help)\n", what.c_str());
+    return 2;
   }
   try {
     if (app.got_subcommand("thickness")) thickness();
@@ -44,7 +70,11 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "poreforge: error: %s\n", e.what());
     return 2;
   } catch (const std::bad_alloc&) {
-    std::fprintf(stderr, "poreforge: error: out of memory\n");
+    // The allocation's own size is gone by now; the estimate checked before the work names it.
+    std::fprintf(stderr, "poreforge: error: %s\n", poreforge::out_of_memory_message().c_str());
+    return 3;
+  } catch (const std::length_error&) {  // a size beyond what a vector can hold: the same failure
+    std::fprintf(stderr, "poreforge: error: %s\n", poreforge::out_of_memory_message().c_str());
     return 3;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "poreforge: error: %s\n", e.what());

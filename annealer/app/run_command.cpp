@@ -17,6 +17,7 @@
 #include "poreforge/annealer/annealer.hpp"
 #include "poreforge/annealer/start.hpp"
 #include "poreforge/backend.hpp"
+#include "poreforge/memory.hpp"
 #include "poreforge/correlation.hpp"
 #include "poreforge/durable_file.hpp"
 #include "poreforge/error.hpp"
@@ -344,6 +345,7 @@ StatusRunner add_run_command(CLI::App& app, const std::string& command_line) {
     run.command_line = command_line;
     run.backend = resolve_backend(parse_backend(run.rc.backend), Operation::pore_size_distribution);
     run.config = annealer_config(run.rc, run.backend);
+    require_memory(run_memory(run.rc.shape, run.rc.spacing, parse_boundary(run.rc.boundary), run.backend));
     const std::string resolved = run.rc.to_yaml();
     if (!o->quiet) std::fprintf(run.text_stream(), "resolved configuration:\n%s\n", resolved.c_str());
     // Targets first: a bad reference fails before anything is written.
@@ -353,6 +355,10 @@ StatusRunner add_run_command(CLI::App& app, const std::string& command_line) {
       ro.dataset = run.rc.target_dataset;
       ro.shape = run.rc.target_shape;
       ro.dtype = parse_dtype(run.rc.target_dtype);
+      ro.before_read = [&](const Shape& shape, DType t, const Spacing& spacing) {  // the target's descriptors
+        require_memory(thickness_memory(shape, dtype_size(t), spacing, parse_boundary(run.rc.target_boundary),
+                                        run.backend, true));
+      };
       const Mask pore = phase_mask(read_image(run.rc.target_image, ro), run.rc.target_phase);
       run.config.targets = anneal::Targets::from_image(pore, parse_boundary(run.rc.target_boundary), run.rc.bins,
                                                        run.rc.log_bins, run.backend);

@@ -2,7 +2,9 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <cerrno>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -28,6 +30,18 @@ class Section {
       : m_node(node), m_present(present && node.IsDefined() && !node.IsNull()), m_path(std::move(path)), m_source(source),
         m_overrides(overrides) {
     if (m_present && !node.IsMap()) fail(m_path.empty() ? "the document" : m_path, node, "must be a mapping");
+    // yaml-cpp keeps both entries of a repeated key and lookups find the first: the second,
+    // usually the one meant, would be ignored without a word.
+    if (m_present) {
+      std::map<std::string, int> lines;
+      for (const auto& kv : node) {
+        const std::string key = kv.first.as<std::string>();
+        const int line = kv.first.Mark().line + 1;
+        const auto [it, fresh] = lines.emplace(key, line);
+        if (!fresh) fail(dotted(key), kv.first, "appears twice (lines " + std::to_string(it->second) + " and " +
+                                                    std::to_string(line) + ")");
+      }
+    }
   }
 
   [[noreturn]] void fail(const std::string& key, const YAML::Node& at, const std::string& what) const {
@@ -163,6 +177,9 @@ RunConfig parse_run_config(const std::string& text, const std::string& source, c
     throw InputError(source + ":" + std::to_string(e.mark.line + 1) + ": not valid YAML: " + e.msg);
   }
   if (!root || root.IsNull()) root = YAML::Node(YAML::NodeType::Map);
+  if (!root.IsMap())
+    throw InputError(source + ":" + std::to_string(root.Mark().line + 1) + ": the document must be a mapping of keys "
+                     "(name:, target:, ...), not " + (root.IsSequence() ? "a list" : "a single value"));
   std::map<std::string, std::string> set_keys;
   for (const auto& o : overrides) {
     apply_override(root, o);
@@ -176,7 +193,12 @@ RunConfig parse_run_config(const std::string& text, const std::string& source, c
     // The run's folder: `.`, `..` or a path here once replaced the folder above it.
     if (const std::string problem = folder_name_problem(c.name); !problem.empty()) doc.fail(k, v, problem);
   });
-  doc.optional("seed", [&](auto& v, auto& k) { c.seed = doc.scalar<uint64_t>(v, k, "a non-negative integer"); });
+  doc.optional("seed", [&](auto& v, auto& k) {
+    // Checked as text: a negative number would otherwise wrap to 2^64 - 1.
+    if (v.IsScalar() && !v.Scalar().empty() && v.Scalar()[0] == '-')
+      doc.fail(k, v, "must be a non-negative integer (got '" + v.Scalar() + "')");
+    c.seed = doc.scalar<uint64_t>(v, k, "a non-negative integer");
+  });
   doc.optional("backend", [&](auto& v, auto& k) { c.backend = one_of(doc, v, k, {"auto", "cpu", "cuda"}); });
 
   Section target = doc.child("target");
@@ -208,7 +230,7 @@ RunConfig parse_run_config(const std::string& text, const std::string& source, c
     if (!v.IsSequence() || v.size() != 3) domain.fail(k, v, "must be a list [SX, SY, SZ]");
     c.spacing = {domain.scalar<double>(v[0], k, "a number"), domain.scalar<double>(v[1], k, "a number"),
                  domain.scalar<double>(v[2], k, "a number")};
-    for (double s : {c.spacing.x, c.spacing.y, c.spacing.z}) in_range(domain, v, k, s, 0.0, 1e12, true);
+    for (double s : {c.spacing.x, c.spacing.y, c.spacing.z}) in_range(domain, v, k, s, min_spacing, max_spacing);
   });
   domain.optional("boundary", [&](auto& v, auto& k) { c.boundary = one_of(domain, v, k, {"open", "wall", "periodic"}); });
   domain.finish();
@@ -281,8 +303,11 @@ RunConfig parse_run_config(const std::string& text, const std::string& source, c
 }
 
 RunConfig load_run_config(const std::string& path, const std::vector<std::string>& overrides) {
+  if (path.empty()) throw InputError("the config path is empty");
+  if (!std::filesystem::exists(path)) throw InputError("config '" + path + "' does not exist");
+  if (std::filesystem::is_directory(path)) throw InputError("config '" + path + "' is a directory, not a YAML file");
   std::ifstream in(path);
-  if (!in) throw InputError("config '" + path + "' cannot be read (missing?)");
+  if (!in) throw InputError("config '" + path + "' cannot be read: " + std::strerror(errno));
   std::stringstream text;
   text << in.rdbuf();
   RunConfig c = parse_run_config(text.str(), path, overrides);

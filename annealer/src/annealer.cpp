@@ -42,6 +42,9 @@ Targets Targets::from_descriptor_file(const std::string& path, const std::string
                                       const std::string& porosity_attribute, const std::string& spacing_attribute) {
   Targets t;
   auto v = [&](const std::string& name) { return read_hdf5_vector(path, group + name); };
+  if (!hdf5_has_object(path, group + "/psd/pore/edges"))
+    throw InputError("'" + path + "' is not a descriptor file (it has no " + group +
+                     "/psd/pore/edges; `poreforge describe` writes one)");
   t.porosity = read_hdf5_attribute(path, porosity_attribute);
   if (hdf5_has_attribute(path, spacing_attribute)) {  // files written before it was recorded: unit spacing
     const std::string spacing = read_hdf5_string_attribute(path, spacing_attribute);

@@ -49,6 +49,14 @@ int cuda_device_count() {
 #endif
 }
 
+std::size_t cuda_memory_available() {
+#ifdef POREFORGE_HAVE_CUDA
+  return cuda::free_memory();
+#else
+  return 0;
+#endif
+}
+
 std::string cuda_device_description() {
 #ifdef POREFORGE_HAVE_CUDA
   return cuda::device_description();

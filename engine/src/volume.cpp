@@ -44,11 +44,21 @@ void validate_shape(const Shape& s) {
                      std::to_string(max_extent) + " voxels are not supported");
 }
 
+std::string format_number(double v) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.10g", v);
+  return text;
+}
+
 void validate_spacing(const Spacing& s) {
-  for (double v : {s.x, s.y, s.z})
+  const std::string given = format_number(s.x) + "," + format_number(s.y) + "," + format_number(s.z);
+  for (double v : {s.x, s.y, s.z}) {
     if (!std::isfinite(v) || v <= 0)
-      throw InputError("invalid spacing " + std::to_string(s.x) + "," + std::to_string(s.y) + "," +
-                       std::to_string(s.z) + ": every spacing must be finite and positive");
+      throw InputError("invalid spacing " + given + ": every spacing must be finite and positive");
+    if (v < min_spacing || v > max_spacing)
+      throw InputError("invalid spacing " + given + ": every spacing must lie in [" + format_number(min_spacing) +
+                       ", " + format_number(max_spacing) + "] physical units");
+  }
 }
 
 int64_t count_phase(const Mask& phase) {

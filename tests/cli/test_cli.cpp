@@ -14,6 +14,7 @@
 #include "poreforge/error.hpp"
 #include "poreforge/generators.hpp"
 #include "poreforge/io.hpp"
+#include "poreforge/memory.hpp"
 #include "support/cli.hpp"
 #include "support/random.hpp"
 
@@ -148,4 +149,50 @@ TEST_CASE("cli.morph") {
   check_error("morph " + ws / "m.raw --shape 20,16,1 --op erode --element disk:3 -o " + ws / "e.h5", "expected box");
   check_error("morph " + ws / "m.raw --shape 20,16,1 --op erode --element box:3x3 -o " + ws / "d.h5", "already exists");
   CHECK(ws.holds_only({"m.raw", "d.h5", "c.raw"}));
+}
+
+TEST_CASE("cli.help_and_version") {
+  // Help and version are not errors: printed in full, exit 0, while a parse error is one
+  // line and exit 2 (the bad-input table).
+  const testing::CliResult help = testing::run_cli("--help");
+  CHECK(help.status == 0);
+  CHECK(help.output.find("thickness") != std::string::npos);
+  const testing::CliResult sub = testing::run_cli("thickness --help");
+  CHECK(sub.status == 0);
+  CHECK(sub.output.find("--log-bins") != std::string::npos);
+  const testing::CliResult version = testing::run_cli("--version");
+  CHECK(version.status == 0);
+  CHECK(version.output.rfind("poreforge ", 0) == 0);
+}
+
+TEST_CASE("cli.out_of_memory_names_the_size") {
+  // An address-space limit below what generate needs, while MemAvailable says it fits: the
+  // allocation fails, and the one line names the estimate instead of a bare "out of memory".
+  if (host_memory_available() < 2e9) return;  // refused up front there, which the table tests
+  Workspace ws;
+  const std::string cmd = "ulimit -v 400000; " + std::string(POREFORGE_CLI) + " generate blobs --shape 500,500,500 -o " +
+                          ws / "g.h5" + " 2>&1 >/dev/null";
+  FILE* pipe = popen(cmd.c_str(), "r");
+  REQUIRE(pipe);
+  std::string out;
+  char buf[4096];
+  while (std::size_t n = fread(buf, 1, sizeof buf, pipe)) out.append(buf, n);
+  const int status = pclose(pipe);
+  CAPTURE(out);
+  CHECK(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 3);
+  CHECK(out.rfind("poreforge: error: out of memory during generate blobs of 500x500x500 (estimated 1.25 GB", 0) == 0);
+  CHECK(std::count(out.begin(), out.end(), '\n') == 1);
+  CHECK(ws.holds_only({}));
+}
+
+TEST_CASE("cli.generate.porosity_missed_is_said") {
+  // One sphere of radius 10 covers a 10³ volume: written (spheres overshoot by design), but a
+  // warning says the porosity is not what was asked.
+  Workspace ws;
+  const testing::CliResult r =
+      testing::run_cli("generate spheres --shape 10,10,10 --radius 10 -o " + ws / "s.h5", "2>&1 >/dev/null");
+  CAPTURE(r.output);
+  CHECK(r.status == 0);
+  CHECK(r.output.rfind("poreforge: warning: porosity 0.0000 where 0.4 was asked", 0) == 0);
 }

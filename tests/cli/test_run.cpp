@@ -120,6 +120,16 @@ TEST_CASE("config.errors_name_key_and_line") {
   refused(std::string(minimal) + "initial:\n  file: a.h5\n", "initial.file is read for initial.structure: file");
 }
 
+TEST_CASE("config.repeated_keys_and_whole_documents") {
+  // yaml-cpp keeps both entries of a repeated key and reads the first: refused with both lines.
+  refused("target:\n  descriptors: d.h5\nseed: 1\nseed: 2\n", "run.yaml:4: seed appears twice (lines 3 and 4)");
+  refused("target:\n  descriptors: d.h5\n  descriptors: e.h5\n", "target.descriptors appears twice");
+  refused("just a sentence\n", "the document must be a mapping of keys");
+  refused("- 1\n- 2\n", "not a list", {"seed=3"});
+  refused(minimal, "seed must be a non-negative integer (got '-1')", {"seed=-1"});
+  refused(minimal, "domain.spacing must lie in [1e-30", {"domain.spacing=[1e-320, 1, 1]"});
+}
+
 TEST_CASE("cli.run.end_to_end") {
   const fs::path dir = fs::temp_directory_path() / ("poreforge-run-" + std::to_string(testing::fresh_seed()));
   fs::create_directories(dir);

@@ -1,6 +1,7 @@
 // File round trips, real data and bad files.
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 
@@ -9,7 +10,10 @@
 #include "poreforge/generators.hpp"
 #include "poreforge/io.hpp"
 #include "poreforge/local_thickness.hpp"
+#include "poreforge/memory.hpp"
 #include "support/random.hpp"
+
+#include <H5Cpp.h>
 
 #ifdef POREFORGE_HAVE_TIFF
 #include <tiffio.h>
@@ -162,4 +166,66 @@ TEST_CASE("io.berea_sample") {
   for (double f : psd.fraction) sum += f;
   CHECK(sum == doctest::Approx(1.0).epsilon(1e-12));
   CHECK(psd.cumulative.front() == 1.0);
+}
+
+TEST_CASE("memory.estimates_and_refusals") {
+  // One figure per command per voxel, plus the input's element size.
+  const Shape s{100, 100, 100};
+  CHECK(thickness_memory(s, 1, {}, Boundary::open, Backend::cpu).host_bytes == 1e6 * (1 + memory_per_voxel::thickness_cpu));
+  CHECK(thickness_memory(s, 2, {1, 1, 2}, Boundary::open, Backend::cpu).host_bytes ==
+        1e6 * (2 + memory_per_voxel::thickness_cpu_anisotropic));
+  CHECK(thickness_memory(s, 1, {}, Boundary::open, Backend::cpu, true).host_bytes == 1e6 * (1 + memory_per_voxel::describe_cpu));
+  CHECK(thickness_memory(s, 1, {}, Boundary::open, Backend::cpu).device_bytes == 0);
+  CHECK(generate_memory(s, true).host_bytes == 1e6 * memory_per_voxel::generate_blobs);
+  CHECK(generate_memory(s, false).host_bytes == 1e6 * memory_per_voxel::generate_spheres);
+  CHECK(morph_memory(s, 4, Backend::cpu).host_bytes == 1e6 * (4 + memory_per_voxel::morph_cpu));
+  CHECK(run_memory(s, {}, Boundary::periodic, Backend::cpu).host_bytes == 1e6 * memory_per_voxel::run_cpu);
+  CHECK(format_bytes(512) == "512 bytes");
+  CHECK(format_bytes(2.7e14) == "270 TB");
+  CHECK(format_bytes(21.3e9) == "21.3 GB");
+
+  std::string source;
+  const double available = host_memory_available(&source);
+  CHECK(available > 0);
+  CHECK(std::isfinite(available));
+  CHECK(!source.empty());
+  CHECK_NOTHROW(require_memory({"a small thing", 1000, 0}));
+  CHECK_THROWS_WITH_AS(require_memory({"thickness of 30000x30000x30000", 4.6e14, 0}),
+                       doctest::Contains("thickness of 30000x30000x30000 needs about 460 TB of memory; "), InputError);
+  // Out-of-memory messages name a size: the allocation's, or else the last estimate's.
+  CHECK(out_of_memory_message(3.6e9).find("3.6 GB") != std::string::npos);
+  CHECK(out_of_memory_message().find("460 TB") != std::string::npos);
+  if (!has_cuda_device()) CHECK(cuda_memory_available() == 0);
+}
+
+TEST_CASE("io.declared_size_checked_before_allocation") {
+  TempDir dir;
+  // A chunked dataset declaring 20000³ voxels in a few kB: the hook sees the declared shape
+  // before anything is allocated, and refusing there ends the read.
+  {
+    H5::H5File file(dir / "big.h5", H5F_ACC_TRUNC);
+    H5::DSetCreatPropList props;
+    const hsize_t chunk[3] = {64, 64, 64}, dims[3] = {20000, 20000, 20000};
+    props.setChunk(3, chunk);
+    file.createDataSet("/volume", H5::PredType::STD_U8LE, H5::DataSpace(3, dims), props);
+  }
+  ReadOptions o;
+  Shape seen;
+  o.before_read = [&](const Shape& shape, DType, const Spacing&) {
+    seen = shape;
+    throw InputError("refused by the hook");
+  };
+  CHECK_THROWS_WITH_AS(read_image(dir / "big.h5", o), "refused by the hook", InputError);
+  CHECK(seen == Shape{20000, 20000, 20000});
+  o.shape = Shape{4, 4, 4};
+  write_raw(dir / "m.raw", generate_noise({4, 4, 4}, 0.5, 1));
+  CHECK_THROWS_WITH_AS(read_image(dir / "m.raw", o), "refused by the hook", InputError);
+  CHECK(seen == Shape{4, 4, 4});
+  // A directory is named as one.
+  fs::create_directory(dir / "d.h5");
+  CHECK_THROWS_WITH_AS(read_image(dir / "d.h5", {}), doctest::Contains("is a directory"), InputError);
+  // Spacings a float map cannot carry.
+  CHECK_THROWS_WITH_AS(validate_spacing({1e308, 1, 1}), doctest::Contains("1e+308"), InputError);
+  CHECK_THROWS_AS(validate_spacing({1e-320, 1, 1}), InputError);
+  CHECK_NOTHROW(validate_spacing({1e-6, 2.5, 1e6}));
 }

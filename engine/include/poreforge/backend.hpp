@@ -1,5 +1,6 @@
 #pragma once
 /// Run-time choice between the CPU (OpenMP) and CUDA backends.
+#include <cstddef>
 #include <string>
 #include <string_view>
 
@@ -17,6 +18,9 @@ bool cuda_compiled();
 bool has_cuda_device();
 /// Number of CUDA devices this process sees (0 without the CUDA backend or a device).
 int cuda_device_count();
+/// Free memory of the current CUDA device in bytes (cudaMemGetInfo); 0 without the CUDA
+/// backend or a device. Never throws.
+std::size_t cuda_memory_available();
 /// "NVIDIA H200 (sm_90, 139 GiB)" or a sentence saying why there is none.
 std::string cuda_device_description();
 

@@ -9,10 +9,13 @@
 
 namespace poreforge {
 
+/// Largest blobiness the blob generators accept (sigma a millionth of the usual).
+inline constexpr double max_blobiness = 1e6;
+
 /// Gaussian-filtered white noise thresholded so that exactly round(porosity·N) voxels are
 /// phase (1), like PoreSpy's `blobs`: sigma = mean(extent) / (40 · blobiness) voxels,
 /// filter truncated at 4 sigma with reflected borders. Throws InputError for porosity
-/// outside (0, 1) or blobiness ≤ 0.
+/// outside (0, 1), blobiness ≤ 0 or above max_blobiness, or a sigma wider than the volume.
 Mask generate_blobs(Shape shape, double porosity, double blobiness, uint64_t seed);
 /// The smoothed noise that generate_blobs thresholds (its lowest values become phase), for
 /// callers that shape a blobs structure further. Throws InputError for blobiness ≤ 0.
@@ -25,7 +28,8 @@ double blob_sigma(Shape shape, double blobiness);
 
 /// Overlapping solid spheres of radius `radius` voxels placed uniformly (periodically
 /// wrapped) until the pore fraction drops to `porosity`; pore = 1, like PoreSpy's
-/// `overlapping_spheres`. Throws InputError for porosity outside (0, 1) or radius < 1.
+/// `overlapping_spheres`. Throws InputError for porosity outside (0, 1) or radius < 1 (or
+/// not finite); a radius beyond the volume's diagonal covers it all with one sphere.
 Mask generate_spheres(Shape shape, double porosity, double radius, uint64_t seed);
 
 /// Uniform white noise: each voxel is phase with probability `porosity`.

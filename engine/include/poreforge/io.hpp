@@ -1,6 +1,7 @@
 #pragma once
 /// Reading label images (HDF5, raw, TIFF stacks) and writing results (HDF5).
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -45,6 +46,11 @@ LabelCounts count_labels(const LabelImage& image, std::size_t max_labels = 256);
 /// label does not occur.
 Mask phase_mask(const LabelImage& image, double label);
 
+/// Called by the readers with what a file declares (shape, element type, spacing) once its
+/// header has been read and checked against the file's size, before the voxels are allocated:
+/// the place for a memory check.
+using DeclaredImage = std::function<void(const Shape& shape, DType dtype, const Spacing& spacing)>;
+
 /// How to read a file. `format` "auto" picks by extension: .h5/.hdf5/.hdf → hdf5,
 /// .raw/.bin/.dat → raw, .tif/.tiff → tiff.
 struct ReadOptions {
@@ -52,15 +58,24 @@ struct ReadOptions {
   std::string dataset;          ///< HDF5: dataset path; empty = the only 2D/3D dataset
   std::optional<Shape> shape;   ///< raw: required
   DType dtype = DType::u8;      ///< raw
+  DeclaredImage before_read;    ///< optional: see DeclaredImage
 };
 
-/// Reads a label image; every failure is an InputError naming the file and the problem.
+/// Reads a label image; every failure is an InputError naming the file and the problem
+/// (a directory, a size the file cannot hold, a truncated stack). A failed allocation is a
+/// RuntimeError naming the bytes.
 LabelImage read_image(const std::string& path, const ReadOptions& options);
-LabelImage read_hdf5(const std::string& path, const std::string& dataset);
-LabelImage read_raw(const std::string& path, Shape shape, DType dtype);
+/// HDF5 dataset (2D or 3D). A contiguous dataset must store every byte its shape declares;
+/// an optional `spacing` attribute must hold three positive numbers (x, y, z).
+LabelImage read_hdf5(const std::string& path, const std::string& dataset, const DeclaredImage& before_read = {});
+/// Raw bytes, x fastest, little-endian; the file's size must equal the shape's.
+LabelImage read_raw(const std::string& path, Shape shape, DType dtype, const DeclaredImage& before_read = {});
 /// Multi-page TIFF stack (one page per z-slice; 8/16/32-bit integer or 32-bit float, one
-/// sample per pixel, strips or tiles). Throws InputError when built without libtiff.
-LabelImage read_tiff(const std::string& path);
+/// sample per pixel, strips or tiles). Every strip must lie inside the file (uncompressed:
+/// hold its page's bytes), and a stack whose chain of pages breaks, or that holds fewer pages
+/// than its first page's PageNumber tag says, is refused as truncated. Throws InputError when
+/// built without libtiff.
+LabelImage read_tiff(const std::string& path, const DeclaredImage& before_read = {});
 bool tiff_supported();
 /// Writes a mask as a multi-page 8-bit TIFF stack (one page per z-slice, values 0/1), through
 /// a temporary file renamed into place. Throws InputError when built without libtiff.
@@ -75,8 +90,14 @@ std::vector<int64_t> read_hdf5_vector_int64(const std::string& path, const std::
 double read_hdf5_attribute(const std::string& path, const std::string& name);
 /// A string attribute of the file's root group.
 std::string read_hdf5_string_attribute(const std::string& path, const std::string& name);
+/// Whether the file holds an object (group or dataset) at `name`, checked link by link.
+bool hdf5_has_object(const std::string& path, const std::string& name);
 /// Whether the file's root group has the attribute (errors as above for a missing or non-HDF5 file).
 bool hdf5_has_attribute(const std::string& path, const std::string& name);
+
+/// Resizes `bytes` to `count`, turning a failed allocation into a RuntimeError naming the size
+/// and the file whose voxels they were for.
+void allocate_bytes(std::vector<unsigned char>& bytes, std::size_t count, const std::string& path);
 
 /// Writes a mask or label-free image as raw bytes (for tests and exchange).
 void write_raw(const std::string& path, const Mask& mask);

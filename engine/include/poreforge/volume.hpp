@@ -45,8 +45,14 @@ std::string to_string(const Spacing& s);  ///< "SX,SY,SZ", each to full double p
 
 /// Throws InputError unless every extent is positive and the product fits the index type.
 void validate_shape(const Shape& s);
-/// Throws InputError unless every spacing is finite and positive.
+/// Spacings accepted, in physical units. Thickness maps are float32 in physical units and
+/// squared distances are formed in double: a spacing outside this range would overflow or
+/// underflow them (1e308 squared is infinite, 1e-320 is a denormal whose square is 0).
+inline constexpr double min_spacing = 1e-30, max_spacing = 1e30;
+/// Throws InputError unless every spacing is finite and lies in [min_spacing, max_spacing].
 void validate_spacing(const Spacing& s);
+/// A number as printf's %.10g writes it ("1e+308", not 309 digits), for messages.
+std::string format_number(double v);
 
 /// A dense volume of T with its shape and spacing. Plain value type (host memory).
 template <class T>

@@ -25,7 +25,7 @@ double uniform(uint64_t seed, uint64_t stream, uint64_t n) {
 
 void check_porosity(double porosity) {
   if (!(porosity > 0 && porosity < 1))
-    throw InputError("porosity must lie strictly between 0 and 1 (got " + std::to_string(porosity) + ")");
+    throw InputError("porosity must lie strictly between 0 and 1 (got " + format_number(porosity) + ")");
 }
 
 // scipy's 'reflect' border (d c b a | a b c d | d c b a), for any offset.
@@ -64,6 +64,22 @@ void gaussian_along(std::vector<float>& v, const Shape& s, int axis, const std::
   }
 }
 
+// Blobiness sets the Gaussian's width: too large and sigma² underflows (a NaN kernel that
+// thresholds to no phase at all); too small and the kernel outgrows the volume (and memory).
+void check_blobiness(const Shape& shape, double blobiness) {
+  if (!(blobiness > 0) || !std::isfinite(blobiness))
+    throw InputError("blobiness must be positive and finite (got " + format_number(blobiness) + ")");
+  if (blobiness > max_blobiness)
+    throw InputError("blobiness " + format_number(blobiness) + " is above " + format_number(max_blobiness) +
+                     " (features far below a voxel: the structure is white noise from blobiness 10 on)");
+  const double sigma = blob_sigma(shape, blobiness);
+  int64_t largest = 1;
+  for (int a = 0; a < 3; ++a) largest = std::max(largest, shape.extent(a));
+  if (sigma > double(largest))
+    throw InputError("blobiness " + format_number(blobiness) + " makes features wider than the volume (sigma " +
+                     format_number(sigma) + " voxels, largest extent " + std::to_string(largest) + ")");
+}
+
 }  // namespace
 
 Mask generate_noise(Shape shape, double porosity, uint64_t seed) {
@@ -78,7 +94,7 @@ Mask generate_noise(Shape shape, double porosity, uint64_t seed) {
 
 std::vector<float> blob_field(Shape shape, double blobiness, uint64_t seed) {
   validate_shape(shape);
-  if (!(blobiness > 0)) throw InputError("blobiness must be positive (got " + std::to_string(blobiness) + ")");
+  check_blobiness(shape, blobiness);
   const int64_t n = shape.voxels();
   std::vector<float> v(static_cast<std::size_t>(n));
 #pragma omp parallel for schedule(static)
@@ -144,11 +160,16 @@ double blob_sigma(Shape shape, double blobiness) {
 Mask generate_spheres(Shape shape, double porosity, double radius, uint64_t seed) {
   validate_shape(shape);
   check_porosity(porosity);
-  if (!(radius >= 1)) throw InputError("sphere radius must be at least 1 voxel (got " + std::to_string(radius) + ")");
+  if (!(radius >= 1)) throw InputError("sphere radius must be at least 1 voxel (got " + format_number(radius) + ")");
+  if (!std::isfinite(radius)) throw InputError("sphere radius must be finite (got " + format_number(radius) + ")");
   Mask mask(shape, {}, 1);
   int64_t pore = shape.voxels();
   const int64_t target = std::llround(porosity * static_cast<double>(shape.voxels()));
-  const int64_t r = static_cast<int64_t>(std::floor(radius));
+  // Offsets beyond the volume's diagonal wrap onto voxels a smaller ball already covers (a
+  // ball that wide covers every voxel), so the walk stops there: the same volume, and a
+  // radius of 1e9 no longer visits 1e27 offsets.
+  const double diagonal = std::sqrt(double(shape.nx * shape.nx + shape.ny * shape.ny + shape.nz * shape.nz));
+  const int64_t r = static_cast<int64_t>(std::floor(std::min(radius, diagonal + 1)));
   const double r2 = radius * radius;
   auto wrap = [](int64_t v, int64_t n) { v %= n; return v < 0 ? v + n : v; };
   for (uint64_t k = 0; pore > target; ++k) {

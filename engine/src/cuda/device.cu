@@ -31,6 +31,15 @@ int device_count() {
   return count;
 }
 
+std::size_t free_memory() {
+  std::size_t free_bytes = 0, total_bytes = 0;
+  if (cudaMemGetInfo(&free_bytes, &total_bytes) != cudaSuccess) {
+    cudaGetLastError();
+    return 0;
+  }
+  return free_bytes;
+}
+
 std::string device_description() {
   std::string why;
   if (!device_present(&why)) return why;

@@ -2,8 +2,11 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <ctime>
 #include <filesystem>
 
@@ -67,10 +70,49 @@ H5::PredType native_type(DType t) {
   return H5::PredType::NATIVE_UINT8;
 }
 
+// Whether `name` exists, asking link by link: H5Lexists fails (instead of answering no) when
+// a group on the way is missing.
+bool has_path(const H5::H5File& file, const std::string& name) {
+  if (name.empty() || name == "/") return true;
+  for (std::size_t pos = name.find('/', 1);; pos = name.find('/', pos + 1)) {
+    const std::string prefix = name.substr(0, pos);
+    if (!file.nameExists(prefix)) return false;
+    if (pos == std::string::npos) return true;
+    if (file.childObjType(prefix) != H5O_TYPE_GROUP) return false;
+  }
+}
+
+void require_hdf5_file(const std::string& path, const std::string& what) {
+  if (!std::filesystem::exists(path)) throw InputError(what + " '" + path + "' does not exist");
+  if (std::filesystem::is_directory(path)) throw InputError(what + " '" + path + "' is a directory, not an HDF5 file");
+}
+
+// The `spacing` attribute of an image dataset: three positive numbers (x, y, z). Any other
+// type or length is refused rather than ignored, since a wrong spacing changes every number.
+Spacing spacing_attribute(const H5::DataSet& ds, const std::string& where) {
+  const H5::Attribute a = ds.openAttribute("spacing");
+  const H5T_class_t cls = a.getTypeClass();
+  const hssize_t n = a.getSpace().getSimpleExtentNpoints();
+  if (cls != H5T_FLOAT && cls != H5T_INTEGER)
+    throw InputError(where + ": attribute 'spacing' is not numeric (expected three numbers: x, y, z)");
+  if (n != 3)
+    throw InputError(where + ": attribute 'spacing' holds " + std::to_string(n) +
+                     " values (expected three numbers: x, y, z)");
+  double v[3];
+  a.read(H5::PredType::NATIVE_DOUBLE, v);
+  const Spacing spacing{v[0], v[1], v[2]};
+  try {
+    validate_spacing(spacing);
+  } catch (const InputError& e) {
+    throw InputError(where + ": attribute 'spacing': " + e.what());
+  }
+  return spacing;
+}
+
 }  // namespace
 
-LabelImage read_hdf5(const std::string& path, const std::string& dataset) {
-  if (!std::filesystem::exists(path)) throw InputError("input file '" + path + "' does not exist");
+LabelImage read_hdf5(const std::string& path, const std::string& dataset, const DeclaredImage& before_read) {
+  require_hdf5_file(path, "input file");
   try {
     if (!H5::H5File::isHdf5(path)) throw InputError("'" + path + "' is not an HDF5 file");
     H5::H5File file(path, H5F_ACC_RDONLY);
@@ -86,7 +128,7 @@ LabelImage read_hdf5(const std::string& path, const std::string& dataset) {
       }
       name = found.front();
     }
-    if (!file.nameExists(name)) throw InputError("'" + path + "' has no dataset '" + name + "'");
+    if (!has_path(file, name)) throw InputError("'" + path + "' has no dataset '" + name + "'");
     const H5::DataSet ds = file.openDataSet(name);
     const H5::DataSpace space = ds.getSpace();
     const int rank = space.getSimpleExtentNdims();
@@ -97,18 +139,24 @@ LabelImage read_hdf5(const std::string& path, const std::string& dataset) {
     LabelImage image;
     image.shape = {static_cast<int64_t>(dims[2]), static_cast<int64_t>(dims[1]), static_cast<int64_t>(dims[0])};
     validate_shape(image.shape);
-    image.dtype = dtype_for(ds, "'" + path + ":" + name + "'");
-    image.bytes.resize(static_cast<std::size_t>(image.shape.voxels()) * dtype_size(image.dtype));
-    ds.read(image.bytes.data(), native_type(image.dtype));
-    if (ds.attrExists("spacing")) {
-      const H5::Attribute a = ds.openAttribute("spacing");
-      if (a.getSpace().getSimpleExtentNpoints() == 3) {
-        double s[3];
-        a.read(H5::PredType::NATIVE_DOUBLE, s);
-        image.spacing = {s[0], s[1], s[2]};
-        validate_spacing(image.spacing);
-      }
+    const std::string where = "'" + path + ":" + name + "'";
+    image.dtype = dtype_for(ds, where);
+    if (ds.attrExists("spacing")) image.spacing = spacing_attribute(ds, where);
+    // A contiguous dataset stores every byte of its shape: one that stores less (never
+    // written, or cut off with the file) declares a size the file does not hold.
+    const std::size_t stored_bytes = static_cast<std::size_t>(image.shape.voxels()) * ds.getDataType().getSize();
+    if (ds.getCreatePlist().getLayout() == H5D_CONTIGUOUS) {
+      const hsize_t storage = ds.getStorageSize();
+      const haddr_t offset = H5Dget_offset(ds.getId());  // the C call: HADDR_UNDEF, not an exception
+      const auto file_size = std::filesystem::file_size(path);
+      if (storage < stored_bytes || offset == HADDR_UNDEF || offset + stored_bytes > file_size)
+        throw InputError(where + " declares " + to_string(image.shape) + " voxels (" +
+                         std::to_string(stored_bytes) + " bytes), but the file (" + std::to_string(file_size) +
+                         " bytes) does not hold them (truncated, or never written?)");
     }
+    if (before_read) before_read(image.shape, image.dtype, image.spacing);
+    allocate_bytes(image.bytes, static_cast<std::size_t>(image.shape.voxels()) * dtype_size(image.dtype), path);
+    ds.read(image.bytes.data(), native_type(image.dtype));
     return image;
   } catch (const H5::Exception& e) {
     throw InputError("cannot read '" + path + "' as HDF5: " + e.getDetailMsg());
@@ -119,11 +167,11 @@ namespace {
 
 template <class T>
 std::vector<T> read_1d(const std::string& path, const std::string& dataset, const H5::PredType& type) {
-  if (!std::filesystem::exists(path)) throw InputError("file '" + path + "' does not exist");
+  require_hdf5_file(path, "file");
   try {
     if (!H5::H5File::isHdf5(path)) throw InputError("'" + path + "' is not an HDF5 file");
     H5::H5File file(path, H5F_ACC_RDONLY);
-    if (!file.nameExists(dataset)) throw InputError("'" + path + "' has no dataset '" + dataset + "'");
+    if (!has_path(file, dataset)) throw InputError("'" + path + "' has no dataset '" + dataset + "'");
     const H5::DataSet ds = file.openDataSet(dataset);
     if (ds.getSpace().getSimpleExtentNdims() != 1)
       throw InputError("'" + path + ":" + dataset + "' is not a 1D dataset");
@@ -152,7 +200,7 @@ std::vector<int64_t> read_hdf5_vector_int64(const std::string& path, const std::
 }
 
 std::string read_hdf5_string_attribute(const std::string& path, const std::string& name) {
-  if (!std::filesystem::exists(path)) throw InputError("file '" + path + "' does not exist");
+  require_hdf5_file(path, "file");
   try {
     if (!H5::H5File::isHdf5(path)) throw InputError("'" + path + "' is not an HDF5 file");
     H5::H5File file(path, H5F_ACC_RDONLY);
@@ -165,8 +213,19 @@ std::string read_hdf5_string_attribute(const std::string& path, const std::strin
   }
 }
 
+bool hdf5_has_object(const std::string& path, const std::string& name) {
+  require_hdf5_file(path, "file");
+  try {
+    if (!H5::H5File::isHdf5(path)) throw InputError("'" + path + "' is not an HDF5 file");
+    H5::H5File file(path, H5F_ACC_RDONLY);
+    return has_path(file, name);
+  } catch (const H5::Exception& e) {
+    throw InputError("cannot read '" + path + "': " + e.getDetailMsg());
+  }
+}
+
 bool hdf5_has_attribute(const std::string& path, const std::string& name) {
-  if (!std::filesystem::exists(path)) throw InputError("file '" + path + "' does not exist");
+  require_hdf5_file(path, "file");
   try {
     if (!H5::H5File::isHdf5(path)) throw InputError("'" + path + "' is not an HDF5 file");
     H5::H5File file(path, H5F_ACC_RDONLY);
@@ -177,7 +236,7 @@ bool hdf5_has_attribute(const std::string& path, const std::string& name) {
 }
 
 double read_hdf5_attribute(const std::string& path, const std::string& name) {
-  if (!std::filesystem::exists(path)) throw InputError("file '" + path + "' does not exist");
+  require_hdf5_file(path, "file");
   try {
     if (!H5::H5File::isHdf5(path)) throw InputError("'" + path + "' is not an HDF5 file");
     H5::H5File file(path, H5F_ACC_RDONLY);
@@ -191,15 +250,24 @@ double read_hdf5_attribute(const std::string& path, const std::string& name) {
 
 OutputFile::OutputFile(std::string path, bool overwrite) : m_path(std::move(path)) {
   namespace fs = std::filesystem;
+  if (m_path.empty()) throw InputError("the output path is empty");
+  if (fs::is_directory(m_path)) throw InputError("output '" + m_path + "' is a directory");
   if (fs::exists(m_path) && !overwrite)
     throw InputError("output '" + m_path + "' already exists (use --force to overwrite it)");
   const fs::path parent = fs::path(m_path).parent_path();
   if (!parent.empty() && !fs::is_directory(parent))
     throw InputError("cannot write '" + m_path + "': directory '" + parent.string() + "' does not exist");
   m_temp = m_path + ".tmp-" + std::to_string(::getpid());
+  // Made here first so that a refusal (a read-only folder, a full disk) says why: HDF5 only
+  // reports that its create call failed.
+  const int fd = ::open(m_temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0666);
+  if (fd < 0) throw InputError("cannot write '" + m_path + "': " + std::strerror(errno));
+  ::close(fd);
   try {
     m_file = std::make_unique<H5::H5File>(m_temp, H5F_ACC_TRUNC);
   } catch (const H5::Exception& e) {
+    std::error_code ec;
+    std::filesystem::remove(m_temp, ec);
     throw InputError("cannot create '" + m_temp + "': " + e.getDetailMsg());
   }
 }

@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -7,6 +8,7 @@
 
 #include "poreforge/error.hpp"
 #include "poreforge/io.hpp"
+#include "poreforge/memory.hpp"
 
 namespace poreforge {
 
@@ -103,6 +105,16 @@ Mask phase_mask(const LabelImage& image, double label) {
   return mask;
 }
 
+void allocate_bytes(std::vector<unsigned char>& bytes, std::size_t count, const std::string& path) {
+  try {
+    bytes.resize(count);
+  } catch (const std::bad_alloc&) {
+    throw RuntimeError(out_of_memory_message(double(count)) + " for the voxels of '" + path + "'");
+  } catch (const std::length_error&) {
+    throw RuntimeError(out_of_memory_message(double(count)) + " for the voxels of '" + path + "'");
+  }
+}
+
 namespace {
 std::string extension_of(const std::string& path) {
   std::string ext = std::filesystem::path(path).extension().string();
@@ -112,7 +124,10 @@ std::string extension_of(const std::string& path) {
 }  // namespace
 
 LabelImage read_image(const std::string& path, const ReadOptions& options) {
+  if (path.empty()) throw InputError("the input path is empty");
   if (!std::filesystem::exists(path)) throw InputError("input file '" + path + "' does not exist");
+  if (std::filesystem::is_directory(path))
+    throw InputError("input '" + path + "' is a directory, not an image file");
   std::string format = options.format;
   if (format == "auto") {
     const std::string ext = extension_of(path);
@@ -123,16 +138,16 @@ LabelImage read_image(const std::string& path, const ReadOptions& options) {
       throw InputError("cannot tell the format of '" + path + "' from its extension '" + ext +
                        "' (use --format hdf5|raw|tiff)");
   }
-  if (format == "hdf5") return read_hdf5(path, options.dataset);
-  if (format == "tiff") return read_tiff(path);
+  if (format == "hdf5") return read_hdf5(path, options.dataset, options.before_read);
+  if (format == "tiff") return read_tiff(path, options.before_read);
   if (format == "raw") {
     if (!options.shape) throw InputError("reading raw file '" + path + "' needs --shape NX,NY,NZ");
-    return read_raw(path, *options.shape, options.dtype);
+    return read_raw(path, *options.shape, options.dtype, options.before_read);
   }
   throw InputError("unknown format '" + format + "' (expected auto, hdf5, raw or tiff)");
 }
 
-LabelImage read_raw(const std::string& path, Shape shape, DType dtype) {
+LabelImage read_raw(const std::string& path, Shape shape, DType dtype, const DeclaredImage& before_read) {
   validate_shape(shape);
   std::error_code ec;
   const auto size = std::filesystem::file_size(path, ec);
@@ -142,10 +157,11 @@ LabelImage read_raw(const std::string& path, Shape shape, DType dtype) {
     throw InputError("raw file '" + path + "' holds " + std::to_string(size) + " bytes, but shape " +
                      to_string(shape) + " of " + to_string(dtype) + " needs " + std::to_string(need) +
                      " bytes");
+  if (before_read) before_read(shape, dtype, Spacing{});
   LabelImage image;
   image.shape = shape;
   image.dtype = dtype;
-  image.bytes.resize(need);
+  allocate_bytes(image.bytes, need, path);
   std::ifstream in(path, std::ios::binary);
   if (!in.read(reinterpret_cast<char*>(image.bytes.data()), static_cast<std::streamsize>(need)))
     throw InputError("cannot read raw file '" + path + "': short read");
@@ -154,8 +170,10 @@ LabelImage read_raw(const std::string& path, Shape shape, DType dtype) {
 
 void write_raw(const std::string& path, const Mask& mask) {
   std::ofstream out(path, std::ios::binary);
+  if (!out) throw RuntimeError("cannot create '" + path + "': " + std::strerror(errno));
   out.write(reinterpret_cast<const char*>(mask.data()), static_cast<std::streamsize>(mask.voxels()));
-  if (!out) throw RuntimeError("cannot write '" + path + "'");
+  out.flush();
+  if (!out) throw RuntimeError("cannot write '" + path + "': " + std::strerror(errno));
 }
 
 }  // namespace poreforge

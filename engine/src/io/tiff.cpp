@@ -5,10 +5,12 @@
 #ifdef POREFORGE_HAVE_TIFF
 #include <tiffio.h>
 
+#include <algorithm>
 #include <cstdarg>
 #include <cstdio>
 #include <vector>
 #include <cstring>
+#include <filesystem>
 #include <memory>
 #endif
 
@@ -18,7 +20,7 @@ namespace poreforge {
 
 bool tiff_supported() { return false; }
 
-LabelImage read_tiff(const std::string& path) {
+LabelImage read_tiff(const std::string& path, const DeclaredImage&) {
   throw InputError("cannot read '" + path + "': this build has no TIFF support (libtiff was not found "
                    "when it was configured); convert the stack to HDF5 or raw");
 }
@@ -88,14 +90,45 @@ void read_page(TIFF* tif, unsigned char* dst, uint32_t width, uint32_t height, s
     if (TIFFReadScanline(tif, dst + y * row_bytes, y, 0) < 0) throw InputError(where + ": " + tiff_message);
 }
 
+// Every strip (or tile) of the current page must lie inside the file, and uncompressed ones
+// must hold the page's bytes: a few-hundred-byte file that declares a 60000x60000 page is
+// refused here, before the page is allocated.
+void check_strips(TIFF* tif, uint64_t file_size, uint64_t page_bytes, const std::string& where) {
+  const uint32_t count = TIFFIsTiled(tif) ? TIFFNumberOfTiles(tif) : TIFFNumberOfStrips(tif);
+  uint16_t compression = COMPRESSION_NONE;
+  TIFFGetFieldDefaulted(tif, TIFFTAG_COMPRESSION, &compression);
+  uint64_t stored = 0;
+  for (uint32_t i = 0; i < count; ++i) {
+    int err = 0;
+    const uint64_t offset = TIFFGetStrileOffsetWithErr(tif, i, &err);
+    const uint64_t bytes = err ? 0 : TIFFGetStrileByteCountWithErr(tif, i, &err);
+    if (err) throw InputError(where + ": cannot read where its data lies: " + tiff_message);
+    if (offset > file_size || bytes > file_size - offset)
+      throw InputError(where + ": its data (" + std::to_string(bytes) + " bytes at " + std::to_string(offset) +
+                       ") lies beyond the end of the file (" + std::to_string(file_size) + " bytes): truncated?");
+    stored += bytes;
+  }
+  // Tiles may pad the page; strips of an uncompressed page hold it exactly.
+  if (compression == COMPRESSION_NONE && stored < page_bytes)
+    throw InputError(where + ": declares " + std::to_string(page_bytes) + " bytes of uncompressed pixels, but its " +
+                     "data holds " + std::to_string(stored) + " bytes");
+}
+
 }  // namespace
 
-LabelImage read_tiff(const std::string& path) {
+LabelImage read_tiff(const std::string& path, const DeclaredImage& before_read) {
   TIFFSetErrorHandler(on_tiff_error);
   TIFFSetWarningHandler(on_tiff_warning);
   tiff_message = "unreadable TIFF";
   std::unique_ptr<TIFF, TiffCloser> tif(TIFFOpen(path.c_str(), "r"));
   if (!tif) throw InputError("cannot read '" + path + "' as TIFF: " + tiff_message);
+  std::error_code ec;
+  const uint64_t file_size = std::filesystem::file_size(path, ec);
+  if (ec) throw InputError("cannot read '" + path + "': " + ec.message());
+  // Pages the stack says it has: the chain of pages and, when written, page 0's PageNumber.
+  const int64_t chained = TIFFNumberOfDirectories(tif.get());
+  uint16_t page_number = 0, declared_pages = 0;
+  TIFFGetField(tif.get(), TIFFTAG_PAGENUMBER, &page_number, &declared_pages);
   LabelImage image;
   uint32_t width = 0, height = 0;
   int64_t pages = 0;
@@ -115,10 +148,28 @@ LabelImage read_tiff(const std::string& path) {
                        to_string(image.dtype) + ")");
     }
     const std::size_t size = dtype_size(t), page_bytes = std::size_t(w) * h * size;
-    image.bytes.resize(image.bytes.size() + page_bytes);
+    check_strips(tif.get(), file_size, page_bytes, where);
+    if (pages == 0) {
+      const Shape declared{int64_t(w), int64_t(h), std::max<int64_t>(chained, 1)};
+      validate_shape(declared);
+      if (before_read) before_read(declared, t, Spacing{});
+      try {
+        image.bytes.reserve(static_cast<std::size_t>(declared.voxels()) * size);
+      } catch (const std::exception&) {
+      }  // reserving is only a hint; the resize below names the size if it fails
+    }
+    allocate_bytes(image.bytes, image.bytes.size() + page_bytes, path);
     read_page(tif.get(), image.bytes.data() + pages * page_bytes, w, h, size, where);
     ++pages;
-  } while (TIFFReadDirectory(tif.get()));
+    if (TIFFLastDirectory(tif.get())) break;
+    // A page the chain points to but that cannot be read: the file was cut short.
+    if (!TIFFReadDirectory(tif.get()))
+      throw InputError("'" + path + "' is truncated: page " + std::to_string(pages) + " cannot be read after " +
+                       std::to_string(pages) + " pages (" + tiff_message + ")");
+  } while (true);
+  if (declared_pages > pages)
+    throw InputError("'" + path + "' holds " + std::to_string(pages) + " pages, but its first page says the stack has " +
+                     std::to_string(declared_pages) + ": truncated?");
   image.shape = {width, height, pages};
   validate_shape(image.shape);
   return image;
