@@ -12,7 +12,7 @@
 
 #include "poreforge/error.hpp"
 #include "support/random.hpp"
-#include "sweep.hpp"
+#include "sweep_plan.hpp"
 
 using namespace poreforge;
 using namespace poreforge::app;

@@ -30,6 +30,9 @@ struct LabelImage {
   Spacing spacing;
   DType dtype = DType::u8;
   std::vector<unsigned char> bytes;
+  /// The spacing's unit as the file names it (HDF5 attribute `spacing_unit`, e.g.
+  /// "micrometre"); empty when the file does not say.
+  std::string spacing_unit;
 
   double value(std::size_t i) const;  ///< voxel i as a double
 };
@@ -61,12 +64,17 @@ struct ReadOptions {
   DeclaredImage before_read;    ///< optional: see DeclaredImage
 };
 
+/// Metres per unit of a length unit's name ("m", "mm", "um", "µm", "micrometre", "nm", …);
+/// 0 when the name is empty or unknown.
+double unit_in_metres(const std::string& unit);
+
 /// Reads a label image; every failure is an InputError naming the file and the problem
 /// (a directory, a size the file cannot hold, a truncated stack). A failed allocation is a
 /// RuntimeError naming the bytes.
 LabelImage read_image(const std::string& path, const ReadOptions& options);
 /// HDF5 dataset (2D or 3D). A contiguous dataset must store every byte its shape declares;
-/// an optional `spacing` attribute must hold three positive numbers (x, y, z).
+/// an optional `spacing` attribute (on the dataset, else on the root group) must hold three
+/// positive numbers (x, y, z); `spacing_unit` (likewise) names its unit.
 LabelImage read_hdf5(const std::string& path, const std::string& dataset, const DeclaredImage& before_read = {});
 /// Raw bytes, x fastest, little-endian; the file's size must equal the shape's.
 LabelImage read_raw(const std::string& path, Shape shape, DType dtype, const DeclaredImage& before_read = {});

@@ -89,8 +89,8 @@ void require_hdf5_file(const std::string& path, const std::string& what) {
 
 // The `spacing` attribute of an image dataset: three positive numbers (x, y, z). Any other
 // type or length is refused rather than ignored, since a wrong spacing changes every number.
-Spacing spacing_attribute(const H5::DataSet& ds, const std::string& where) {
-  const H5::Attribute a = ds.openAttribute("spacing");
+Spacing spacing_attribute(const H5::H5Object& holder, const std::string& where) {
+  const H5::Attribute a = holder.openAttribute("spacing");
   const H5T_class_t cls = a.getTypeClass();
   const hssize_t n = a.getSpace().getSimpleExtentNpoints();
   if (cls != H5T_FLOAT && cls != H5T_INTEGER)
@@ -107,6 +107,16 @@ Spacing spacing_attribute(const H5::DataSet& ds, const std::string& where) {
     throw InputError(where + ": attribute 'spacing': " + e.what());
   }
   return spacing;
+}
+
+// A string attribute, or "" when there is none or it is not a string.
+std::string string_attribute(const H5::H5Object& holder, const std::string& name) {
+  if (!holder.attrExists(name)) return "";
+  const H5::Attribute a = holder.openAttribute(name);
+  if (a.getTypeClass() != H5T_STRING) return "";
+  std::string value;
+  a.read(a.getStrType(), value);
+  return value;
 }
 
 }  // namespace
@@ -141,7 +151,13 @@ LabelImage read_hdf5(const std::string& path, const std::string& dataset, const 
     validate_shape(image.shape);
     const std::string where = "'" + path + ":" + name + "'";
     image.dtype = dtype_for(ds, where);
+    // The dataset's own spacing, else the file's (images written by other tools often keep
+    // it, and its unit, on the root group).
+    const H5::Group root = file.openGroup("/");
     if (ds.attrExists("spacing")) image.spacing = spacing_attribute(ds, where);
+    else if (root.attrExists("spacing")) image.spacing = spacing_attribute(root, "'" + path + "'");
+    image.spacing_unit = string_attribute(ds, "spacing_unit");
+    if (image.spacing_unit.empty()) image.spacing_unit = string_attribute(root, "spacing_unit");
     // A contiguous dataset stores every byte of its shape: one that stores less (never
     // written, or cut off with the file) declares a size the file does not hold.
     const std::size_t stored_bytes = static_cast<std::size_t>(image.shape.voxels()) * ds.getDataType().getSize();

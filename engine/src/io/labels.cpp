@@ -5,6 +5,7 @@
 #include <fstream>
 #include <map>
 #include <sstream>
+#include <utility>
 
 #include "poreforge/error.hpp"
 #include "poreforge/io.hpp"
@@ -20,6 +21,16 @@ std::string to_string(DType t) {
     case DType::f32: return "f32";
   }
   return "?";
+}
+
+double unit_in_metres(const std::string& unit) {
+  static const std::pair<const char*, double> units[] = {
+      {"m", 1},       {"metre", 1},        {"meter", 1},        {"mm", 1e-3},       {"millimetre", 1e-3},
+      {"millimeter", 1e-3}, {"um", 1e-6},  {"µm", 1e-6},        {"micron", 1e-6},   {"micrometre", 1e-6},
+      {"micrometer", 1e-6}, {"nm", 1e-9},  {"nanometre", 1e-9}, {"nanometer", 1e-9}};
+  for (const auto& [name, metres] : units)
+    if (unit == name) return metres;
+  return 0;
 }
 
 DType parse_dtype(std::string_view text) {

@@ -26,9 +26,10 @@ int main(int argc, char** argv) {
   const Runner generate = poreforge::app::add_generate_command(app, command_line);
   const Runner info = poreforge::app::add_info_command(app);
   const Runner morph = poreforge::app::add_morph_command(app, command_line);
-  const poreforge::app::StatusRunner run = poreforge::app::add_run_command(app, command_line);
-  const poreforge::app::StatusRunner resume = poreforge::app::add_resume_command(app, command_line);
-  const poreforge::app::StatusRunner sweep = poreforge::app::add_sweep_command(app);
+  const Runner compare = poreforge::app::add_compare_command(app, command_line);
+  const Runner run = poreforge::app::add_run_command(app, command_line);
+  const Runner resume = poreforge::app::add_resume_command(app, command_line);
+  const Runner sweep = poreforge::app::add_sweep_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -57,11 +58,12 @@ int main(int argc, char** argv) {
     return 2;
   }
   try {
-    if (app.got_subcommand("thickness")) thickness();
-    else if (app.got_subcommand("describe")) describe();
-    else if (app.got_subcommand("generate")) generate();
-    else if (app.got_subcommand("info")) info();
-    else if (app.got_subcommand("morph")) morph();
+    if (app.got_subcommand("thickness")) return thickness();
+    else if (app.got_subcommand("describe")) return describe();
+    else if (app.got_subcommand("generate")) return generate();
+    else if (app.got_subcommand("info")) return info();
+    else if (app.got_subcommand("morph")) return morph();
+    else if (app.got_subcommand("compare")) return compare();
     else if (app.got_subcommand("run")) return run();
     else if (app.got_subcommand("resume")) return resume();
     else if (app.got_subcommand("sweep")) return sweep();

@@ -1,4 +1,4 @@
-#include "sweep.hpp"
+#include "sweep_plan.hpp"
 
 #include <yaml-cpp/yaml.h>
 

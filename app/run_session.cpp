@@ -1,5 +1,5 @@
-// poreforge run CONFIG.yaml: a reconstruction from a YAML configuration into results/<name>/.
-#include <CLI/CLI.hpp>
+// A reconstruction in progress — its folder, lock, history, checkpoints and outputs — for
+// `poreforge run` and `poreforge resume`.
 #include <unistd.h>
 
 #include <algorithm>
@@ -13,7 +13,7 @@
 #include <optional>
 #include <sstream>
 
-#include "commands.hpp"
+#include "run_session.hpp"
 #include "poreforge/annealer/annealer.hpp"
 #include "poreforge/annealer/start.hpp"
 #include "poreforge/backend.hpp"
@@ -311,245 +311,202 @@ anneal::Config annealer_config(const RunConfig& rc, Backend backend) {
 
 }  // namespace
 
-StatusRunner add_run_command(CLI::App& app, const std::string& command_line) {
-  struct Options {
-    std::string config, output, backend;
-    std::vector<std::string> sets;
-    double max_seconds = -1;
-    bool force = false, quiet = false;
-    std::string progress = "auto";
-  };
-  auto o = std::make_shared<Options>();
-  CLI::App* cmd = app.add_subcommand("run", "Reconstruct a structure from a YAML configuration (results/<name>/)");
-  cmd->add_option("config", o->config, "YAML run configuration (see configs/)")->required();
-  cmd->add_option("--set", o->sets, "Override a key: --set annealing.alpha=0.95 (repeatable)");
-  cmd->add_option("--output", o->output, "Parent folder of the run directory (overrides output.directory)");
-  cmd->add_option("--backend", o->backend, "Engine backend: auto, cpu, cuda")->check(CLI::IsMember({"auto", "cpu", "cuda"}));
-  cmd->add_option("--max-seconds", o->max_seconds, "Stop the loop after this many seconds of wall clock, with the "
-                  "full outputs (overrides annealing.max_seconds; 0: no limit)")->check(CLI::NonNegativeNumber);
-  cmd->add_flag("--force", o->force, "Replace an existing run directory");
-  cmd->add_flag("--quiet", o->quiet, "Print only the summary");
-  cmd->add_option("--progress", o->progress, "auto (a live line on a terminal, else a line every 5 s), live, plain, json")
-      ->check(CLI::IsMember({"auto", "live", "plain", "json"}));
-
-  return [o, command_line] {
-    if (std::isnan(o->max_seconds)) throw InputError("--max-seconds must be a number of seconds, 0 or more (got nan)");
-    std::vector<std::string> sets = o->sets;
-    if (!o->backend.empty()) sets.push_back("backend=" + o->backend);
-    if (!o->output.empty()) sets.push_back("output.directory=" + o->output);
-    if (o->max_seconds >= 0) sets.push_back("annealing.max_seconds=" + std::to_string(o->max_seconds));
-    Session run;
-    run.rc = load_run_config(o->config, sets);
-    run.quiet = o->quiet;
-    run.progress = o->progress;
-    run.command_line = command_line;
-    run.backend = resolve_backend(parse_backend(run.rc.backend), Operation::pore_size_distribution);
-    run.config = annealer_config(run.rc, run.backend);
-    require_memory(run_memory(run.rc.shape, run.rc.spacing, parse_boundary(run.rc.boundary), run.backend));
-    const std::string resolved = run.rc.to_yaml();
-    if (!o->quiet) std::fprintf(run.text_stream(), "resolved configuration:\n%s\n", resolved.c_str());
-    // Targets first: a bad reference fails before anything is written.
-    if (!run.rc.target_image.empty()) {
-      ReadOptions ro;
-      ro.format = run.rc.target_format;
-      ro.dataset = run.rc.target_dataset;
-      ro.shape = run.rc.target_shape;
-      ro.dtype = parse_dtype(run.rc.target_dtype);
-      ro.before_read = [&](const Shape& shape, DType t, const Spacing& spacing) {  // the target's descriptors
-        require_memory(thickness_memory(shape, dtype_size(t), spacing, parse_boundary(run.rc.target_boundary),
-                                        run.backend, true));
-      };
-      const Mask pore = phase_mask(read_image(run.rc.target_image, ro), run.rc.target_phase);
-      run.config.targets = anneal::Targets::from_image(pore, parse_boundary(run.rc.target_boundary), run.rc.bins,
-                                                       run.rc.log_bins, run.backend);
+int start_run(const RunOptions& o, const std::string& command_line) {
+  if (std::isnan(o.max_seconds)) throw InputError("--max-seconds must be a number of seconds, 0 or more (got nan)");
+  std::vector<std::string> sets = o.sets;
+  if (!o.backend.empty()) sets.push_back("backend=" + o.backend);
+  if (!o.output.empty()) sets.push_back("output.directory=" + o.output);
+  if (o.max_seconds >= 0) sets.push_back("annealing.max_seconds=" + std::to_string(o.max_seconds));
+  Session run;
+  run.rc = load_run_config(o.config, sets);
+  run.quiet = o.quiet;
+  run.progress = o.progress;
+  run.command_line = command_line;
+  run.backend = resolve_backend(parse_backend(run.rc.backend), Operation::pore_size_distribution);
+  run.config = annealer_config(run.rc, run.backend);
+  require_memory(run_memory(run.rc.shape, run.rc.spacing, parse_boundary(run.rc.boundary), run.backend));
+  const std::string resolved = run.rc.to_yaml();
+  if (!o.quiet) std::fprintf(run.text_stream(), "resolved configuration:\n%s\n", resolved.c_str());
+  // Targets first: a bad reference fails before anything is written.
+  if (!run.rc.target_image.empty()) {
+    ReadOptions ro;
+    ro.format = run.rc.target_format;
+    ro.dataset = run.rc.target_dataset;
+    ro.shape = run.rc.target_shape;
+    ro.dtype = parse_dtype(run.rc.target_dtype);
+    ro.before_read = [&](const Shape& shape, DType t, const Spacing& spacing) {  // the target's descriptors
+      require_memory(thickness_memory(shape, dtype_size(t), spacing, parse_boundary(run.rc.target_boundary),
+                                      run.backend, true));
+    };
+    const Mask pore = phase_mask(read_image(run.rc.target_image, ro), run.rc.target_phase);
+    run.config.targets = anneal::Targets::from_image(pore, parse_boundary(run.rc.target_boundary), run.rc.bins,
+                                                     run.rc.log_bins, run.backend);
+  } else {
+    run.config.targets = anneal::Targets::from_descriptor_file(run.rc.target_descriptors);
+  }
+  // A grid finer or coarser than the reference: the PSDs compare in physical units, the
+  // target S2 is resampled at this grid's lags (the checkpoint keeps the resampled one).
+  if (!(run.config.targets.spacing == run.config.spacing)) {
+    const Spacing from = run.config.targets.spacing;
+    run.config.targets = run.config.targets.at_spacing(run.config.spacing);
+    if (!o.quiet)
+      std::fprintf(run.text_stream(), "target S2 resampled from the reference's spacing %s to the domain's %s\n",
+                   to_string(from).c_str(), to_string(run.config.spacing).c_str());
+  }
+  // Blobs are seeded from the run's seed, with exactly the target's pore count. `auto`
+  // measures a range of blob sizes against the target PSD and keeps the nearest; the
+  // resolved config written with the run then names the size chosen, so it makes the
+  // same start again (planting, if asked, is a function of the same seed and targets).
+  if (run.rc.initial == "blobs") {
+    const bool plant = run.rc.initial_plant_large_pores;
+    anneal::BlobCandidate chosen;
+    if (run.rc.initial_blobiness_auto) {
+      if (!o.quiet) std::fprintf(run.text_stream(), "choosing the blob size by the target pore PSD:\n");
+      anneal::BlobStart start = anneal::choose_blob_start(
+          run.config.shape, run.config.spacing, run.config.targets, run.config.boundary, run.rc.seed, plant,
+          run.backend, [&](const anneal::BlobCandidate& c) {
+            if (o.quiet) return;
+            std::fprintf(run.text_stream(), "  blobiness %.4g (sigma %.3g voxels): pore-PSD L1 %.4f", c.blobiness,
+                         c.sigma, c.blobs_psd_l1);
+            if (c.planted_balls)
+              std::fprintf(run.text_stream(), ", %.4f with %d large pores planted", c.pore_psd_l1, c.planted_balls);
+            std::fprintf(run.text_stream(), "\n");
+          });
+      run.config.initial = std::move(start.structure);
+      chosen = start.chosen;
+      run.rc.initial_blobiness = chosen.blobiness;
+      run.rc.initial_blobiness_auto = false;
+      run.blob_size_searched = true;
     } else {
-      run.config.targets = anneal::Targets::from_descriptor_file(run.rc.target_descriptors);
+      run.config.initial = anneal::make_blob_start(run.config.shape, run.config.spacing, run.config.targets,
+                                                   run.config.boundary, run.rc.initial_blobiness, plant, run.rc.seed,
+                                                   run.backend, &chosen);
     }
-    // A grid finer or coarser than the reference: the PSDs compare in physical units, the
-    // target S2 is resampled at this grid's lags (the checkpoint keeps the resampled one).
-    if (!(run.config.targets.spacing == run.config.spacing)) {
-      const Spacing from = run.config.targets.spacing;
-      run.config.targets = run.config.targets.at_spacing(run.config.spacing);
-      if (!o->quiet)
-        std::fprintf(run.text_stream(), "target S2 resampled from the reference's spacing %s to the domain's %s\n",
-                     to_string(from).c_str(), to_string(run.config.spacing).c_str());
+    run.blob_start = chosen;
+  }
+  // A structure from a file (a coarser run's final.h5: multi-scale reconstruction), resampled
+  // onto this grid and cut at the target's pore count.
+  std::string file_start;
+  if (run.rc.initial == "file") {
+    ReadOptions ro;
+    ro.dataset = run.rc.initial_dataset;
+    const LabelImage image = read_image(run.rc.initial_file, ro);
+    const Mask given = phase_mask(image, run.rc.initial_phase);
+    const int64_t pore_voxels = std::llround(run.config.targets.porosity * double(run.config.shape.voxels()));
+    run.config.initial = anneal::resample_start(given, run.config.shape, run.config.spacing, pore_voxels);
+    const double given_porosity = double(count_phase(given)) / double(given.voxels());
+    char line[512];
+    std::snprintf(line, sizeof line, "initial   %s (%s, spacing %s, porosity %.4f)%s, porosity %.4f",
+                  run.rc.initial_file.c_str(), to_string(given.shape()).c_str(), to_string(given.spacing()).c_str(),
+                  given_porosity,
+                  given.shape() == run.config.shape ? "" : (" resampled to " + to_string(run.config.shape)).c_str(),
+                  run.config.targets.porosity);
+    file_start = line;
+    if (run.rc.initial_plant_large_pores) {
+      if (!o.quiet) std::fprintf(run.text_stream(), "planting balls for the large-pore bins the structure lacks:\n");
+      const anneal::RefinedStart refined = anneal::plant_into_structure(
+          *run.config.initial, run.config.targets, run.config.boundary, run.rc.seed, run.backend,
+          [&](const anneal::RefinedStart& r) {
+            if (o.quiet) return;
+            const anneal::PlantedBall& b = r.balls.back();
+            std::fprintf(run.text_stream(), "  ball of radius %.4g at (%lld, %lld, %lld), %lld voxels inside: pore-PSD L1 %.4f\n",
+                         b.radius, static_cast<long long>(b.centre[0]), static_cast<long long>(b.centre[1]),
+                         static_cast<long long>(b.centre[2]), static_cast<long long>(b.inside), r.pore_psd_l1_after);
+          });
+      run.config.initial = refined.structure;
+      std::snprintf(line, sizeof line,
+                    "\nplanted   %zu balls for the large-pore bins (%lld voxels made pore, as many of the thinnest given "
+                    "up; %d candidates tried): pore-PSD L1 %.4f -> %.4f",
+                    refined.balls.size(), static_cast<long long>(refined.planted_voxels), refined.candidates_tried,
+                    refined.pore_psd_l1_before, refined.pore_psd_l1_after);
+      file_start += line;
     }
-    // Blobs are seeded from the run's seed, with exactly the target's pore count. `auto`
-    // measures a range of blob sizes against the target PSD and keeps the nearest; the
-    // resolved config written with the run then names the size chosen, so it makes the
-    // same start again (planting, if asked, is a function of the same seed and targets).
-    if (run.rc.initial == "blobs") {
-      const bool plant = run.rc.initial_plant_large_pores;
-      anneal::BlobCandidate chosen;
-      if (run.rc.initial_blobiness_auto) {
-        if (!o->quiet) std::fprintf(run.text_stream(), "choosing the blob size by the target pore PSD:\n");
-        anneal::BlobStart start = anneal::choose_blob_start(
-            run.config.shape, run.config.spacing, run.config.targets, run.config.boundary, run.rc.seed, plant,
-            run.backend, [&](const anneal::BlobCandidate& c) {
-              if (o->quiet) return;
-              std::fprintf(run.text_stream(), "  blobiness %.4g (sigma %.3g voxels): pore-PSD L1 %.4f", c.blobiness,
-                           c.sigma, c.blobs_psd_l1);
-              if (c.planted_balls)
-                std::fprintf(run.text_stream(), ", %.4f with %d large pores planted", c.pore_psd_l1, c.planted_balls);
-              std::fprintf(run.text_stream(), "\n");
-            });
-        run.config.initial = std::move(start.structure);
-        chosen = start.chosen;
-        run.rc.initial_blobiness = chosen.blobiness;
-        run.rc.initial_blobiness_auto = false;
-        run.blob_size_searched = true;
-      } else {
-        run.config.initial = anneal::make_blob_start(run.config.shape, run.config.spacing, run.config.targets,
-                                                     run.config.boundary, run.rc.initial_blobiness, plant, run.rc.seed,
-                                                     run.backend, &chosen);
-      }
-      run.blob_start = chosen;
-    }
-    // A structure from a file (a coarser run's final.h5: multi-scale reconstruction), resampled
-    // onto this grid and cut at the target's pore count.
-    std::string file_start;
-    if (run.rc.initial == "file") {
-      ReadOptions ro;
-      ro.dataset = run.rc.initial_dataset;
-      const LabelImage image = read_image(run.rc.initial_file, ro);
-      const Mask given = phase_mask(image, run.rc.initial_phase);
-      const int64_t pore_voxels = std::llround(run.config.targets.porosity * double(run.config.shape.voxels()));
-      run.config.initial = anneal::resample_start(given, run.config.shape, run.config.spacing, pore_voxels);
-      const double given_porosity = double(count_phase(given)) / double(given.voxels());
-      char line[512];
-      std::snprintf(line, sizeof line, "initial   %s (%s, spacing %s, porosity %.4f)%s, porosity %.4f",
-                    run.rc.initial_file.c_str(), to_string(given.shape()).c_str(), to_string(given.spacing()).c_str(),
-                    given_porosity,
-                    given.shape() == run.config.shape ? "" : (" resampled to " + to_string(run.config.shape)).c_str(),
-                    run.config.targets.porosity);
-      file_start = line;
-      if (run.rc.initial_plant_large_pores) {
-        if (!o->quiet) std::fprintf(run.text_stream(), "planting balls for the large-pore bins the structure lacks:\n");
-        const anneal::RefinedStart refined = anneal::plant_into_structure(
-            *run.config.initial, run.config.targets, run.config.boundary, run.rc.seed, run.backend,
-            [&](const anneal::RefinedStart& r) {
-              if (o->quiet) return;
-              const anneal::PlantedBall& b = r.balls.back();
-              std::fprintf(run.text_stream(), "  ball of radius %.4g at (%lld, %lld, %lld), %lld voxels inside: pore-PSD L1 %.4f\n",
-                           b.radius, static_cast<long long>(b.centre[0]), static_cast<long long>(b.centre[1]),
-                           static_cast<long long>(b.centre[2]), static_cast<long long>(b.inside), r.pore_psd_l1_after);
-            });
-        run.config.initial = refined.structure;
+    // Resampling maps box onto box: say so when the two boxes differ in physical size.
+    for (int a = 0; a < 3; ++a) {
+      const double size = double(given.shape().extent(a)) * given.spacing().along(a);
+      const double domain = double(run.config.shape.extent(a)) * run.config.spacing.along(a);
+      if (std::abs(size - domain) > 0.01 * domain) {
         std::snprintf(line, sizeof line,
-                      "\nplanted   %zu balls for the large-pore bins (%lld voxels made pore, as many of the thinnest given "
-                      "up; %d candidates tried): pore-PSD L1 %.4f -> %.4f",
-                      refined.balls.size(), static_cast<long long>(refined.planted_voxels), refined.candidates_tried,
-                      refined.pore_psd_l1_before, refined.pore_psd_l1_after);
+                      "\nnote      along %c the file's box is %g long, the domain's %g: resampled box onto box, "
+                      "so stretched", "xyz"[a], size, domain);
         file_start += line;
-      }
-      // Resampling maps box onto box: say so when the two boxes differ in physical size.
-      for (int a = 0; a < 3; ++a) {
-        const double size = double(given.shape().extent(a)) * given.spacing().along(a);
-        const double domain = double(run.config.shape.extent(a)) * run.config.spacing.along(a);
-        if (std::abs(size - domain) > 0.01 * domain) {
-          std::snprintf(line, sizeof line,
-                        "\nnote      along %c the file's box is %g long, the domain's %g: resampled box onto box, "
-                        "so stretched", "xyz"[a], size, domain);
-          file_start += line;
-          break;
-        }
+        break;
       }
     }
-    anneal::Annealer annealer(run.config);  // validates before the run directory exists
+  }
+  anneal::Annealer annealer(run.config);  // validates before the run directory exists
 
-    OwnedFolder folder = claim_folder(run.rc.output_directory, run.rc.name, "name", kRunMarker, "run", o->force);
-    run.dir = fs::path(run.rc.output_directory) / run.rc.name;
-    run.lock = std::move(folder.lock);
-    write_text(run.dir / "config.yaml", run.rc.to_yaml());  // with a chosen blob size, if any
-    run.log.open(run.dir / "run.log");
-    run.say("target    " + (run.rc.target_image.empty() ? run.rc.target_descriptors : run.rc.target_image));
-    run.say("backend   " + (run.backend == Backend::cuda ? "cuda: " + cuda_device_description()
-                                                         : "cpu: " + std::to_string(cpu_threads()) + " threads") +
-            (annealer.device_loop() ? ", the loop on the device" : ", the loop on the host"));
-    if (!file_start.empty()) run.say(file_start);
-    if (run.blob_start) {
-      const anneal::BlobCandidate& b = *run.blob_start;
-      char line[256];
-      int n = std::snprintf(line, sizeof line, "initial   blobs, blobiness %.4g (sigma %.3g voxels)%s: pore-PSD L1 %.4f",
-                            b.blobiness, b.sigma, run.blob_size_searched ? " chosen by the target pore PSD" : "",
-                            b.blobs_psd_l1);
-      if (b.planted_balls)
-        std::snprintf(line + n, sizeof line - std::size_t(n), "; %d large pores planted (%lld voxels): L1 %.4f",
-                      b.planted_balls, static_cast<long long>(b.planted_voxels), b.pore_psd_l1);
-      run.say(line);
-    }
-    char start_line[128];
-    std::snprintf(start_line, sizeof start_line, "start     T0 %.4g, energy %.5f, porosity %.4f",
-                  annealer.progress().temperature, annealer.progress().energy.total, run.config.targets.porosity);
-    run.say(start_line);
-    if (run.lock.taken_over())
-      run.say("lock      taken over from process " + std::to_string(run.lock.taken_over()) + ", no longer running");
-    return run.drive(annealer);
-  };
+  OwnedFolder folder = claim_folder(run.rc.output_directory, run.rc.name, "name", kRunMarker, "run", o.force);
+  run.dir = fs::path(run.rc.output_directory) / run.rc.name;
+  run.lock = std::move(folder.lock);
+  write_text(run.dir / "config.yaml", run.rc.to_yaml());  // with a chosen blob size, if any
+  run.log.open(run.dir / "run.log");
+  run.say("target    " + (run.rc.target_image.empty() ? run.rc.target_descriptors : run.rc.target_image));
+  run.say("backend   " + (run.backend == Backend::cuda ? "cuda: " + cuda_device_description()
+                                                       : "cpu: " + std::to_string(cpu_threads()) + " threads") +
+          (annealer.device_loop() ? ", the loop on the device" : ", the loop on the host"));
+  if (!file_start.empty()) run.say(file_start);
+  if (run.blob_start) {
+    const anneal::BlobCandidate& b = *run.blob_start;
+    char line[256];
+    int n = std::snprintf(line, sizeof line, "initial   blobs, blobiness %.4g (sigma %.3g voxels)%s: pore-PSD L1 %.4f",
+                          b.blobiness, b.sigma, run.blob_size_searched ? " chosen by the target pore PSD" : "",
+                          b.blobs_psd_l1);
+    if (b.planted_balls)
+      std::snprintf(line + n, sizeof line - std::size_t(n), "; %d large pores planted (%lld voxels): L1 %.4f",
+                    b.planted_balls, static_cast<long long>(b.planted_voxels), b.pore_psd_l1);
+    run.say(line);
+  }
+  char start_line[128];
+  std::snprintf(start_line, sizeof start_line, "start     T0 %.4g, energy %.5f, porosity %.4f",
+                annealer.progress().temperature, annealer.progress().energy.total, run.config.targets.porosity);
+  run.say(start_line);
+  if (run.lock.taken_over())
+    run.say("lock      taken over from process " + std::to_string(run.lock.taken_over()) + ", no longer running");
+  return run.drive(annealer);
 }
 
-StatusRunner add_resume_command(CLI::App& app, const std::string& command_line) {
-  struct Options {
-    std::string checkpoint;
-    int64_t max_evaluations = 0;
-    double max_seconds = -1;
-    bool quiet = false;
-    std::string progress = "auto";
-  };
-  auto o = std::make_shared<Options>();
-  CLI::App* cmd = app.add_subcommand("resume", "Continue a run from a checkpoint, exactly where it stopped");
-  cmd->add_option("checkpoint", o->checkpoint, "Checkpoint file (results/<name>/checkpoints/step-*.h5)")->required();
-  cmd->add_option("--max-evals", o->max_evaluations,
-                  "New evaluation budget (a resume may change this and --max-seconds, nothing else)")
-      ->check(CLI::PositiveNumber);
-  cmd->add_option("--max-seconds", o->max_seconds, "Wall-clock limit of this session of the loop (0: none; "
-                  "default: the stored annealing.max_seconds, counted afresh)")->check(CLI::NonNegativeNumber);
-  cmd->add_flag("--quiet", o->quiet, "Print only the summary");
-  cmd->add_option("--progress", o->progress, "auto, live, plain, json (as for run)")
-      ->check(CLI::IsMember({"auto", "live", "plain", "json"}));
-
-  return [o, command_line] {
-    if (std::isnan(o->max_seconds)) throw InputError("--max-seconds must be a number of seconds, 0 or more (got nan)");
-    Checkpoint ck = read_checkpoint(o->checkpoint);
-    Session run;
-    std::vector<std::string> sets;
-    if (o->max_evaluations) sets.push_back("annealing.max_evaluations=" + std::to_string(o->max_evaluations));
-    if (o->max_seconds >= 0) sets.push_back("annealing.max_seconds=" + std::to_string(o->max_seconds));
-    run.rc = parse_run_config(ck.config_yaml, o->checkpoint + " (stored config)", sets);
-    const int64_t at = ck.snapshot.progress.evaluations;
-    // A run that met its budget or a stop rule before its outputs were written (killed
-    // between its last checkpoint and its results): a plain resume finishes the outputs.
-    anneal::StopReason finished = ck.snapshot.progress.stopped;
-    if (finished == anneal::StopReason::time_limit) finished = anneal::StopReason::none;  // counted afresh
-    if (at >= run.rc.stopping.max_evaluations) finished = anneal::StopReason::max_evaluations;
-    if (o->max_evaluations) {
-      if (o->max_evaluations <= at)
-        throw InputError("the checkpoint is at " + std::to_string(at) + " evaluations already; give a larger --max-evals");
-      finished = anneal::StopReason::none;  // a new budget lets it go on
-    }
-    run.quiet = o->quiet;
-    run.progress = o->progress;
-    run.command_line = command_line;
-    run.backend = resolve_backend(parse_backend(run.rc.backend), Operation::pore_size_distribution);
-    run.config = annealer_config(run.rc, run.backend);
-    run.config.targets = ck.targets;
-    run.history = ck.history;
-    run.run_start = ck.run_start;
-    anneal::Annealer annealer(run.config, std::move(ck.snapshot));
-    if (finished != anneal::StopReason::none) annealer.stop(finished);
-    const fs::path parent = fs::absolute(o->checkpoint).parent_path();
-    run.dir = parent.filename() == "checkpoints" ? parent.parent_path() : parent;
-    run.lock = FolderLock(run.dir, "run");
-    const auto stale = remove_stale_temporaries(run.dir);
-    write_text(run.dir / "config.yaml", run.rc.to_yaml());
-    run.log.open(run.dir / "run.log", std::ios::app);
-    run.say("resumed   " + o->checkpoint + " at " + std::to_string(at) + " evaluations" +
-            (finished != anneal::StopReason::none ? " (stopped: " + to_string(finished) + "), writing the outputs" : ""));
-    if (run.lock.taken_over())
-      run.say("lock      taken over from process " + std::to_string(run.lock.taken_over()) + ", no longer running");
-    for (const auto& p : stale) run.say("removed   " + p.string() + ", left by an interrupted write");
-    return run.drive(annealer);
-  };
+int resume_run(const ResumeOptions& o, const std::string& command_line) {
+  if (std::isnan(o.max_seconds)) throw InputError("--max-seconds must be a number of seconds, 0 or more (got nan)");
+  Checkpoint ck = read_checkpoint(o.checkpoint);
+  Session run;
+  std::vector<std::string> sets;
+  if (o.max_evaluations) sets.push_back("annealing.max_evaluations=" + std::to_string(o.max_evaluations));
+  if (o.max_seconds >= 0) sets.push_back("annealing.max_seconds=" + std::to_string(o.max_seconds));
+  run.rc = parse_run_config(ck.config_yaml, o.checkpoint + " (stored config)", sets);
+  const int64_t at = ck.snapshot.progress.evaluations;
+  // A run that met its budget or a stop rule before its outputs were written (killed
+  // between its last checkpoint and its results): a plain resume finishes the outputs.
+  anneal::StopReason finished = ck.snapshot.progress.stopped;
+  if (finished == anneal::StopReason::time_limit) finished = anneal::StopReason::none;  // counted afresh
+  if (at >= run.rc.stopping.max_evaluations) finished = anneal::StopReason::max_evaluations;
+  if (o.max_evaluations) {
+    if (o.max_evaluations <= at)
+      throw InputError("the checkpoint is at " + std::to_string(at) + " evaluations already; give a larger --max-evals");
+    finished = anneal::StopReason::none;  // a new budget lets it go on
+  }
+  run.quiet = o.quiet;
+  run.progress = o.progress;
+  run.command_line = command_line;
+  run.backend = resolve_backend(parse_backend(run.rc.backend), Operation::pore_size_distribution);
+  run.config = annealer_config(run.rc, run.backend);
+  run.config.targets = ck.targets;
+  run.history = ck.history;
+  run.run_start = ck.run_start;
+  anneal::Annealer annealer(run.config, std::move(ck.snapshot));
+  if (finished != anneal::StopReason::none) annealer.stop(finished);
+  const fs::path parent = fs::absolute(o.checkpoint).parent_path();
+  run.dir = parent.filename() == "checkpoints" ? parent.parent_path() : parent;
+  run.lock = FolderLock(run.dir, "run");
+  const auto stale = remove_stale_temporaries(run.dir);
+  write_text(run.dir / "config.yaml", run.rc.to_yaml());
+  run.log.open(run.dir / "run.log", std::ios::app);
+  run.say("resumed   " + o.checkpoint + " at " + std::to_string(at) + " evaluations" +
+          (finished != anneal::StopReason::none ? " (stopped: " + to_string(finished) + "), writing the outputs" : ""));
+  if (run.lock.taken_over())
+    run.say("lock      taken over from process " + std::to_string(run.lock.taken_over()) + ", no longer running");
+  for (const auto& p : stale) run.say("removed   " + p.string() + ", left by an interrupted write");
+  return run.drive(annealer);
 }
 
 }  // namespace poreforge::app

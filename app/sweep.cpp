@@ -22,7 +22,7 @@
 #include "poreforge/error.hpp"
 #include "poreforge/io.hpp"
 #include "run_folder.hpp"
-#include "sweep.hpp"
+#include "sweep_plan.hpp"
 
 namespace poreforge::app {
 namespace {
@@ -72,7 +72,7 @@ struct Job {
 
 }  // namespace
 
-StatusRunner add_sweep_command(CLI::App& app) {
+Runner add_sweep_command(CLI::App& app) {
   struct Options {
     std::string file;
     int jobs = 1;

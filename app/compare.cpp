@@ -1,0 +1,275 @@
+// poreforge compare RECON --reference REF: is a reconstruction rock? Its realism measures
+// against the natural envelope of real sub-volumes of the reference (DESIGN §1).
+#include <CLI/CLI.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <optional>
+#include <memory>
+#include <sstream>
+
+#include "commands.hpp"
+#include "options.hpp"
+#include "poreforge/backend.hpp"
+#include "poreforge/durable_file.hpp"
+#include "poreforge/edt.hpp"
+#include "poreforge/error.hpp"
+#include "poreforge/io.hpp"
+#include "poreforge/realism.hpp"
+
+namespace poreforge::app {
+namespace {
+
+// JSON numbers; the non-finite ones (a formation factor where nothing spans) as strings,
+// which JSON lacks numbers for.
+std::string json_number(double v) {
+  if (std::isnan(v)) return "\"nan\"";
+  if (std::isinf(v)) return v > 0 ? "\"inf\"" : "\"-inf\"";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.10g", v);
+  return buf;
+}
+
+std::string json_string(const std::string& s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') out += '\\';
+    if (static_cast<unsigned char>(c) < 0x20) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\u%04x", c);
+      out += buf;
+      continue;
+    }
+    out += c;
+  }
+  return out + "\"";
+}
+
+template <class T, class F>
+std::string json_array(const std::vector<T>& v, F&& each) {
+  std::string out = "[";
+  for (std::size_t i = 0; i < v.size(); ++i) out += (i ? ", " : "") + each(v[i]);
+  return out + "]";
+}
+
+std::string json_numbers(const std::vector<double>& v) { return json_array(v, json_number); }
+
+// A measure's value for the table: 4 significant digits, "inf" where nothing spans.
+std::string cell(double v) {
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  if (std::isnan(v)) return "n/a";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.4g", v);
+  return buf;
+}
+
+// The profile of a labelled image: checks it is a binary image with both phases present.
+Mask binary_phase(const LabelImage& image, double label, const std::string& what) {
+  const LabelCounts labels = count_labels(image, 3);
+  if (labels.truncated || labels.counts.size() > 2) {
+    std::string list;
+    for (auto& [value, count] : labels.counts) list += (list.empty() ? "" : ", ") + cell(value);
+    throw InputError(what + " is not a binary image (labels " + list + (labels.truncated ? ", …" : "") +
+                     "): compare takes pore/solid images");
+  }
+  Mask phase = phase_mask(image, label);
+  const int64_t n = count_phase(phase);
+  if (n == phase.voxels())
+    throw InputError(what + " is all phase (label " + cell(label) + "): nothing to compare");
+  return phase;
+}
+
+}  // namespace
+
+Runner add_compare_command(CLI::App& app, const std::string& command_line) {
+  struct Options {
+    InputOptions recon, reference;
+    std::string output, length_unit, permeability = "auto", backend = "auto";
+    double phase = 1;
+    std::optional<double> reference_phase;
+    int subvolumes = 12, bins = 20;
+    uint64_t seed = 1;
+    bool force = false;
+  };
+  auto o = std::make_shared<Options>();
+  o->reference.prefix = "reference-";
+  CLI::App* cmd = app.add_subcommand(
+      "compare", "A reconstruction's realism measures against real sub-volumes of a reference image");
+  o->recon.add_to(cmd, "reconstruction", "The structure to judge: HDF5, raw (with --shape) or TIFF stack");
+  o->reference.add_to(cmd, "reference", "The real image it is judged against (same formats, --reference-… options)");
+  cmd->add_option("--subvolumes", o->subvolumes, "Real sub-volumes of the reconstruction's shape (default 12)")
+      ->check(CLI::Range(2, 10000));
+  cmd->add_option("--seed", o->seed, "Seed of the sub-volumes' corners (default 1)");
+  cmd->add_option("-o,--output", o->output, "JSON report (scripts/plot_compare.py draws it)");
+  cmd->add_option("--phase", o->phase, "Pore label of the reconstruction (default 1)");
+  cmd->add_option("--reference-phase", o->reference_phase, "Pore label of the reference (default: --phase)");
+  cmd->add_option("--length-unit", o->length_unit,
+                  "Unit of the spacing (m, mm, um, nm), for the permeability in mD (default: the reference "
+                  "file's spacing_unit; without one the permeability is in squared spacing units)");
+  cmd->add_option("--bins", o->bins, "Pore-PSD bins shared by every volume (default 20)")->check(CLI::Range(1, 10000));
+  cmd->add_option("--permeability", o->permeability,
+                  "Lattice-Boltzmann permeability: auto (on with the CUDA backend), on, off")
+      ->check(CLI::IsMember({"auto", "on", "off"}));
+  cmd->add_option("--backend", o->backend, "Engine backend: auto, cpu, cuda")->check(CLI::IsMember({"auto", "cpu", "cuda"}));
+  cmd->add_flag("--force", o->force, "Replace an existing report");
+
+  return [o, command_line] {
+    const auto started = std::chrono::steady_clock::now();
+    const Backend backend = resolve_backend(parse_backend(o->backend), Operation::local_thickness);
+    if (!o->output.empty()) {  // refused before any work: an existing report, a folder that takes none
+      if (std::filesystem::exists(o->output) && !o->force)
+        throw InputError("report '" + o->output + "' already exists (use --force to replace it)");
+      require_writable_folder(o->output);
+    }
+    const LabelImage recon_image = o->recon.read();
+    const LabelImage ref_image = o->reference.read();
+    Mask recon = binary_phase(recon_image, o->phase, "the reconstruction '" + o->recon.path + "'");
+    const Mask reference =
+        binary_phase(ref_image, o->reference_phase.value_or(o->phase), "the reference '" + o->reference.path + "'");
+    const Shape shape = recon.shape();
+    if (shape.nx > reference.shape().nx || shape.ny > reference.shape().ny || shape.nz > reference.shape().nz)
+      throw InputError("the reconstruction (" + to_string(shape) + ") does not fit inside the reference (" +
+                       to_string(reference.shape()) + "): sub-volumes of its shape cannot be cut");
+    // A reconstruction made at the reference's voxel size often says nothing of it (its file
+    // holds 1): it takes the reference's spacing unless its own was given.
+    const Spacing spacing = o->recon.spacing.empty() ? reference.spacing() : recon.spacing();
+    recon.set_spacing(spacing);
+    const std::string unit = o->length_unit.empty() ? ref_image.spacing_unit : o->length_unit;
+    const double unit_metres = unit_in_metres(unit);
+    if (!o->length_unit.empty() && unit_metres == 0)
+      throw InputError("--length-unit: '" + o->length_unit + "' is not a length unit (m, mm, um, nm)");
+
+    // The natural envelope: sub-volumes of the reconstruction's shape, or the reference alone
+    // when it has that shape (then nothing is judged: one real volume has no range).
+    const bool same_size = shape == reference.shape();
+    const std::vector<Shape> corners = same_size ? std::vector<Shape>{Shape{0, 0, 0}}
+                                                 : subvolume_corners(reference.shape(), shape, o->subvolumes, o->seed);
+    std::vector<Mask> real;
+    for (const Shape& c : corners) {
+      real.push_back(crop(reference, c, shape));
+      real.back().set_spacing(spacing);
+      const int64_t n = count_phase(real.back());
+      if (n == 0 || n == real.back().voxels())
+        throw InputError("the reference's sub-volume at " + to_string(c) + " holds only one phase: the reference is "
+                         "too uniform for sub-volumes of " + to_string(shape));
+    }
+
+    // PSD bins shared by every volume: from one voxel to the largest inscribed radius of any
+    // of them (the largest local thickness is the largest distance).
+    double largest = 0;
+    auto widest = [&](const Mask& m) {
+      const Volume<float> d = distance_transform(m, Boundary::open, backend);
+      for (float v : d.values()) largest = std::max(largest, double(v));
+    };
+    widest(recon);
+    for (const Mask& m : real) widest(m);
+    const double smallest = std::min({spacing.x, spacing.y, spacing.z});
+    RealismOptions options;
+    options.backend = backend;
+    options.psd_bins = Bins::linear(smallest, std::max(largest, 2 * smallest), o->bins);
+    options.permeability = o->permeability == "on" || (o->permeability == "auto" && backend == Backend::cuda);
+    options.unit_metres = unit_metres;
+
+    std::fprintf(stderr, "compare   %s (%s, spacing %s%s) against %s of %s (%s), backend %s%s\n",
+                 o->recon.path.c_str(), to_string(shape).c_str(), to_string(spacing).c_str(),
+                 unit.empty() ? "" : (" " + unit).c_str(),
+                 same_size ? "the whole" : (std::to_string(real.size()) + " sub-volumes").c_str(),
+                 o->reference.path.c_str(), to_string(reference.shape()).c_str(), to_string(backend).c_str(),
+                 options.permeability ? ", with permeability" : "");
+    const RealismProfile candidate = realism_profile(recon, options);
+    std::vector<RealismProfile> profiles;
+    for (std::size_t k = 0; k < real.size(); ++k) {
+      std::fprintf(stderr, "measured  real volume %zu of %zu\n", k + 1, real.size());
+      profiles.push_back(realism_profile(real[k], options));
+    }
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+
+    std::ostringstream j;  // the JSON report, built beside the table
+    j << "{\n  \"reconstruction\": " << json_string(o->recon.path) << ",\n  \"reference\": "
+      << json_string(o->reference.path) << ",\n  \"shape\": [" << shape.nx << ", " << shape.ny << ", " << shape.nz
+      << "],\n  \"spacing\": [" << json_number(spacing.x) << ", " << json_number(spacing.y) << ", "
+      << json_number(spacing.z) << "],\n  \"length_unit\": " << json_string(unit) << ",\n  \"reference_shape\": ["
+      << reference.shape().nx << ", " << reference.shape().ny << ", " << reference.shape().nz
+      << "],\n  \"seed\": " << o->seed << ",\n  \"subvolume_corners\": "
+      << json_array(corners, [](const Shape& c) {
+           return "[" + std::to_string(c.nx) + ", " + std::to_string(c.ny) + ", " + std::to_string(c.nz) + "]";
+         })
+      << ",\n  \"backend\": " << json_string(to_string(backend)) << ",\n  \"device\": "
+      << json_string(backend == Backend::cuda ? cuda_device_description()
+                                              : "cpu, " + std::to_string(cpu_threads()) + " threads")
+      << ",\n  \"permeability\": " << (options.permeability ? "true" : "false")
+      << ",\n  \"seconds\": " << json_number(seconds) << ",\n  \"judged\": " << (same_size ? "false" : "true");
+
+    if (same_size) {
+      // One real volume: the two side by side, nothing judged.
+      const RealismProfile& ref = profiles.front();
+      std::printf("%-26s %-10s %12s %12s\n", "measure", "unit", "recon", "reference");
+      for (std::size_t m = 0; m < candidate.scalars.size(); ++m)
+        std::printf("%-26s %-10s %12s %12s\n", candidate.scalars[m].name.c_str(), candidate.scalars[m].unit.c_str(),
+                    cell(candidate.scalars[m].value).c_str(), cell(ref.scalars[m].value).c_str());
+      std::printf("\nthe reference has the reconstruction's shape: compared with it alone, nothing judged (a "
+                  "larger reference gives sub-volumes, whose range is the judge)\n");
+      j << ",\n  \"scalars\": [";
+      for (std::size_t m = 0; m < candidate.scalars.size(); ++m)
+        j << (m ? "," : "") << "\n    {\"name\": " << json_string(candidate.scalars[m].name)
+          << ", \"unit\": " << json_string(candidate.scalars[m].unit)
+          << ", \"value\": " << json_number(candidate.scalars[m].value)
+          << ", \"real\": [" << json_number(ref.scalars[m].value) << "]}";
+      j << "\n  ],\n  \"curves\": []";
+    } else {
+      const EnvelopeComparison cmp = compare_with_envelope(candidate, profiles);
+      std::printf("%-26s %-10s %10s %10s %10s %10s %10s %8s  %s\n", "measure", "unit", "recon", "real mean", "sd",
+                  "min", "max", "z", "inside");
+      for (const ScalarComparison& c : cmp.scalars)
+        std::printf("%-26s %-10s %10s %10s %10s %10s %10s %8s  %s\n", c.name.c_str(), c.unit.c_str(),
+                    cell(c.value).c_str(), cell(c.mean).c_str(), cell(c.sd).c_str(), cell(c.min).c_str(),
+                    cell(c.max).c_str(), cell(c.z).c_str(), c.inside ? "yes" : "NO");
+      std::printf("\n%-26s %-8s %10s   %-23s  %s\n", "curve", "distance", "recon", "real, leave one out", "inside");
+      for (const CurveComparison& c : cmp.curves) {
+        const auto [lo, hi] = std::minmax_element(c.real_distances.begin(), c.real_distances.end());
+        std::printf("%-26s %-8s %10s   %10s to %-9s  %s\n", c.name.c_str(),
+                    c.distance_kind == CurveMeasure::Distance::l1 ? "L1" : "RMS", cell(c.distance).c_str(),
+                    cell(*lo).c_str(), cell(*hi).c_str(), c.inside ? "yes" : "NO");
+      }
+      const auto [fewest, most] = std::minmax_element(cmp.real_outside.begin(), cmp.real_outside.end());
+      std::printf("\noutside the real range on %d of %d measures; a real sub-volume is on %s (the median; each "
+                  "against the other %zu: %d to %d)\n",
+                  cmp.outside, cmp.measures, cell(cmp.typical_real_outside).c_str(), real.size() - 1, *fewest, *most);
+      j << ",\n  \"scalars\": [";
+      for (std::size_t i = 0; i < cmp.scalars.size(); ++i) {
+        const ScalarComparison& c = cmp.scalars[i];
+        j << (i ? "," : "") << "\n    {\"name\": " << json_string(c.name) << ", \"unit\": " << json_string(c.unit)
+          << ", \"value\": " << json_number(c.value) << ", \"real_mean\": " << json_number(c.mean)
+          << ", \"real_sd\": " << json_number(c.sd) << ", \"real_min\": " << json_number(c.min)
+          << ", \"real_max\": " << json_number(c.max) << ", \"z\": " << json_number(c.z)
+          << ", \"inside\": " << (c.inside ? "true" : "false") << ", \"real\": " << json_numbers(c.real) << "}";
+      }
+      j << "\n  ],\n  \"curves\": [";
+      for (std::size_t i = 0; i < cmp.curves.size(); ++i) {
+        const CurveComparison& c = cmp.curves[i];
+        j << (i ? "," : "") << "\n    {\"name\": " << json_string(c.name) << ", \"x_unit\": " << json_string(c.x_unit)
+          << ", \"distance_kind\": \"" << (c.distance_kind == CurveMeasure::Distance::l1 ? "L1" : "RMS")
+          << "\", \"distance\": " << json_number(c.distance)
+          << ", \"real_distances\": " << json_numbers(c.real_distances)
+          << ", \"inside\": " << (c.inside ? "true" : "false") << ",\n     \"x\": " << json_numbers(c.x)
+          << ",\n     \"value\": " << json_numbers(c.value) << ",\n     \"real_mean\": " << json_numbers(c.mean)
+          << ",\n     \"real_min\": " << json_numbers(c.min) << ",\n     \"real_max\": " << json_numbers(c.max) << "}";
+      }
+      j << "\n  ],\n  \"outside\": " << cmp.outside << ",\n  \"measures\": " << cmp.measures
+        << ",\n  \"real_outside\": " << json_array(cmp.real_outside, [](int v) { return std::to_string(v); })
+        << ",\n  \"typical_real_outside\": " << json_number(cmp.typical_real_outside);
+    }
+    j << ",\n  \"version\": " << json_string(version_string()) << ",\n  \"command_line\": "
+      << json_string(command_line) << "\n}\n";
+    if (!o->output.empty()) {
+      write_text_file(o->output, j.str());
+      std::printf("wrote     %s\n", o->output.c_str());
+    }
+    return 0;
+  };
+}
+
+}  // namespace poreforge::app

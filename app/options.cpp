@@ -1,0 +1,125 @@
+#include "options.hpp"
+
+#include <CLI/CLI.hpp>
+#include <unistd.h>
+
+#include <cctype>
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <optional>
+#include <sstream>
+
+#include "poreforge/error.hpp"
+
+namespace poreforge::app {
+
+std::vector<double> parse_numbers(const std::string& text, const std::string& what) {
+  std::vector<double> out;
+  std::stringstream ss(text);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    // strtod, not stod: a number too small or large for a double (1e-320, 1e400) is still a
+    // number, refused by the range check of whoever takes it rather than called "not a number".
+    char* end = nullptr;
+    const double v = std::strtod(item.c_str(), &end);
+    if (item.empty() || end != item.c_str() + item.size() || std::isspace(static_cast<unsigned char>(item[0])))
+      throw InputError(what + ": '" + item + "' is not a number");
+    out.push_back(v);
+  }
+  return out;
+}
+
+// "NX,NY,NZ" or "NX,NY" (a 2D image, nz = 1).
+Shape parse_shape(const std::string& text, const std::string& what) {
+  const auto v = parse_numbers(text, what);
+  if (v.size() != 2 && v.size() != 3) throw InputError(what + ": expected NX,NY,NZ or NX,NY (got '" + text + "')");
+  for (double d : v)
+    if (d < 1 || d != std::floor(d)) throw InputError(what + ": extents must be positive integers (got '" + text + "')");
+  // Checked before the conversion: 1e30 does not fit an int64_t.
+  for (double d : v)
+    if (d > 32767) throw InputError(what + ": extents above 32767 voxels are not supported (got '" + text + "')");
+  Shape s{int64_t(v[0]), int64_t(v[1]), v.size() == 3 ? int64_t(v[2]) : 1};
+  validate_shape(s);
+  return s;
+}
+
+// "S" (isotropic) or "SX,SY,SZ".
+Spacing parse_spacing(const std::string& text, const std::string& what) {
+  const auto v = parse_numbers(text, what);
+  if (v.size() != 1 && v.size() != 3) throw InputError(what + ": expected S or SX,SY,SZ (got '" + text + "')");
+  Spacing s = v.size() == 1 ? Spacing{v[0], v[0], v[0]} : Spacing{v[0], v[1], v[2]};
+  validate_spacing(s);
+  return s;
+}
+
+void InputOptions::add_to(CLI::App* cmd, const std::string& name, const std::string& help) {
+  const std::string o = "--" + prefix;
+  if (prefix.empty()) cmd->add_option(name, path, help)->required();
+  else cmd->add_option("--" + name, path, help)->required();
+  cmd->add_option(o + "format", format, "Format: auto (by extension), hdf5, raw, tiff")
+      ->check(CLI::IsMember({"auto", "hdf5", "raw", "tiff"}));
+  cmd->add_option(o + "dataset", dataset, "HDF5 dataset path (default: the only 2D/3D dataset)");
+  cmd->add_option(o + "shape", shape, "Raw input shape NX,NY,NZ (x fastest)");
+  cmd->add_option(o + "dtype", dtype, "Raw input element type: u8, u16, i32, f32")
+      ->check(CLI::IsMember({"u8", "u16", "i32", "f32"}));
+  cmd->add_option(o + "spacing", spacing, "Voxel spacing S or SX,SY,SZ in physical units (overrides the file's)");
+}
+
+LabelImage InputOptions::read(const std::function<MemoryEstimate(const Shape&, std::size_t, const Spacing&)>& estimate) const {
+  ReadOptions o;
+  o.format = format;
+  o.dataset = dataset;
+  o.dtype = parse_dtype(dtype);
+  if (!shape.empty()) o.shape = parse_shape(shape, "--" + prefix + "shape");
+  const std::optional<Spacing> given = spacing.empty() ? std::nullopt : std::optional<Spacing>(parse_spacing(spacing, "--" + prefix + "spacing"));
+  o.before_read = [&](const Shape& s, DType t, const Spacing& file_spacing) {
+    require_memory(estimate ? estimate(s, dtype_size(t), given.value_or(file_spacing))
+                            : MemoryEstimate{"reading " + to_string(s), double(s.voxels()) * double(dtype_size(t)), 0});
+  };
+  LabelImage image = read_image(path, o);
+  if (given) image.spacing = *given;
+  return image;
+}
+
+void EngineOptions::add_to(CLI::App* cmd, const std::string& phase_help, const std::string& bins_help) {
+  cmd->add_option("--phase", phase, phase_help);
+  cmd->add_option("--boundary", boundary, "Beyond the faces: open (nothing), wall (other phase), periodic")
+      ->check(CLI::IsMember({"open", "wall", "periodic"}));
+  auto* bins_option = cmd->add_option("--bins", bins, bins_help)->check(CLI::Range(1, 100000));
+  cmd->add_option("--edges", edges, "Explicit PSD bin edges E1,E2,... (physical units)")->excludes(bins_option);
+  cmd->add_flag("--log-bins", log_bins, "Log-spaced bins")->excludes(cmd->get_option("--edges"));
+  cmd->add_option("--backend", backend, "Engine backend: auto, cpu, cuda")->check(CLI::IsMember({"auto", "cpu", "cuda"}));
+  cmd->add_flag("--force", force, "Overwrite an existing output file");
+}
+
+void require_writable_folder(const std::string& output) {
+  const std::filesystem::path parent = std::filesystem::path(output).parent_path();
+  const std::string folder = parent.empty() ? "." : parent.string();
+  if (!std::filesystem::is_directory(folder))
+    throw InputError("cannot write '" + output + "': directory '" + folder + "' does not exist");
+  if (::access(folder.c_str(), W_OK | X_OK) != 0)
+    throw InputError("cannot write '" + output + "': " + std::strerror(errno) + " (directory '" + folder + "')");
+}
+
+std::vector<double> checked_edges(const EngineOptions& e) {
+  std::vector<double> edges;
+  if (!e.edges.empty()) Bins::from_edges(edges = parse_numbers(e.edges, "--edges"));
+  return edges;
+}
+
+void print_psd(const PoreSizeDistribution& psd, const std::string& quantity) {
+  std::printf("\n  %-27s  %9s  %10s\n", (quantity + " bin (physical units)").c_str(), "fraction", "F(>=lo)");
+  for (std::size_t i = 0; i < psd.fraction.size(); ++i) {
+    const bool last = i + 1 == psd.fraction.size();
+    std::printf("  [%11.4g, %11.4g%c  %9.5f  %10.5f\n", psd.edges[i], psd.edges[i + 1], last ? ']' : ')',
+                psd.fraction[i], psd.cumulative[i]);
+  }
+  if (psd.below > 0 || psd.above > 0)
+    std::printf("  outside the edges: %.5f below, %.5f above\n", psd.below, psd.above);
+}
+
+}  // namespace poreforge::app

@@ -1,0 +1,33 @@
+#pragma once
+// `poreforge run` and `poreforge resume`: a reconstruction from a configuration, or continued
+// from a checkpoint, into its run folder (locked while it runs), with progress, checkpoints,
+// signals and the final outputs.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace poreforge::app {
+
+struct RunOptions {
+  std::string config, output, backend;
+  std::vector<std::string> sets;  ///< `--set KEY=VALUE` overrides
+  double max_seconds = -1;        ///< < 0: the configuration's
+  bool force = false, quiet = false;
+  std::string progress = "auto";  ///< auto, live, plain, json
+};
+
+struct ResumeOptions {
+  std::string checkpoint;
+  int64_t max_evaluations = 0;  ///< 0: the stored budget
+  double max_seconds = -1;      ///< < 0: the stored limit, counted afresh
+  bool quiet = false;
+  std::string progress = "auto";
+};
+
+/// Runs a reconstruction; returns the exit status (0, or 128 + a signal that stopped it).
+int start_run(const RunOptions& options, const std::string& command_line);
+/// Continues one exactly where its checkpoint left it, or finishes the outputs of a run that
+/// met its budget before writing them; returns the exit status.
+int resume_run(const ResumeOptions& options, const std::string& command_line);
+
+}  // namespace poreforge::app
