@@ -90,15 +90,22 @@ PF_HD double node_step(const Params& p, const uint8_t* fluid, const double* in, 
                        int64_t z) {
   const int64_t n = p.voxels();
   const int64_t i = x + p.nx * (y + p.ny * z);
+  // Away from the faces a source is a fixed offset: no wrapping to decide.
+  const bool interior = x > 0 && y > 0 && z > 0 && x < p.nx - 1 && y < p.ny - 1 && z < p.nz - 1;
   double f[Q];
 #if defined(__CUDACC__)
 #pragma unroll
 #endif
   for (int q = 0; q < Q; ++q) {
-    const int64_t sx = wrap(x, cx(q), p.nx, p.periodic[0]);
-    const int64_t sy = wrap(y, cy(q), p.ny, p.periodic[1]);
-    const int64_t sz = wrap(z, cz(q), p.nz, p.periodic[2]);
-    const int64_t s = (sx < 0 || sy < 0 || sz < 0) ? -1 : sx + p.nx * (sy + p.ny * sz);
+    int64_t s;
+    if (interior) {
+      s = i - (cx(q) + p.nx * (cy(q) + p.ny * cz(q)));
+    } else {
+      const int64_t sx = wrap(x, cx(q), p.nx, p.periodic[0]);
+      const int64_t sy = wrap(y, cy(q), p.ny, p.periodic[1]);
+      const int64_t sz = wrap(z, cz(q), p.nz, p.periodic[2]);
+      s = (sx < 0 || sy < 0 || sz < 0) ? -1 : sx + p.nx * (sy + p.ny * sz);
+    }
     // Halfway bounce-back: what left towards a wall last step comes back reversed.
     f[q] = (s >= 0 && fluid[s]) ? in[q * n + s] : in[opposite(q) * n + i];
   }
