@@ -48,18 +48,35 @@ namespace lbm {
 constexpr int Q = 19;
 
 // Velocities: rest, the 6 faces, the 12 edges; each moving one followed by its opposite.
+// The host reads tables at namespace scope (a local array would be rebuilt on every call);
+// device code cannot, and its loops are unrolled, so its local arrays fold to constants.
+#define PF_LBM_CX {0, 1, -1, 0, 0, 0, 0, 1, -1, 1, -1, 1, -1, 1, -1, 0, 0, 0, 0}
+#define PF_LBM_CY {0, 0, 0, 1, -1, 0, 0, 1, -1, -1, 1, 0, 0, 0, 0, 1, -1, 1, -1}
+#define PF_LBM_CZ {0, 0, 0, 0, 0, 1, -1, 0, 0, 0, 0, 1, -1, -1, 1, 1, -1, -1, 1}
+#if defined(__CUDA_ARCH__)
 PF_HD int cx(int q) {
-  constexpr int v[Q] = {0, 1, -1, 0, 0, 0, 0, 1, -1, 1, -1, 1, -1, 1, -1, 0, 0, 0, 0};
+  constexpr int v[Q] = PF_LBM_CX;
   return v[q];
 }
 PF_HD int cy(int q) {
-  constexpr int v[Q] = {0, 0, 0, 1, -1, 0, 0, 1, -1, -1, 1, 0, 0, 0, 0, 1, -1, 1, -1};
+  constexpr int v[Q] = PF_LBM_CY;
   return v[q];
 }
 PF_HD int cz(int q) {
-  constexpr int v[Q] = {0, 0, 0, 0, 0, 1, -1, 0, 0, 0, 0, 1, -1, -1, 1, 1, -1, -1, 1};
+  constexpr int v[Q] = PF_LBM_CZ;
   return v[q];
 }
+#else
+inline constexpr int host_cx[Q] = PF_LBM_CX;
+inline constexpr int host_cy[Q] = PF_LBM_CY;
+inline constexpr int host_cz[Q] = PF_LBM_CZ;
+PF_HD int cx(int q) { return host_cx[q]; }
+PF_HD int cy(int q) { return host_cy[q]; }
+PF_HD int cz(int q) { return host_cz[q]; }
+#endif
+#undef PF_LBM_CX
+#undef PF_LBM_CY
+#undef PF_LBM_CZ
 PF_HD int c_along(int q, int axis) { return axis == 0 ? cx(q) : axis == 1 ? cy(q) : cz(q); }
 PF_HD int opposite(int q) { return q == 0 ? 0 : (q % 2 ? q + 1 : q - 1); }
 PF_HD double weight(int q) { return q == 0 ? 1.0 / 3 : q < 7 ? 1.0 / 18 : 1.0 / 36; }
