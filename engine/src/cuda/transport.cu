@@ -97,7 +97,10 @@ __global__ void cg_update(int64_t n, const uint8_t* __restrict__ cluster, const 
                           const double* __restrict__ p, const double* __restrict__ q, double* __restrict__ x,
                           double* __restrict__ r, const double* d_rz, const double* d_pq, double* d_rz_new,
                           double* d_rr) {
-  const double alpha = *d_rz / *d_pq;
+  // The host reads the residual every few iterations, so iterations may follow an exact
+  // solution (r = 0, then p = 0): they must leave it as it is rather than divide 0 by 0.
+  const double pq = *d_pq;
+  const double alpha = pq != 0 ? *d_rz / pq : 0;
   double rz = 0, rr = 0;
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
     if (!cluster[i]) continue;
@@ -116,7 +119,8 @@ __global__ void cg_update(int64_t n, const uint8_t* __restrict__ cluster, const 
 __global__ void cg_direction(int64_t n, const uint8_t* __restrict__ cluster, const double* __restrict__ inv_diag,
                              const double* __restrict__ r, double* __restrict__ p, const double* d_rz,
                              const double* d_rz_new) {
-  const double beta = *d_rz_new / *d_rz;
+  const double rz = *d_rz;
+  const double beta = rz != 0 ? *d_rz_new / rz : 0;
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x)
     if (cluster[i]) p[i] = r[i] * inv_diag[i] + beta * p[i];
 }
