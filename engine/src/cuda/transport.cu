@@ -252,9 +252,13 @@ PermeabilityResult permeability(const Mask& pore, int axis, const PermeabilityOp
   const int64_t n = P.voxels();
   Stream stream;
   const cudaStream_t s = stream.get();
-  // Two lattices in double: 2 × 19 × 8 bytes a voxel (the 400³ Berea image mirrored: 39 GB).
-  // Double keeps the steady-state test (1e-6 relative over a few hundred steps) far above
-  // rounding and the CUDA results equal to the CPU's; see the header for the trade-off.
+  // Two lattices (pull: read one, write the other) in double: 2 × 19 × 8 bytes a voxel, 39 GB
+  // for the 400³ Berea image mirrored, which fits; one fused kernel a step. Float would halve
+  // the bytes, but a creeping flow moves the populations (~1/18) by ~1e-6 of themselves, the
+  // same order as float's rounding: the mean velocity's steady-state test (1e-6 relative)
+  // would read rounding noise, and the results would leave the CPU's (double) by far more
+  // than its tolerance. AA streaming would halve the memory again at the price of two kernel
+  // variants; not needed at these sizes.
   DeviceBuffer<uint8_t> fluid = upload_async(setup.fluid.data(), static_cast<std::size_t>(n), s, "the fluid mask");
   DeviceBuffer<double> a(static_cast<std::size_t>(n * lbm::Q), s, "the lattice populations"),
       b(static_cast<std::size_t>(n * lbm::Q), s, "the lattice populations");
