@@ -87,6 +87,15 @@ PF_BACKEND_TEST("transport", "formation_factor.nothing_spans_is_infinite") {
     CHECK(r.porosity == doctest::Approx(porosity(m)));
   }
   CHECK(std::isinf(formation_factor(Mask({4, 4, 4}), 2, {}, B::backend).formation_factor));
+  // A staircase of voxels that touch along edges only: 18-connected, not 6-connected.
+  Mask stairs({6, 6, 1});
+  for (int64_t x = 0; x < 6; ++x) stairs(x, x, 0) = 1;
+  CHECK(std::isinf(formation_factor(stairs, 0, {}, B::backend).formation_factor));
+  stairs(1, 0, 0) = stairs(2, 1, 0) = stairs(3, 2, 0) = stairs(4, 3, 0) = stairs(5, 4, 0) = 1;  // now 6-connected
+  const FormationFactorResult joined = formation_factor(stairs, 0, {}, B::backend);
+  // Resistances (unit g, open box conductance 1): the inlet's half voxel, 9 links to (5, 4) on
+  // the outlet face, then its own half voxel in parallel with the link to (5, 5) and its half.
+  CHECK(joined.formation_factor == doctest::Approx(0.5 + 9 + 1 / (1 / 0.5 + 1 / 1.5)).epsilon(1e-7));
 }
 
 PF_BACKEND_TEST("transport", "formation_factor.open_box_is_one") {

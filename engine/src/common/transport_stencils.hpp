@@ -48,18 +48,35 @@ namespace lbm {
 constexpr int Q = 19;
 
 // Velocities: rest, the 6 faces, the 12 edges; each moving one followed by its opposite.
+// The host reads tables at namespace scope (a local array would be rebuilt on every call);
+// device code cannot, and its loops are unrolled, so its local arrays fold to constants.
+#define PF_LBM_CX {0, 1, -1, 0, 0, 0, 0, 1, -1, 1, -1, 1, -1, 1, -1, 0, 0, 0, 0}
+#define PF_LBM_CY {0, 0, 0, 1, -1, 0, 0, 1, -1, -1, 1, 0, 0, 0, 0, 1, -1, 1, -1}
+#define PF_LBM_CZ {0, 0, 0, 0, 0, 1, -1, 0, 0, 0, 0, 1, -1, -1, 1, 1, -1, -1, 1}
+#if defined(__CUDA_ARCH__)
 PF_HD int cx(int q) {
-  constexpr int v[Q] = {0, 1, -1, 0, 0, 0, 0, 1, -1, 1, -1, 1, -1, 1, -1, 0, 0, 0, 0};
+  constexpr int v[Q] = PF_LBM_CX;
   return v[q];
 }
 PF_HD int cy(int q) {
-  constexpr int v[Q] = {0, 0, 0, 1, -1, 0, 0, 1, -1, -1, 1, 0, 0, 0, 0, 1, -1, 1, -1};
+  constexpr int v[Q] = PF_LBM_CY;
   return v[q];
 }
 PF_HD int cz(int q) {
-  constexpr int v[Q] = {0, 0, 0, 0, 0, 1, -1, 0, 0, 0, 0, 1, -1, -1, 1, 1, -1, -1, 1};
+  constexpr int v[Q] = PF_LBM_CZ;
   return v[q];
 }
+#else
+inline constexpr int host_cx[Q] = PF_LBM_CX;
+inline constexpr int host_cy[Q] = PF_LBM_CY;
+inline constexpr int host_cz[Q] = PF_LBM_CZ;
+PF_HD int cx(int q) { return host_cx[q]; }
+PF_HD int cy(int q) { return host_cy[q]; }
+PF_HD int cz(int q) { return host_cz[q]; }
+#endif
+#undef PF_LBM_CX
+#undef PF_LBM_CY
+#undef PF_LBM_CZ
 PF_HD int c_along(int q, int axis) { return axis == 0 ? cx(q) : axis == 1 ? cy(q) : cz(q); }
 PF_HD int opposite(int q) { return q == 0 ? 0 : (q % 2 ? q + 1 : q - 1); }
 PF_HD double weight(int q) { return q == 0 ? 1.0 / 3 : q < 7 ? 1.0 / 18 : 1.0 / 36; }
@@ -90,15 +107,22 @@ PF_HD double node_step(const Params& p, const uint8_t* fluid, const double* in, 
                        int64_t z) {
   const int64_t n = p.voxels();
   const int64_t i = x + p.nx * (y + p.ny * z);
+  // Away from the faces a source is a fixed offset: no wrapping to decide.
+  const bool interior = x > 0 && y > 0 && z > 0 && x < p.nx - 1 && y < p.ny - 1 && z < p.nz - 1;
   double f[Q];
 #if defined(__CUDACC__)
 #pragma unroll
 #endif
   for (int q = 0; q < Q; ++q) {
-    const int64_t sx = wrap(x, cx(q), p.nx, p.periodic[0]);
-    const int64_t sy = wrap(y, cy(q), p.ny, p.periodic[1]);
-    const int64_t sz = wrap(z, cz(q), p.nz, p.periodic[2]);
-    const int64_t s = (sx < 0 || sy < 0 || sz < 0) ? -1 : sx + p.nx * (sy + p.ny * sz);
+    int64_t s;
+    if (interior) {
+      s = i - (cx(q) + p.nx * (cy(q) + p.ny * cz(q)));
+    } else {
+      const int64_t sx = wrap(x, cx(q), p.nx, p.periodic[0]);
+      const int64_t sy = wrap(y, cy(q), p.ny, p.periodic[1]);
+      const int64_t sz = wrap(z, cz(q), p.nz, p.periodic[2]);
+      s = (sx < 0 || sy < 0 || sz < 0) ? -1 : sx + p.nx * (sy + p.ny * sz);
+    }
     // Halfway bounce-back: what left towards a wall last step comes back reversed.
     f[q] = (s >= 0 && fluid[s]) ? in[q * n + s] : in[opposite(q) * n + i];
   }

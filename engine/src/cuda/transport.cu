@@ -97,7 +97,10 @@ __global__ void cg_update(int64_t n, const uint8_t* __restrict__ cluster, const 
                           const double* __restrict__ p, const double* __restrict__ q, double* __restrict__ x,
                           double* __restrict__ r, const double* d_rz, const double* d_pq, double* d_rz_new,
                           double* d_rr) {
-  const double alpha = *d_rz / *d_pq;
+  // The host reads the residual every few iterations, so iterations may follow an exact
+  // solution (r = 0, then p = 0): they must leave it as it is rather than divide 0 by 0.
+  const double pq = *d_pq;
+  const double alpha = pq != 0 ? *d_rz / pq : 0;
   double rz = 0, rr = 0;
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
     if (!cluster[i]) continue;
@@ -116,7 +119,8 @@ __global__ void cg_update(int64_t n, const uint8_t* __restrict__ cluster, const 
 __global__ void cg_direction(int64_t n, const uint8_t* __restrict__ cluster, const double* __restrict__ inv_diag,
                              const double* __restrict__ r, double* __restrict__ p, const double* d_rz,
                              const double* d_rz_new) {
-  const double beta = *d_rz_new / *d_rz;
+  const double rz = *d_rz;
+  const double beta = rz != 0 ? *d_rz_new / rz : 0;
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x)
     if (cluster[i]) p[i] = r[i] * inv_diag[i] + beta * p[i];
 }
@@ -248,9 +252,13 @@ PermeabilityResult permeability(const Mask& pore, int axis, const PermeabilityOp
   const int64_t n = P.voxels();
   Stream stream;
   const cudaStream_t s = stream.get();
-  // Two lattices in double: 2 × 19 × 8 bytes a voxel (the 400³ Berea image mirrored: 39 GB).
-  // Double keeps the steady-state test (1e-6 relative over a few hundred steps) far above
-  // rounding and the CUDA results equal to the CPU's; see the header for the trade-off.
+  // Two lattices (pull: read one, write the other) in double: 2 × 19 × 8 bytes a voxel, 39 GB
+  // for the 400³ Berea image mirrored, which fits; one fused kernel a step. Float would halve
+  // the bytes, but a creeping flow moves the populations (~1/18) by ~1e-6 of themselves, the
+  // same order as float's rounding: the mean velocity's steady-state test (1e-6 relative)
+  // would read rounding noise, and the results would leave the CPU's (double) by far more
+  // than its tolerance. AA streaming would halve the memory again at the price of two kernel
+  // variants; not needed at these sizes.
   DeviceBuffer<uint8_t> fluid = upload_async(setup.fluid.data(), static_cast<std::size_t>(n), s, "the fluid mask");
   DeviceBuffer<double> a(static_cast<std::size_t>(n * lbm::Q), s, "the lattice populations"),
       b(static_cast<std::size_t>(n * lbm::Q), s, "the lattice populations");
