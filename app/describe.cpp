@@ -37,7 +37,7 @@ namespace poreforge::app {
 Runner add_describe_command(CLI::App& app, const std::string& command_line) {
   struct Options : EngineOptions {
     InputOptions input;
-    std::string output, permeability = "auto", length_unit;
+    std::string output, permeability = "off", length_unit;
     bool measures = false;
   };
   auto o = std::make_shared<Options>();
@@ -51,7 +51,8 @@ Runner add_describe_command(CLI::App& app, const std::string& command_line) {
                 "Also the realism measures of `compare` (Euler density, clusters, spanning, formation factors, "
                 "chords, lineal paths, …) under /measures, so that they can become targets");
   cmd->add_option("--permeability", o->permeability,
-                  "With --measures: the lattice-Boltzmann permeability: auto (on with the CUDA backend), on, off")
+                  "With --measures: the lattice-Boltzmann permeability: off (default), on, or auto (on with the "
+                  "CUDA backend)")
       ->check(CLI::IsMember({"auto", "on", "off"}));
   cmd->add_option("--length-unit", o->length_unit,
                   "With --measures: the spacing's unit (m, mm, um, nm) for the permeability in mD (default: the "
