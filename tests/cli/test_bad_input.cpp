@@ -231,6 +231,28 @@ const std::vector<BadInput>& table() {
       {"missing required option", "thickness {ws}/m.h5", 2, "--output is required"},
       {"range printed short", "run {ws}/run.yaml --max-seconds -1", 2, "Value -1 not in range"},
       {"run: missing config says so", "run {ws}/nope.yaml", 2, "config '{ws}/nope.yaml' does not exist"},
+      // compare: shapes that do not fit, images that are not pore/solid, outputs that exist.
+      {"compare: reconstruction larger than the reference", "compare {ws}/big.h5 --reference {ws}/m.h5", 2,
+       "does not fit inside the reference",
+       [](const Workspace& ws) {
+         OutputFile f(ws / "big.h5", false);
+         f.write_volume("/volume", generate_noise({12, 10, 10}, 0.4, 2));
+         f.commit();
+       }},
+      {"compare: a reference of three labels", "compare {ws}/m.h5 --reference {ws}/l.raw --reference-shape 10,10,10", 2,
+       "is not a binary image (labels 0, 1, 2",
+       [](const Workspace& ws) {
+         std::vector<char> bytes(1000);
+         for (std::size_t i = 0; i < bytes.size(); ++i) bytes[i] = char(i % 3);
+         std::ofstream(ws / "l.raw", std::ios::binary).write(bytes.data(), std::streamsize(bytes.size()));
+       }},
+      {"compare: a reconstruction all pore", "compare {ws}/full.raw --shape 10,10,10 --reference {ws}/m.h5", 2,
+       "is all phase",
+       [](const Workspace& ws) { write_raw(ws / "full.raw", Mask({10, 10, 10}, {}, 1)); }},
+      {"compare: a phase that does not occur", "compare {ws}/m.h5 --phase 7 --reference {ws}/m.h5", 2,
+       "label 7 does not occur"},
+      {"compare: the report exists", "compare {ws}/m.h5 --reference {ws}/m.h5 -o {ws}/run.yaml", 2,
+       "already exists (use --force"},
       // Run, resume and sweep.
       {"run: missing config", "run {ws}/nope.yaml", 2, "nope.yaml"},
       // A run's name is its folder: `.` and `..` once let --force remove the runs beside it or

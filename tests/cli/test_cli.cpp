@@ -196,3 +196,32 @@ TEST_CASE("cli.generate.porosity_missed_is_said") {
   CHECK(r.status == 0);
   CHECK(r.output.rfind("poreforge: warning: porosity 0.0000 where 0.4 was asked", 0) == 0);
 }
+
+TEST_CASE("cli.compare") {
+  Workspace ws;
+  // A 48³ blobs "reference" and a 20³ "reconstruction" of much finer blobs, far from the
+  // reference's sub-volumes on most measures.
+  REQUIRE(run("generate blobs --shape 48,48,48 --porosity 0.3 --seed 4 -o " + ws / "ref.h5").status == 0);
+  REQUIRE(run("generate blobs --shape 20,20,20 --porosity 0.3 --blobiness 4 --seed 5 -o " + ws / "noise.h5").status == 0);
+  const testing::CliResult r = run("compare " + ws / "noise.h5 --reference " + ws / "ref.h5 --subvolumes 4 --backend cpu -o " +
+                                   ws / "report.json");
+  CAPTURE(r.output);
+  REQUIRE(r.status == 0);
+  CHECK(r.output.find("formation_factor_x") != std::string::npos);
+  CHECK(r.output.find("outside the real range on ") != std::string::npos);
+  std::ifstream in(ws / "report.json");
+  const std::string json((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  CHECK(json.find("\"subvolume_corners\": [[") != std::string::npos);
+  CHECK(json.find("\"name\": \"euler_density\"") != std::string::npos);
+  CHECK(json.find("\"typical_real_outside\"") != std::string::npos);
+  // The same corners from the same seed: the same table twice.
+  const std::string args = "compare " + ws / "noise.h5 --reference " + ws / "ref.h5 --subvolumes 4 --backend cpu";
+  const testing::CliResult first = run(args, "2>/dev/null"), second = run(args, "2>/dev/null");
+  CHECK(first.status == 0);
+  CHECK(first.output == second.output);
+  // A reference of the reconstruction's own shape: side by side, nothing judged.
+  const testing::CliResult alone = run("compare " + ws / "noise.h5 --reference " + ws / "noise.h5 --backend cpu");
+  CHECK(alone.status == 0);
+  CHECK(alone.output.find("compared with it alone") != std::string::npos);
+  CHECK(ws.holds_only({"ref.h5", "noise.h5", "report.json"}));
+}
