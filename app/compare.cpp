@@ -66,7 +66,8 @@ std::string cell(double v) {
   return buf;
 }
 
-// The profile of a labelled image: checks it is a binary image with both phases present.
+// The phase mask of a labelled image, refused unless the image is binary and the phase
+// neither empty nor everything.
 Mask binary_phase(const LabelImage& image, double label, const std::string& what) {
   const LabelCounts labels = count_labels(image, 3);
   if (labels.truncated || labels.counts.size() > 2) {
@@ -91,7 +92,7 @@ Runner add_compare_command(CLI::App& app, const std::string& command_line) {
     double phase = 1;
     std::optional<double> reference_phase;
     int subvolumes = 12, bins = 20;
-    uint64_t seed = 1;
+    int64_t seed = 1;
     bool force = false;
   };
   auto o = std::make_shared<Options>();
@@ -120,11 +121,16 @@ Runner add_compare_command(CLI::App& app, const std::string& command_line) {
   return [o, command_line] {
     const auto started = std::chrono::steady_clock::now();
     const Backend backend = resolve_backend(parse_backend(o->backend), Operation::local_thickness);
+    if (o->seed < 0) throw InputError("--seed must be a non-negative integer (got " + std::to_string(o->seed) + ")");
     if (!o->output.empty()) {  // refused before any work: an existing report, a folder that takes none
+      if (std::filesystem::is_directory(o->output))
+        throw InputError("report '" + o->output + "' is a directory: give a file name");
       if (std::filesystem::exists(o->output) && !o->force)
         throw InputError("report '" + o->output + "' already exists (use --force to replace it)");
       require_writable_folder(o->output);
     }
+    if (!o->length_unit.empty() && unit_in_metres(o->length_unit) == 0)
+      throw InputError("--length-unit: '" + o->length_unit + "' is not a length unit (m, mm, um, nm)");
     const LabelImage recon_image = o->recon.read();
     const LabelImage ref_image = o->reference.read();
     Mask recon = binary_phase(recon_image, o->phase, "the reconstruction '" + o->recon.path + "'");
@@ -134,14 +140,19 @@ Runner add_compare_command(CLI::App& app, const std::string& command_line) {
     if (shape.nx > reference.shape().nx || shape.ny > reference.shape().ny || shape.nz > reference.shape().nz)
       throw InputError("the reconstruction (" + to_string(shape) + ") does not fit inside the reference (" +
                        to_string(reference.shape()) + "): sub-volumes of its shape cannot be cut");
-    // A reconstruction made at the reference's voxel size often says nothing of it (its file
-    // holds 1): it takes the reference's spacing unless its own was given.
-    const Spacing spacing = o->recon.spacing.empty() ? reference.spacing() : recon.spacing();
+    // Sub-volumes are cut voxel for voxel, so both images must share a voxel size. A
+    // reconstruction whose file holds none (unit spacing) and no --spacing takes the
+    // reference's; one at another voxel size is refused.
+    const bool recon_has_spacing = !o->recon.spacing.empty() || !(recon.spacing() == Spacing{});
+    if (recon_has_spacing && !(recon.spacing() == reference.spacing()))
+      throw InputError("the reconstruction's voxels (spacing " + to_string(recon.spacing()) +
+                       ") are not the reference's (" + to_string(reference.spacing()) +
+                       "): compare cuts sub-volumes voxel for voxel; reconstruct at the reference's spacing, or "
+                       "give --spacing / --reference-spacing if a file's is wrong");
+    const Spacing spacing = reference.spacing();
     recon.set_spacing(spacing);
     const std::string unit = o->length_unit.empty() ? ref_image.spacing_unit : o->length_unit;
     const double unit_metres = unit_in_metres(unit);
-    if (!o->length_unit.empty() && unit_metres == 0)
-      throw InputError("--length-unit: '" + o->length_unit + "' is not a length unit (m, mm, um, nm)");
 
     // The natural envelope: sub-volumes of the reconstruction's shape, or the reference alone
     // when it has that shape (then nothing is judged: one real volume has no range).
@@ -151,7 +162,6 @@ Runner add_compare_command(CLI::App& app, const std::string& command_line) {
     std::vector<Mask> real;
     for (const Shape& c : corners) {
       real.push_back(crop(reference, c, shape));
-      real.back().set_spacing(spacing);
       const int64_t n = count_phase(real.back());
       if (n == 0 || n == real.back().voxels())
         throw InputError("the reference's sub-volume at " + to_string(c) + " holds only one phase: the reference is "

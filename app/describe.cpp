@@ -3,30 +3,16 @@
 
 #include <CLI/CLI.hpp>
 
-#include <unistd.h>
-
-#include <algorithm>
-#include <cerrno>
 #include <chrono>
-#include <cmath>
-#include <cctype>
-#include <cstdlib>
-#include <cstring>
-#include <functional>
-#include <optional>
-#include <filesystem>
 #include <cstdio>
 #include <memory>
-#include <sstream>
 
 #include "poreforge/backend.hpp"
 #include "poreforge/correlation.hpp"
 #include "poreforge/error.hpp"
-#include "poreforge/generators.hpp"
 #include "poreforge/io.hpp"
 #include "poreforge/local_thickness.hpp"
 #include "poreforge/memory.hpp"
-#include "poreforge/morphology.hpp"
 #include "poreforge/psd.hpp"
 
 #include "options.hpp"
@@ -47,21 +33,25 @@ Runner add_describe_command(CLI::App& app, const std::string& command_line) {
   cmd->add_option("-o,--output", o->output, "Output HDF5 descriptor file")->required();
   o->add_to(cmd, "Label of the pore phase (default 1); the solid is everything else",
             "PSD bins per phase over [min, max] thickness (default 20); --edges apply to both phases");
-  cmd->add_flag("--measures", o->measures,
+  CLI::Option* measures = cmd->add_flag("--measures", o->measures,
                 "Also the realism measures of `compare` (Euler density, clusters, spanning, formation factors, "
-                "chords, lineal paths, …) under /measures, so that they can become targets");
+                "chords, lineal paths, …) under /measures, the targets a realism term of the annealer would use");
   cmd->add_option("--permeability", o->permeability,
                   "With --measures: the lattice-Boltzmann permeability: off (default), on, or auto (on with the "
                   "CUDA backend)")
-      ->check(CLI::IsMember({"auto", "on", "off"}));
+      ->check(CLI::IsMember({"auto", "on", "off"}))
+      ->needs(measures);
   cmd->add_option("--length-unit", o->length_unit,
                   "With --measures: the spacing's unit (m, mm, um, nm) for the permeability in mD (default: the "
-                  "file's spacing_unit)");
+                  "file's spacing_unit)")
+      ->needs(measures);
 
   return [o, command_line] {
     const Boundary boundary = parse_boundary(o->boundary);
     const Backend backend = resolve_backend(parse_backend(o->backend), Operation::local_thickness);
     const std::vector<double> edges = checked_edges(*o);
+    if (!o->length_unit.empty() && unit_in_metres(o->length_unit) == 0)
+      throw InputError("--length-unit: '" + o->length_unit + "' is not a length unit (m, mm, um, nm)");
     OutputFile out(o->output, o->force);
     const LabelImage image = o->input.read([&](const Shape& s, std::size_t bytes, const Spacing& spacing) {
       return thickness_memory(s, bytes, spacing, boundary, backend, true);
@@ -96,16 +86,13 @@ Runner add_describe_command(CLI::App& app, const std::string& command_line) {
       // The realism profile, each scalar an attribute-bearing dataset of one value and each
       // curve its x and y, under the names `compare` reports.
       const std::string unit = o->length_unit.empty() ? image.spacing_unit : o->length_unit;
-      if (!o->length_unit.empty() && unit_in_metres(unit) == 0)
-        throw InputError("--length-unit: '" + o->length_unit + "' is not a length unit (m, mm, um, nm)");
       RealismOptions ro;
       ro.backend = backend;
-      const Volume<float> map = local_thickness(pore, Boundary::open, backend);
-      ro.psd_bins = edges.empty() ? default_bins(map, pore, o->bins, o->log_bins) : Bins::from_edges(edges);
+      ro.psd_bins = edges.empty() ? default_bins(local_thickness(pore, Boundary::open, backend), pore, o->bins, o->log_bins)
+                                  : Bins::from_edges(edges);
       ro.permeability = o->permeability == "on" || (o->permeability == "auto" && backend == Backend::cuda);
       ro.unit_metres = unit_in_metres(unit);
-      Mask measured = pore;
-      const RealismProfile profile = realism_profile(measured, ro);
+      const RealismProfile profile = realism_profile(pore, ro);
       for (const ScalarMeasure& m : profile.scalars) {
         out.write_vector("/measures/" + m.name, std::vector<double>{m.value});
         out.set_attribute("unit", m.unit, "/measures/" + m.name);

@@ -2,6 +2,7 @@
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
 #include <regex>
 #include <stdexcept>
@@ -50,7 +51,7 @@ int main(int argc, char** argv) {
     std::sregex_iterator it(what.begin(), what.end(), long_number), end;
     std::size_t from = 0;
     for (; it != end; ++it) {
-      short_form += what.substr(from, std::size_t(it->position()) - from) + poreforge::format_number(std::stod(it->str()));
+      short_form += what.substr(from, std::size_t(it->position()) - from) + poreforge::format_number(std::strtod(it->str().c_str(), nullptr));
       from = std::size_t(it->position() + it->length());
     }
     what = short_form + what.substr(from);
@@ -80,6 +81,9 @@ int main(int argc, char** argv) {
     return 3;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "poreforge: error: %s\n", e.what());
+    return 3;
+  } catch (...) {
+    std::fprintf(stderr, "poreforge: error: an unknown failure\n");
     return 3;
   }
 }

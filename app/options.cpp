@@ -81,7 +81,10 @@ LabelImage InputOptions::read(const std::function<MemoryEstimate(const Shape&, s
                             : MemoryEstimate{"reading " + to_string(s), double(s.voxels()) * double(dtype_size(t)), 0});
   };
   LabelImage image = read_image(path, o);
-  if (given) image.spacing = *given;
+  if (given) {  // the file's unit was its spacing's, not this one's
+    image.spacing = *given;
+    image.spacing_unit.clear();
+  }
   return image;
 }
 

@@ -168,7 +168,7 @@ struct Session {
     while (a.progress().stopped == anneal::StopReason::none) {
       // One step at a time on the host loop; on the device loop a batch of steps is enqueued
       // at once and its progress read back at its end. A batch ends at the next record or count
-      // checkpoint and is short (256 steps: 0.4 s at 250³ on the H200), so the screen, the time
+      // checkpoint and is short (256 steps), so the screen, the time
       // checkpoints and a signal are still seen often.
       const int64_t done = a.progress().evaluations, longest = a.device_loop() ? 256 : 1;
       int64_t batch = std::min(longest, rc.report_every - done % rc.report_every);
@@ -497,6 +497,10 @@ int resume_run(const ResumeOptions& o, const std::string& command_line) {
   if (finished != anneal::StopReason::none) annealer.stop(finished);
   const fs::path parent = fs::absolute(o.checkpoint).parent_path();
   run.dir = parent.filename() == "checkpoints" ? parent.parent_path() : parent;
+  // A resume writes its outputs beside the checkpoint: only into a folder poreforge made.
+  if (!fs::is_regular_file(run.dir / kRunMarker))
+    throw InputError("'" + run.dir.string() + "' is not a poreforge run folder (no " + kRunMarker +
+                     " inside): resume a checkpoint from its run's checkpoints/ folder");
   run.lock = FolderLock(run.dir, "run");
   const auto stale = remove_stale_temporaries(run.dir);
   write_text(run.dir / "config.yaml", run.rc.to_yaml());

@@ -3,30 +3,15 @@
 
 #include <CLI/CLI.hpp>
 
-#include <unistd.h>
-
 #include <algorithm>
-#include <cerrno>
 #include <chrono>
-#include <cmath>
-#include <cctype>
-#include <cstdlib>
-#include <cstring>
-#include <functional>
-#include <optional>
-#include <filesystem>
 #include <cstdio>
 #include <memory>
-#include <sstream>
 
 #include "poreforge/backend.hpp"
-#include "poreforge/correlation.hpp"
-#include "poreforge/error.hpp"
-#include "poreforge/generators.hpp"
 #include "poreforge/io.hpp"
 #include "poreforge/local_thickness.hpp"
 #include "poreforge/memory.hpp"
-#include "poreforge/morphology.hpp"
 #include "poreforge/psd.hpp"
 
 #include "options.hpp"

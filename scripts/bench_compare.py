@@ -75,7 +75,6 @@ def main():
         whole_s, out = timed([a.poreforge, "describe", a.reference, "-o", desc, "--measures", "--backend", a.backend,
                               "--permeability", a.permeability])
         record["whole_seconds"] = whole_s
-        record["whole"] = json.load(open(desc + ".measures.json")) if os.path.exists(desc + ".measures.json") else {}
         lines.append(f"  the whole reference's measures (describe --measures): {whole_s:.1f} s")
         for line in out.splitlines():
             if any(k in line for k in ("formation_factor", "permeability", "porosity", "spanning_share_x")):

@@ -99,6 +99,10 @@ def main():
     except (OSError, ValueError, KeyError) as e:
         print(f"plot_compare: error: {args.report} is not a compare report ({e})", file=sys.stderr)
         return 2
+    if not report.get("judged", True):
+        print(f"plot_compare: {args.report} compares with a reference of the same shape only: no envelope to draw",
+              file=sys.stderr)
+        return 2
     out = args.output or os.path.splitext(args.report)[0] + "_plots"
     os.makedirs(out, exist_ok=True)
     plot_scalars(report, os.path.join(out, "scalars.png"))

@@ -63,7 +63,8 @@ EnvelopeComparison compare_with_envelope(const RealismProfile& candidate, const 
       if (r.scalars[m].name != candidate.scalars[m].name)
         throw InputError("measure '" + candidate.scalars[m].name + "' is not in every real profile");
     for (std::size_t m = 0; m < r.curves.size(); ++m)
-      if (r.curves[m].name != candidate.curves[m].name || r.curves[m].y.size() != candidate.curves[m].y.size())
+      if (r.curves[m].name != candidate.curves[m].name || r.curves[m].x != candidate.curves[m].x ||
+          r.curves[m].y.size() != candidate.curves[m].y.size())
         throw InputError("curve '" + candidate.curves[m].name + "' is not on the same abscissae in every real profile");
   }
   const std::size_t n = real.size();
@@ -76,7 +77,7 @@ EnvelopeComparison compare_with_envelope(const RealismProfile& candidate, const 
     c.unit = candidate.scalars[m].unit;
     c.value = candidate.scalars[m].value;
     Range range;
-    double sum = 0, sum2 = 0;
+    double sum = 0;
     int finite = 0;
     for (const RealismProfile& r : real) {
       const double v = r.scalars[m].value;
@@ -84,15 +85,20 @@ EnvelopeComparison compare_with_envelope(const RealismProfile& candidate, const 
       range.add(v);
       if (std::isfinite(v)) {
         sum += v;
-        sum2 += v * v;
         ++finite;
       }
     }
     c.min = range.min;
     c.max = range.max;
     c.mean = finite ? sum / finite : kInf;
-    c.sd = finite > 1 ? std::sqrt(std::max(0.0, (sum2 - sum * sum / finite) / (finite - 1))) : 0;
-    if (c.value == c.mean) c.z = 0;
+    // Two passes for the variance: equal values give exactly 0, not a rounding remainder.
+    double squares = 0;
+    for (double v : c.real)
+      if (std::isfinite(v)) squares += (v - c.mean) * (v - c.mean);
+    c.sd = finite > 1 ? std::sqrt(squares / (finite - 1)) : 0;
+    if (range.min == range.max) c.mean = range.min;  // every real value the same: that value
+    if (std::isnan(c.value)) c.z = std::numeric_limits<double>::quiet_NaN();
+    else if (c.value == c.mean) c.z = 0;
     else if (c.sd > 0 && std::isfinite(c.value)) c.z = (c.value - c.mean) / c.sd;
     else c.z = c.value > c.mean ? kInf : -kInf;
     c.inside = range.holds(c.value);
@@ -130,7 +136,7 @@ EnvelopeComparison compare_with_envelope(const RealismProfile& candidate, const 
     // Distances equal but for rounding (curves that mirror each other about the mean) tie.
     auto farther = [](double d, double than) { return d > than * (1 + 1e-12); };
     const double largest = *std::max_element(c.real_distances.begin(), c.real_distances.end());
-    c.inside = !farther(c.distance, largest);
+    c.inside = c.distance <= largest * (1 + 1e-12);  // NaN (not measured) is never inside
     // A real sub-volume is outside when it is farther from the others' mean than every other
     // one is from the mean of theirs (leave one out, as for the scalars).
     for (std::size_t k = 0; k < n; ++k) {

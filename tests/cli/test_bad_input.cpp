@@ -251,6 +251,19 @@ const std::vector<BadInput>& table() {
        [](const Workspace& ws) { write_raw(ws / "full.raw", Mask({10, 10, 10}, {}, 1)); }},
       {"compare: a phase that does not occur", "compare {ws}/m.h5 --phase 7 --reference {ws}/m.h5", 2,
        "label 7 does not occur"},
+      {"compare: --seed -1", "compare {ws}/m.h5 --reference {ws}/m.h5 --seed -1", 2, "--seed must be a non-negative"},
+      {"compare: the report is a directory", "compare {ws}/m.h5 --reference {ws}/m.h5 -o {ws}", 2, "is a directory"},
+      {"compare: voxels of another size", "compare {ws}/m.h5 --spacing 2 --reference {ws}/m.h5", 2,
+       "are not the reference's"},
+      {"describe: an unknown length unit", "describe {ws}/m.h5 -o {ws}/d.h5 --measures --length-unit furlong", 2,
+       "'furlong' is not a length unit"},
+      {"resume: a checkpoint outside a run folder", "resume {ws}/loose/step-000000000010.h5", 2,
+       "is not a poreforge run folder",
+       [](const Workspace& ws) {
+         finished_run(ws);
+         fs::create_directories(ws / "loose");
+         fs::copy_file(expand(kCheckpoint10, ws), ws / "loose/step-000000000010.h5");
+       }},
       {"compare: the report exists", "compare {ws}/m.h5 --reference {ws}/m.h5 -o {ws}/run.yaml", 2,
        "already exists (use --force"},
       // Run, resume and sweep.

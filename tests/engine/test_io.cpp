@@ -229,3 +229,19 @@ TEST_CASE("io.declared_size_checked_before_allocation") {
   CHECK_THROWS_AS(validate_spacing({1e-320, 1, 1}), InputError);
   CHECK_NOTHROW(validate_spacing({1e-6, 2.5, 1e6}));
 }
+
+TEST_CASE("io.length_units_and_root_spacing") {
+  CHECK(unit_in_metres("micrometre") == 1e-6);
+  CHECK(unit_in_metres("\u00b5m") == 1e-6);  // the micro sign
+  CHECK(unit_in_metres("\u03bcm") == 1e-6);  // the Greek mu
+  CHECK(unit_in_metres(" um  ") == 1e-6);    // padded, as fixed-length HDF5 strings are
+  CHECK(unit_in_metres("Microns") == 1e-6);
+  CHECK(unit_in_metres("MM") == 1e-3);
+  CHECK(unit_in_metres("m") == 1);
+  CHECK(unit_in_metres("furlong") == 0);
+  CHECK(unit_in_metres("") == 0);
+  // The Berea 400³ image keeps its spacing and unit on the root group, not on /volume.
+  const LabelImage berea = read_hdf5(POREFORGE_DATA_DIR "/berea_400.h5", "/volume");
+  CHECK(berea.spacing == Spacing{5.345, 5.345, 5.345});
+  CHECK(berea.spacing_unit == "micrometre");
+}

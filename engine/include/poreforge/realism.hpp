@@ -39,7 +39,7 @@ struct RealismProfile {
 struct RealismOptions {
   Backend backend = Backend::automatic;
   Bins psd_bins = Bins::linear(0, 1, 1);  ///< shared by every profile of a comparison
-  bool permeability = false;              ///< the costly one: on for GPU runs by default
+  bool permeability = false;              ///< the costly one (minutes at 128³ on a GPU): off unless asked
   /// Metres per unit of the spacing (1e-6 for a spacing in µm), for the permeability in
   /// millidarcy; 0 when unknown: the permeability is then in squared spacing units.
   double unit_metres = 0;

@@ -113,7 +113,7 @@ Spacing spacing_attribute(const H5::H5Object& holder, const std::string& where) 
 std::string string_attribute(const H5::H5Object& holder, const std::string& name) {
   if (!holder.attrExists(name)) return "";
   const H5::Attribute a = holder.openAttribute(name);
-  if (a.getTypeClass() != H5T_STRING) return "";
+  if (a.getTypeClass() != H5T_STRING || a.getSpace().getSimpleExtentNpoints() != 1) return "";
   std::string value;
   a.read(a.getStrType(), value);
   return value;
@@ -154,10 +154,14 @@ LabelImage read_hdf5(const std::string& path, const std::string& dataset, const 
     // The dataset's own spacing, else the file's (images written by other tools often keep
     // it, and its unit, on the root group).
     const H5::Group root = file.openGroup("/");
-    if (ds.attrExists("spacing")) image.spacing = spacing_attribute(ds, where);
-    else if (root.attrExists("spacing")) image.spacing = spacing_attribute(root, "'" + path + "'");
-    image.spacing_unit = string_attribute(ds, "spacing_unit");
-    if (image.spacing_unit.empty()) image.spacing_unit = string_attribute(root, "spacing_unit");
+    // The unit is the spacing's: read with it, from the same place.
+    if (ds.attrExists("spacing")) {
+      image.spacing = spacing_attribute(ds, where);
+      image.spacing_unit = string_attribute(ds, "spacing_unit");
+    } else if (root.attrExists("spacing")) {
+      image.spacing = spacing_attribute(root, "'" + path + "'");
+      image.spacing_unit = string_attribute(root, "spacing_unit");
+    }
     // A contiguous dataset stores every byte of its shape: one that stores less (never
     // written, or cut off with the file) declares a size the file does not hold.
     const std::size_t stored_bytes = static_cast<std::size_t>(image.shape.voxels()) * ds.getDataType().getSize();

@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -23,13 +24,21 @@ std::string to_string(DType t) {
   return "?";
 }
 
-double unit_in_metres(const std::string& unit) {
+double unit_in_metres(const std::string& name) {
+  // Trimmed (HDF5 fixed-length strings are padded), lower case, a plural 's' dropped; the
+  // micro sign and the Greek mu both spell µ.
+  std::string unit;
+  for (char c : name)
+    if (!std::isspace(static_cast<unsigned char>(c))) unit += char(std::tolower(static_cast<unsigned char>(c)));
+  for (const char* mu : {"\u03bc", "\u00b5"})
+    if (unit.rfind(mu, 0) == 0) unit = "u" + unit.substr(std::string(mu).size());
+  if (unit.size() > 2 && unit.back() == 's') unit.pop_back();
   static const std::pair<const char*, double> units[] = {
       {"m", 1},       {"metre", 1},        {"meter", 1},        {"mm", 1e-3},       {"millimetre", 1e-3},
-      {"millimeter", 1e-3}, {"um", 1e-6},  {"µm", 1e-6},        {"micron", 1e-6},   {"micrometre", 1e-6},
+      {"millimeter", 1e-3}, {"um", 1e-6},  {"micron", 1e-6},    {"micrometre", 1e-6},
       {"micrometer", 1e-6}, {"nm", 1e-9},  {"nanometre", 1e-9}, {"nanometer", 1e-9}};
-  for (const auto& [name, metres] : units)
-    if (unit == name) return metres;
+  for (const auto& [known, metres] : units)
+    if (unit == known) return metres;
   return 0;
 }
 
