@@ -61,9 +61,7 @@ Runner add_morph_command(CLI::App& app, const std::string& command_line) {
     const Mask out = morphology(in, op, element, o->iterations, backend);
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (ext == ".raw") {
-      const std::string temp = o->output + ".tmp";
-      write_raw(temp, out);
-      std::filesystem::rename(temp, o->output);
+      write_raw(o->output, out);
     } else if (ext == ".tif" || ext == ".tiff") {
       write_tiff(o->output, out);
     } else {

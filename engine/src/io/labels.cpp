@@ -1,3 +1,5 @@
+#include <unistd.h>
+
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
@@ -8,6 +10,7 @@
 #include <sstream>
 #include <utility>
 
+#include "poreforge/durable_file.hpp"
 #include "poreforge/error.hpp"
 #include "poreforge/io.hpp"
 #include "poreforge/memory.hpp"
@@ -189,11 +192,23 @@ LabelImage read_raw(const std::string& path, Shape shape, DType dtype, const Dec
 }
 
 void write_raw(const std::string& path, const Mask& mask) {
-  std::ofstream out(path, std::ios::binary);
-  if (!out) throw RuntimeError("cannot create '" + path + "': " + std::strerror(errno));
-  out.write(reinterpret_cast<const char*>(mask.data()), static_cast<std::streamsize>(mask.voxels()));
-  out.flush();
-  if (!out) throw RuntimeError("cannot write '" + path + "': " + std::strerror(errno));
+  // A temporary of this process beside the file, moved into place once on disk: a failure or
+  // a kill leaves the old file, or none, never a torn one.
+  const std::string temp = path + ".tmp-" + std::to_string(::getpid());
+  try {
+    {
+      std::ofstream out(temp, std::ios::binary);
+      if (!out) throw RuntimeError("cannot create '" + temp + "': " + std::strerror(errno));
+      out.write(reinterpret_cast<const char*>(mask.data()), static_cast<std::streamsize>(mask.voxels()));
+      out.flush();
+      if (!out) throw RuntimeError("cannot write '" + temp + "': " + std::strerror(errno));
+    }
+    commit_file(temp, path);
+  } catch (...) {
+    std::error_code ec;
+    std::filesystem::remove(temp, ec);
+    throw;
+  }
 }
 
 }  // namespace poreforge

@@ -11,6 +11,7 @@
 #include <vector>
 #include <cstring>
 #include <filesystem>
+#include <unistd.h>
 #include <memory>
 #endif
 
@@ -178,7 +179,16 @@ LabelImage read_tiff(const std::string& path, const DeclaredImage& before_read) 
 void write_tiff(const std::string& path, const Mask& mask) {
   TIFFSetErrorHandler(on_tiff_error);
   TIFFSetWarningHandler(on_tiff_warning);
-  const std::string temp = path + ".tmp";
+  // This process's temporary, removed if the write fails part-way.
+  const std::string temp = path + ".tmp-" + std::to_string(::getpid());
+  struct RemoveUnlessCommitted {
+    const std::string& temp;
+    bool committed = false;
+    ~RemoveUnlessCommitted() {
+      std::error_code ec;
+      if (!committed) std::filesystem::remove(temp, ec);
+    }
+  } guard{temp};
   {
     std::unique_ptr<TIFF, TiffCloser> tif(TIFFOpen(temp.c_str(), "w"));
     if (!tif) throw RuntimeError("cannot create '" + temp + "': " + tiff_message);
@@ -204,6 +214,7 @@ void write_tiff(const std::string& path, const Mask& mask) {
     }
   }
   commit_file(temp, path);
+  guard.committed = true;
 }
 
 #endif
