@@ -37,6 +37,13 @@ LatticeSetup lattice_setup(const Mask& pore, int axis, const PermeabilityOptions
 
 // Darcy's law and the unit conversions of a finished run.
 void finish_permeability(PermeabilityResult& r, const PermeabilityOptions& options);
+/// The start of either backend's permeability: options checked, porosity, whether a pore
+/// cluster spans; when none does, `r` is the final (zero) result and false is returned.
+bool start_permeability(PermeabilityResult& r, const Mask& pore, int axis, const PermeabilityOptions& options,
+                        Backend backend);
+/// A formation factor from the solve's end: the inlet current, the iterations and residuals.
+void finish_formation_factor(FormationFactorResult& r, double current, int64_t iterations, double residual_norm,
+                             double b_norm, const FormationFactorOptions& options);
 // ν = (τ+ − ½)/3, lattice units.
 double lattice_viscosity(const PermeabilityOptions& options);
 

@@ -169,6 +169,28 @@ void finish_permeability(PermeabilityResult& r, const PermeabilityOptions& o) {
   }
 }
 
+bool start_permeability(PermeabilityResult& r, const Mask& pore, int axis, const PermeabilityOptions& options,
+                        Backend backend) {
+  validate_permeability(pore, axis, options);
+  r.backend = backend;
+  r.porosity = double(count_phase(pore)) / double(pore.voxels());
+  r.spans = spanning_cluster(pore, axis).voxels > 0;
+  if (!r.spans) {
+    r.converged = true;
+    finish_permeability(r, options);
+  }
+  return r.spans;
+}
+
+void finish_formation_factor(FormationFactorResult& r, double current, int64_t iterations, double residual_norm,
+                             double b_norm, const FormationFactorOptions& options) {
+  r.iterations = iterations;
+  r.relative_residual = residual_norm / b_norm;
+  r.converged = residual_norm <= options.tolerance * b_norm;
+  r.pore_conductance = current;
+  r.formation_factor = r.open_conductance / current;
+}
+
 }  // namespace detail
 
 namespace cpu {
@@ -270,25 +292,13 @@ FormationFactorResult formation_factor(const Mask& pore, int axis, const Formati
 #pragma omp parallel for reduction(+ : current) schedule(static) if (n >= kParallelVoxels)
   for (int64_t k = 0; k < n; ++k)
     if (b[std::size_t(k)] != 0) current += g_res * (1 - x[std::size_t(k)]);
-  r.iterations = it;
-  r.relative_residual = std::sqrt(rr) / b_norm;
-  r.converged = std::sqrt(rr) <= options.tolerance * b_norm;
-  r.pore_conductance = current;
-  r.formation_factor = r.open_conductance / current;
+  detail::finish_formation_factor(r, current, it, std::sqrt(rr), b_norm, options);
   return r;
 }
 
 PermeabilityResult permeability(const Mask& pore, int axis, const PermeabilityOptions& options) {
-  detail::validate_permeability(pore, axis, options);
   PermeabilityResult r;
-  r.backend = Backend::cpu;
-  r.porosity = double(count_phase(pore)) / double(pore.voxels());
-  r.spans = detail::spanning_cluster(pore, axis).voxels > 0;
-  if (!r.spans) {
-    r.converged = true;
-    detail::finish_permeability(r, options);
-    return r;
-  }
+  if (!detail::start_permeability(r, pore, axis, options, Backend::cpu)) return r;
   const detail::LatticeSetup setup = detail::lattice_setup(pore, axis, options);
   const detail::lbm::Params& P = setup.params;
   const int64_t N = P.voxels();

@@ -228,25 +228,13 @@ FormationFactorResult formation_factor(const Mask& pore, int axis, const Formati
       grid, cluster.data(), x.data(), d_current);
   PF_CUDA_CHECK_LAUNCH(s);
   const double current = read_scalar(d_current, s);
-  r.iterations = it;
-  r.relative_residual = std::sqrt(rr) / b_norm;
-  r.converged = std::sqrt(rr) <= options.tolerance * b_norm;
-  r.pore_conductance = current;
-  r.formation_factor = r.open_conductance / current;
+  detail::finish_formation_factor(r, current, it, std::sqrt(rr), b_norm, options);
   return r;
 }
 
 PermeabilityResult permeability(const Mask& pore, int axis, const PermeabilityOptions& options) {
-  detail::validate_permeability(pore, axis, options);
   PermeabilityResult r;
-  r.backend = Backend::cuda;
-  r.porosity = double(count_phase(pore)) / double(pore.voxels());
-  r.spans = detail::spanning_cluster(pore, axis).voxels > 0;
-  if (!r.spans) {
-    r.converged = true;
-    detail::finish_permeability(r, options);
-    return r;
-  }
+  if (!detail::start_permeability(r, pore, axis, options, Backend::cuda)) return r;
   const detail::LatticeSetup setup = detail::lattice_setup(pore, axis, options);
   const lbm::Params& P = setup.params;
   const int64_t n = P.voxels();
