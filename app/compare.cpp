@@ -72,14 +72,14 @@ Mask binary_phase(const LabelImage& image, double label, const std::string& what
   const LabelCounts labels = count_labels(image, 3);
   if (labels.truncated || labels.counts.size() > 2) {
     std::string list;
-    for (auto& [value, count] : labels.counts) list += (list.empty() ? "" : ", ") + cell(value);
+    for (const auto& entry : labels.counts) list += (list.empty() ? "" : ", ") + format_number(entry.first);
     throw InputError(what + " is not a binary image (labels " + list + (labels.truncated ? ", …" : "") +
                      "): compare takes pore/solid images");
   }
   Mask phase = phase_mask(image, label);
   const int64_t n = count_phase(phase);
   if (n == phase.voxels())
-    throw InputError(what + " is all phase (label " + cell(label) + "): nothing to compare");
+    throw InputError(what + " is all phase (label " + format_number(label) + "): nothing to compare");
   return phase;
 }
 
@@ -88,7 +88,8 @@ Mask binary_phase(const LabelImage& image, double label, const std::string& what
 Runner add_compare_command(CLI::App& app, const std::string& command_line) {
   struct Options {
     InputOptions recon, reference;
-    std::string output, length_unit, permeability = "off", backend = "auto";
+    RealismCliOptions realism;
+    std::string output, backend = "auto";
     double phase = 1;
     std::optional<double> reference_phase;
     int subvolumes = 12, bins = 20;
@@ -107,14 +108,8 @@ Runner add_compare_command(CLI::App& app, const std::string& command_line) {
   cmd->add_option("-o,--output", o->output, "JSON report (scripts/plot_compare.py draws it)");
   cmd->add_option("--phase", o->phase, "Pore label of the reconstruction (default 1)");
   cmd->add_option("--reference-phase", o->reference_phase, "Pore label of the reference (default: --phase)");
-  cmd->add_option("--length-unit", o->length_unit,
-                  "Unit of the spacing (m, mm, um, nm), for the permeability in mD (default: the reference "
-                  "file's spacing_unit; without one the permeability is in squared spacing units)");
   cmd->add_option("--bins", o->bins, "Pore-PSD bins shared by every volume (default 20)")->check(CLI::Range(1, 10000));
-  cmd->add_option("--permeability", o->permeability,
-                  "Lattice-Boltzmann permeability along x, y, z of every volume: off (default; minutes on a GPU "
-                  "at 128^3 with 12 sub-volumes), on, or auto (on with the CUDA backend)")
-      ->check(CLI::IsMember({"auto", "on", "off"}));
+  o->realism.add_to(cmd);
   cmd->add_option("--backend", o->backend, "Engine backend: auto, cpu, cuda")->check(CLI::IsMember({"auto", "cpu", "cuda"}));
   cmd->add_flag("--force", o->force, "Replace an existing report");
 
@@ -129,8 +124,7 @@ Runner add_compare_command(CLI::App& app, const std::string& command_line) {
         throw InputError("report '" + o->output + "' already exists (use --force to replace it)");
       require_writable_folder(o->output);
     }
-    if (!o->length_unit.empty() && unit_in_metres(o->length_unit) == 0)
-      throw InputError("--length-unit: '" + o->length_unit + "' is not a length unit (m, mm, um, nm)");
+    o->realism.check();
     const LabelImage recon_image = o->recon.read();
     const LabelImage ref_image = o->reference.read();
     Mask recon = binary_phase(recon_image, o->phase, "the reconstruction '" + o->recon.path + "'");
@@ -151,7 +145,7 @@ Runner add_compare_command(CLI::App& app, const std::string& command_line) {
                        "give --spacing / --reference-spacing if a file's is wrong");
     const Spacing spacing = reference.spacing();
     recon.set_spacing(spacing);
-    const std::string unit = o->length_unit.empty() ? ref_image.spacing_unit : o->length_unit;
+    const std::string unit = o->realism.unit(ref_image);
     const double unit_metres = unit_in_metres(unit);
 
     // The natural envelope: sub-volumes of the reconstruction's shape, or the reference alone
@@ -181,7 +175,7 @@ Runner add_compare_command(CLI::App& app, const std::string& command_line) {
     RealismOptions options;
     options.backend = backend;
     options.psd_bins = Bins::linear(smallest, std::max(largest, 2 * smallest), o->bins);
-    options.permeability = o->permeability == "on" || (o->permeability == "auto" && backend == Backend::cuda);
+    options.permeability = o->realism.permeability_on(backend);
     options.unit_metres = unit_metres;
 
     std::fprintf(stderr, "compare   %s (%s, spacing %s%s) against %s of %s (%s), backend %s%s\n",
@@ -210,8 +204,7 @@ Runner add_compare_command(CLI::App& app, const std::string& command_line) {
            return "[" + std::to_string(c.nx) + ", " + std::to_string(c.ny) + ", " + std::to_string(c.nz) + "]";
          })
       << ",\n  \"backend\": " << json_string(to_string(backend)) << ",\n  \"device\": "
-      << json_string(backend == Backend::cuda ? cuda_device_description()
-                                              : "cpu, " + std::to_string(cpu_threads()) + " threads")
+      << json_string(backend_description(backend))
       << ",\n  \"permeability\": " << (options.permeability ? "true" : "false")
       << ",\n  \"seconds\": " << json_number(seconds) << ",\n  \"judged\": " << (same_size ? "false" : "true");
 

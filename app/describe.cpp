@@ -23,7 +23,8 @@ namespace poreforge::app {
 Runner add_describe_command(CLI::App& app, const std::string& command_line) {
   struct Options : EngineOptions {
     InputOptions input;
-    std::string output, permeability = "off", length_unit;
+    RealismCliOptions realism;
+    std::string output;
     bool measures = false;
   };
   auto o = std::make_shared<Options>();
@@ -36,22 +37,13 @@ Runner add_describe_command(CLI::App& app, const std::string& command_line) {
   CLI::Option* measures = cmd->add_flag("--measures", o->measures,
                 "Also the realism measures of `compare` (Euler density, clusters, spanning, formation factors, "
                 "chords, lineal paths, …) under /measures, the targets a realism term of the annealer would use");
-  cmd->add_option("--permeability", o->permeability,
-                  "With --measures: the lattice-Boltzmann permeability: off (default), on, or auto (on with the "
-                  "CUDA backend)")
-      ->check(CLI::IsMember({"auto", "on", "off"}))
-      ->needs(measures);
-  cmd->add_option("--length-unit", o->length_unit,
-                  "With --measures: the spacing's unit (m, mm, um, nm) for the permeability in mD (default: the "
-                  "file's spacing_unit)")
-      ->needs(measures);
+  o->realism.add_to(cmd, measures);
 
   return [o, command_line] {
     const Boundary boundary = parse_boundary(o->boundary);
     const Backend backend = resolve_backend(parse_backend(o->backend), Operation::local_thickness);
     const std::vector<double> edges = checked_edges(*o);
-    if (!o->length_unit.empty() && unit_in_metres(o->length_unit) == 0)
-      throw InputError("--length-unit: '" + o->length_unit + "' is not a length unit (m, mm, um, nm)");
+    o->realism.check();
     OutputFile out(o->output, o->force);
     const LabelImage image = o->input.read([&](const Shape& s, std::size_t bytes, const Spacing& spacing) {
       return thickness_memory(s, bytes, spacing, boundary, backend, true);
@@ -62,9 +54,11 @@ Runner add_describe_command(CLI::App& app, const std::string& command_line) {
     std::printf("input     %s: %s %s, porosity %.4f (label %s)\n", o->input.path.c_str(), to_string(image.shape).c_str(),
                 to_string(image.dtype).c_str(), porosity, format_number(o->phase).c_str());
     const auto start = std::chrono::steady_clock::now();
+    Bins pore_bins = Bins::linear(0, 1, 1);
     for (const auto& [name, phase] : {std::pair<const char*, const Mask*>{"pore", &pore}, {"solid", &solid}}) {
       const Volume<float> map = local_thickness(*phase, boundary, backend);
       const Bins bins = edges.empty() ? default_bins(map, *phase, o->bins, o->log_bins) : Bins::from_edges(edges);
+      if (phase == &pore) pore_bins = bins;  // the realism measures' PSD shares them
       const PoreSizeDistribution psd = psd_from_thickness(map, *phase, bins);
       const std::string group = std::string("/psd/") + name;
       out.write_vector(group + "/edges", psd.edges);
@@ -85,12 +79,11 @@ Runner add_describe_command(CLI::App& app, const std::string& command_line) {
     if (o->measures) {
       // The realism profile, each scalar an attribute-bearing dataset of one value and each
       // curve its x and y, under the names `compare` reports.
-      const std::string unit = o->length_unit.empty() ? image.spacing_unit : o->length_unit;
+      const std::string unit = o->realism.unit(image);
       RealismOptions ro;
       ro.backend = backend;
-      ro.psd_bins = edges.empty() ? default_bins(local_thickness(pore, Boundary::open, backend), pore, o->bins, o->log_bins)
-                                  : Bins::from_edges(edges);
-      ro.permeability = o->permeability == "on" || (o->permeability == "auto" && backend == Backend::cuda);
+      ro.psd_bins = pore_bins;
+      ro.permeability = o->realism.permeability_on(backend);
       ro.unit_metres = unit_in_metres(unit);
       const RealismProfile profile = realism_profile(pore, ro);
       for (const ScalarMeasure& m : profile.scalars) {

@@ -99,6 +99,33 @@ void EngineOptions::add_to(CLI::App* cmd, const std::string& phase_help, const s
   cmd->add_flag("--force", force, "Overwrite an existing output file");
 }
 
+void RealismCliOptions::add_to(CLI::App* cmd, CLI::Option* needs) {
+  CLI::Option* k = cmd->add_option("--permeability", permeability,
+                                   "Lattice-Boltzmann permeability along x, y, z: off (default; minutes on a GPU "
+                                   "for 128^3 against 12 sub-volumes), on, or auto (on with the CUDA backend)")
+                       ->check(CLI::IsMember({"auto", "on", "off"}));
+  CLI::Option* unit = cmd->add_option("--length-unit", length_unit,
+                                      "Unit of the spacing (m, mm, um, nm), for the permeability in mD (default: the "
+                                      "file's spacing_unit; without one, in squared spacing units)");
+  if (needs) {
+    k->needs(needs);
+    unit->needs(needs);
+  }
+}
+
+void RealismCliOptions::check() const {
+  if (!length_unit.empty() && unit_in_metres(length_unit) == 0)
+    throw InputError("--length-unit: '" + length_unit + "' is not a length unit (m, mm, um, nm)");
+}
+
+bool RealismCliOptions::permeability_on(Backend backend) const {
+  return permeability == "on" || (permeability == "auto" && backend == Backend::cuda);
+}
+
+std::string RealismCliOptions::unit(const LabelImage& image) const {
+  return length_unit.empty() ? image.spacing_unit : length_unit;
+}
+
 void require_writable_folder(const std::string& output) {
   const std::filesystem::path parent = std::filesystem::path(output).parent_path();
   const std::string folder = parent.empty() ? "." : parent.string();

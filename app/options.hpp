@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "poreforge/backend.hpp"
 #include "poreforge/io.hpp"
 #include "poreforge/memory.hpp"
 #include "poreforge/psd.hpp"
@@ -13,6 +14,7 @@
 
 namespace CLI {
 class App;
+class Option;
 }
 
 namespace poreforge::app {
@@ -49,6 +51,21 @@ struct EngineOptions {
   bool log_bins = false, force = false;
 
   void add_to(CLI::App* cmd, const std::string& phase_help, const std::string& bins_help);
+};
+
+/// The options of the commands that take the realism measures (compare, describe --measures):
+/// whether to run the costly permeability, and the spacing's unit for it.
+struct RealismCliOptions {
+  std::string permeability = "off", length_unit;
+
+  /// Registers --permeability and --length-unit; with `needs`, only beside that option.
+  void add_to(CLI::App* cmd, CLI::Option* needs = nullptr);
+  /// Refuses an unknown --length-unit; call before any work.
+  void check() const;
+  /// Whether the permeability runs on `backend` ("auto": on the CUDA backend).
+  bool permeability_on(Backend backend) const;
+  /// The spacing's unit: --length-unit, else the one `image`'s file gives.
+  std::string unit(const LabelImage& image) const;
 };
 
 /// The folder an output goes into must exist and take a new file, checked before any work

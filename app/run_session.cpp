@@ -273,7 +273,7 @@ struct Session {
     std::ostringstream j;
     j << "{\n  \"name\": \"" << rc.name << "\",\n  \"version\": \"" << version_string() << "\",\n  \"backend\": \""
       << to_string(backend) << "\",\n  \"device\": \""
-      << (backend == Backend::cuda ? cuda_device_description() : "cpu, " + std::to_string(cpu_threads()) + " threads")
+      << backend_description(backend)
       << "\",\n  \"seed\": " << rc.seed << ",\n  \"evaluations\": " << p.evaluations << ",\n  \"accepted\": "
       << p.accepted << ",\n  \"stop_reason\": \"" << to_string(p.stopped) << "\",\n  \"energy\": " << p.energy.total
       << ",\n  \"best_energy\": " << p.best.total << ",\n  \"energy_against_random_start\": "
@@ -442,8 +442,7 @@ int start_run(const RunOptions& o, const std::string& command_line) {
   write_text(run.dir / "config.yaml", run.rc.to_yaml());  // with a chosen blob size, if any
   run.log.open(run.dir / "run.log");
   run.say("target    " + (run.rc.target_image.empty() ? run.rc.target_descriptors : run.rc.target_image));
-  run.say("backend   " + (run.backend == Backend::cuda ? "cuda: " + cuda_device_description()
-                                                       : "cpu: " + std::to_string(cpu_threads()) + " threads") +
+  run.say("backend   " + backend_description(run.backend) +
           (annealer.device_loop() ? ", the loop on the device" : ", the loop on the host"));
   if (!file_start.empty()) run.say(file_start);
   if (run.blob_start) {

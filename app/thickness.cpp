@@ -46,8 +46,7 @@ Runner add_thickness_command(CLI::App& app, const std::string& command_line) {
     std::printf("phase     label %s: %lld voxels (%.4f of the volume), boundary %s\n",
                 format_number(o->phase).c_str(), static_cast<long long>(phase_voxels),
                 double(phase_voxels) / double(image.shape.voxels()), to_string(boundary).c_str());
-    std::printf("backend   %s\n", backend == Backend::cuda ? ("cuda: " + cuda_device_description()).c_str()
-                                                          : ("cpu: " + std::to_string(cpu_threads()) + " threads").c_str());
+    std::printf("backend   %s\n", backend_description(backend).c_str());
     std::fflush(stdout);
 
     const auto start = std::chrono::steady_clock::now();

@@ -99,4 +99,9 @@ Backend resolve_backend(Backend requested, Operation op) {
 
 int cpu_threads() { return omp_get_max_threads(); }
 
+std::string backend_description(Backend backend) {
+  return backend == Backend::cuda ? "cuda: " + cuda_device_description()
+                                  : "cpu: " + std::to_string(cpu_threads()) + " threads";
+}
+
 }  // namespace poreforge

@@ -53,12 +53,13 @@ RealismProfile realism_profile(const Mask& pore, const RealismOptions& options) 
     p.scalars.push_back({name, unit, value});
   };
 
+  // One local-thickness map gives both the pore PSD and the openings' χ (measure_structure
+  // would make its own for the openings, so it is asked for none).
   MeasureOptions mo;
-  mo.opening_radii = options.psd_bins.edges();
-  mo.boundary = Boundary::open;
   mo.speck_voxels = options.speck_voxels;
   const StructureMeasures m = measure_structure(pore, mo, options.backend);
   if (m.phase_voxels == 0) throw InputError("the structure has no pore voxel: nothing to profile");
+  const Volume<float> thickness = local_thickness(pore, Boundary::open, options.backend);
 
   scalar("porosity", "1", m.porosity);
   scalar("specific_surface", "1/" + u, m.surface.area_per_volume);
@@ -91,7 +92,7 @@ RealismProfile realism_profile(const Mask& pore, const RealismOptions& options) 
 
   // Curves.
   {
-    const PoreSizeDistribution psd = pore_size_distribution(pore, Boundary::open, options.psd_bins, options.backend);
+    const PoreSizeDistribution psd = psd_from_thickness(thickness, pore, options.psd_bins);
     CurveMeasure c;
     c.name = "pore_psd";
     c.x_unit = u + " (radius)";
@@ -120,9 +121,11 @@ RealismProfile realism_profile(const Mask& pore, const RealismOptions& options) 
     c.name = "euler_of_openings";
     c.x_unit = u + " (radius r of {LT >= r})";
     const double volume = double(m.voxels) * sp.x * sp.y * sp.z;
-    for (std::size_t i = 0; i < m.opening_radii.size(); ++i) {
-      c.x.push_back(m.opening_radii[i]);
-      c.y.push_back(double(m.opening_euler[i]) / volume);
+    const std::vector<double>& radii = options.psd_bins.edges();
+    const std::vector<int64_t> euler = euler_of_openings(thickness, radii);
+    for (std::size_t i = 0; i < radii.size(); ++i) {
+      c.x.push_back(radii[i]);
+      c.y.push_back(double(euler[i]) / volume);
     }
     p.curves.push_back(std::move(c));
   }

@@ -225,3 +225,19 @@ TEST_CASE("cli.compare") {
   CHECK(alone.output.find("compared with it alone") != std::string::npos);
   CHECK(ws.holds_only({"ref.h5", "noise.h5", "report.json"}));
 }
+
+TEST_CASE("cli.describe.measures") {
+  Workspace ws;
+  REQUIRE(run("generate blobs --shape 24,20,16 --porosity 0.4 --seed 3 -o " + ws / "in.h5").status == 0);
+  const testing::CliResult r = run("describe " + ws / "in.h5 -o " + ws / "d.h5 --bins 5 --backend cpu --measures");
+  CAPTURE(r.output);
+  REQUIRE(r.status == 0);
+  CHECK(r.output.find("formation_factor_x") != std::string::npos);
+  const double porosity = double(count_phase(phase_mask(read_hdf5(ws / "in.h5", ""), 1))) / (24.0 * 20 * 16);
+  CHECK(read_hdf5_vector(ws / "d.h5", "/measures/porosity").front() == doctest::Approx(porosity));
+  // The measures' PSD shares the pore PSD's bins: its curve has as many points as bins.
+  CHECK(read_hdf5_vector(ws / "d.h5", "/measures/curves/pore_psd/y").size() == 5);
+  // --permeability belongs to --measures.
+  CHECK(run("describe " + ws / "in.h5 -o " + ws / "e.h5 --permeability on", "2>&1 >/dev/null").status == 2);
+  CHECK(ws.holds_only({"in.h5", "d.h5"}));
+}

@@ -44,4 +44,8 @@ Backend resolve_backend(Backend requested, Operation op);
 /// Threads the CPU backend uses (OpenMP's maximum).
 int cpu_threads();
 
+/// What a resolved backend runs on, for logs and reports: "cuda: NVIDIA H200 (sm_90, 140 GiB)"
+/// or "cpu: 2 threads".
+std::string backend_description(Backend backend);
+
 }  // namespace poreforge
