@@ -1,5 +1,6 @@
 #include "checkpoint.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -13,8 +14,18 @@ namespace poreforge::app {
 namespace {
 
 const char* kKind = "poreforge checkpoint";
-const char* kHistoryColumns[9] = {"evaluations", "stage", "temperature", "energy", "pore_psd",
-                                  "solid_psd",   "s2",    "accepted",    "rejected"};
+constexpr int kHistoryColumnCount = 12;
+// Checkpoints written before the Euler, surface and chords terms hold the first 9; the rest
+// read as 0.
+constexpr int kEarlierHistoryColumns = 9;
+const char* kHistoryColumns[kHistoryColumnCount] = {"evaluations", "stage",    "temperature", "energy",
+                                                    "pore_psd",    "solid_psd", "s2",         "accepted",
+                                                    "rejected",    "euler",     "surface",    "chords"};
+
+// The chords term's target under /targets/chords/<axis>/<phase>.
+std::string chord_target_name(int axis, int phase) {
+  return std::string("/targets/chords/") + "xyz"[axis] + (phase ? "/pore" : "/solid");
+}
 
 // FNV-1a, 64 bits: a checksum of the bytes that define a part of the state, so that an edit or
 // a flipped bit is found before a resume trusts it. Not cryptographic (whoever edits the file
@@ -70,7 +81,8 @@ std::string volume_sum(const Mask& m) {
 
 void write_energy(OutputFile& f, Sums& sums, const std::string& prefix, const anneal::Energy& e) {
   for (const auto& [name, value] : {std::pair<std::string, double>{"total", e.total}, {"pore_psd", e.pore_psd},
-                                    {"solid_psd", e.solid_psd}, {"s2", e.s2}}) {
+                                    {"solid_psd", e.solid_psd}, {"s2", e.s2}, {"euler", e.euler},
+                                    {"surface", e.surface}, {"chords", e.chords}}) {
     f.set_attribute(prefix + name, value);
     sums["@" + prefix + name] = Fnv1a().add(value).hex();
   }
@@ -119,8 +131,13 @@ class Reader {
       throw InputError("checkpoint '" + m_path + "': the stored checksum of " + part +
                        " does not match (changed or corrupt)");
   }
+  // A checkpoint written before the Euler, surface and chords terms has none of them (their
+  // weights were 0).
+  double number_or_zero(const std::string& name) { return hdf5_has_attribute(m_path, name) ? number(name) : 0.0; }
   anneal::Energy energy(const std::string& prefix) {
-    return {number(prefix + "total"), number(prefix + "pore_psd"), number(prefix + "solid_psd"), number(prefix + "s2")};
+    return {number(prefix + "total"),         number(prefix + "pore_psd"),        number(prefix + "solid_psd"),
+            number(prefix + "s2"),            number_or_zero(prefix + "euler"), number_or_zero(prefix + "surface"),
+            number_or_zero(prefix + "chords")};
   }
 
  private:
@@ -180,11 +197,15 @@ void write_checkpoint(const std::string& path, const Checkpoint& c, const std::s
   }
   number("target_porosity", t.porosity);
   text("target_spacing", to_string(t.spacing));
+  number("target_euler_density", t.euler_density);
+  vector("/targets/face_area_density", std::vector<double>(t.face_area_density.begin(), t.face_area_density.end()));
+  for (int a = 0; a < 3; ++a)
+    for (int p = 0; p < 2; ++p) vector(chord_target_name(a, p), t.chords[a][p]);
   // The describe-file layout under /targets, read back by Targets::from_descriptor_file.
   const std::vector<double>* target_vectors[7] = {&t.pore_edges, &t.pore_psd, &t.solid_edges, &t.solid_psd,
                                                   &t.s2[0],       &t.s2[1],    &t.s2[2]};
   for (int k = 0; k < 7; ++k) vector(kTargetVectors[k], *target_vectors[k]);
-  for (int k = 0; k < 9; ++k) {
+  for (int k = 0; k < kHistoryColumnCount; ++k) {
     std::vector<double> column;
     for (const auto& row : c.history) column.push_back(row[k]);
     vector(std::string("/history/") + kHistoryColumns[k], column);
@@ -223,8 +244,10 @@ Checkpoint read_checkpoint(const std::string& path) {
   s.pore_voxels = in.vector_int64("/state/pore_voxels");
   s.stage_energies = in.vector("/state/stage_energies");
   const auto norm = in.vector("/state/norm");
-  if (norm.size() != 3) throw InputError("'" + path + "': /state/norm must hold 3 values");
-  s.norm = {norm[0], norm[1], norm[2]};
+  if (norm.size() != 3 && norm.size() != s.norm.size())  // 3: written before the Euler and surface terms
+    throw InputError("'" + path + "': /state/norm must hold " + std::to_string(s.norm.size()) + " values");
+  s.norm.fill(1.0);
+  std::copy(norm.begin(), norm.end(), s.norm.begin());
   auto& p = s.progress;
   p.evaluations = in.count("evaluations");
   p.accepted = in.count("accepted");
@@ -245,13 +268,26 @@ Checkpoint read_checkpoint(const std::string& path) {
   in.number("target_porosity");
   in.text("target_spacing");
   c.targets = anneal::Targets::from_descriptor_file(path, "/targets", "target_porosity", "target_spacing");
+  if (hdf5_has_attribute(path, "target_euler_density")) {  // not in checkpoints from before the terms
+    c.targets.euler_density = in.number("target_euler_density");
+    const auto faces = in.vector("/targets/face_area_density");
+    if (faces.size() != 3) throw InputError("'" + path + "': /targets/face_area_density must hold 3 values");
+    std::copy(faces.begin(), faces.end(), c.targets.face_area_density.begin());
+  }
+  if (hdf5_has_object(path, chord_target_name(0, 0)))
+    for (int a = 0; a < 3; ++a)
+      for (int p = 0; p < 2; ++p) c.targets.chords[a][p] = in.vector(chord_target_name(a, p));
   if (hdf5_has_attribute(path, "start_pore_psd_l1"))
     c.run_start = anneal::Quality{in.number("start_pore_psd_l1"), in.number("start_s2_rms")};
-  std::array<std::vector<double>, 9> columns;
-  for (int k = 0; k < 9; ++k) columns[k] = in.vector(std::string("/history/") + kHistoryColumns[k]);
+  std::array<std::vector<double>, kHistoryColumnCount> columns;
+  for (int k = 0; k < kHistoryColumnCount; ++k) {
+    const std::string name = std::string("/history/") + kHistoryColumns[k];
+    if (k < kEarlierHistoryColumns || hdf5_has_object(path, name)) columns[k] = in.vector(name);
+    else columns[k].assign(columns[0].size(), 0.0);
+  }
   for (std::size_t r = 0; r < columns[0].size(); ++r) {
     HistoryRow row;
-    for (int k = 0; k < 9; ++k) {
+    for (int k = 0; k < kHistoryColumnCount; ++k) {
       if (columns[k].size() != columns[0].size()) throw InputError("'" + path + "': history columns differ in length");
       row[k] = columns[k][r];
     }

@@ -15,7 +15,7 @@ constexpr int kCheckpointSchema = 2;
 
 /// One row of energy.csv: evaluations, stage, temperature, energy, pore_psd, solid_psd, s2,
 /// accepted, rejected.
-using HistoryRow = std::array<double, 9>;
+using HistoryRow = std::array<double, 12>;
 
 struct Checkpoint {
   std::string config_yaml;  ///< the resolved run configuration

@@ -221,6 +221,9 @@ RunConfig parse_run_config(const std::string& text, const std::string& source, c
   ranged(weights, "pore_psd", c.weights.pore_psd, 0.0, 1e9);
   ranged(weights, "solid_psd", c.weights.solid_psd, 0.0, 1e9);
   ranged(weights, "s2", c.weights.s2, 0.0, 1e9);
+  ranged(weights, "euler", c.weights.euler, 0.0, 1e9);
+  ranged(weights, "surface", c.weights.surface, 0.0, 1e9);
+  ranged(weights, "chords", c.weights.chords, 0.0, 1e9);
   weights.finish();
   desc.finish();
 
@@ -231,6 +234,7 @@ RunConfig parse_run_config(const std::string& text, const std::string& source, c
     c.spacing = {domain.scalar<double>(v[0], k, "a number"), domain.scalar<double>(v[1], k, "a number"),
                  domain.scalar<double>(v[2], k, "a number")};
     for (double s : {c.spacing.x, c.spacing.y, c.spacing.z}) in_range(domain, v, k, s, min_spacing, max_spacing);
+    c.spacing_given = true;
   });
   domain.optional("boundary", [&](auto& v, auto& k) { c.boundary = one_of(domain, v, k, {"open", "wall", "periodic"}); });
   domain.finish();
@@ -257,6 +261,8 @@ RunConfig parse_run_config(const std::string& text, const std::string& source, c
 
   Section moves = doc.child("moves");
   ranged(moves, "interface_bias", c.moves.interface_bias, 0.0, 1e6);
+  moves.optional("keep_pore_connected",
+                 [&](auto& v, auto& k) { c.moves.keep_pore_connected = moves.scalar<bool>(v, k, "true or false"); });
   moves.finish();
 
   Section init = doc.child("initial");
@@ -274,6 +280,11 @@ RunConfig parse_run_config(const std::string& text, const std::string& source, c
     }
     c.initial_blobiness = init.scalar<double>(v, k, "a number or auto");
     in_range(init, v, k, c.initial_blobiness, 0.0, 1e6, true);
+  });
+  init.optional("connect", [&](const YAML::Node& v, const std::string& k) {
+    c.initial_connect = init.scalar<bool>(v, k, "true or false");
+    if (c.initial_connect && c.initial != "blobs")
+      init.fail(k, v, "connects a blobs start (initial.structure: blobs)");
   });
   init.optional("plant_large_pores", [&](const YAML::Node& v, const std::string& k) {
     c.initial_plant_large_pores = init.scalar<bool>(v, k, "true or false");
@@ -338,7 +349,9 @@ std::string RunConfig::to_yaml() const {
   y << YAML::Key << "descriptors" << YAML::Value << YAML::BeginMap << YAML::Key << "bins" << YAML::Value << bins
     << YAML::Key << "log_bins" << YAML::Value << log_bins << YAML::Key << "weights" << YAML::Value << YAML::BeginMap
     << YAML::Key << "pore_psd" << YAML::Value << weights.pore_psd << YAML::Key << "solid_psd" << YAML::Value
-    << weights.solid_psd << YAML::Key << "s2" << YAML::Value << weights.s2 << YAML::EndMap << YAML::EndMap;
+    << weights.solid_psd << YAML::Key << "s2" << YAML::Value << weights.s2 << YAML::Key << "euler" << YAML::Value
+    << weights.euler << YAML::Key << "surface" << YAML::Value << weights.surface << YAML::Key << "chords"
+    << YAML::Value << weights.chords << YAML::EndMap << YAML::EndMap;
   y << YAML::Key << "domain" << YAML::Value << YAML::BeginMap << YAML::Key << "shape" << YAML::Value << YAML::Flow
     << std::vector<int64_t>{shape.nx, shape.ny, shape.nz} << YAML::Key << "spacing" << YAML::Value << YAML::Flow
     << std::vector<double>{spacing.x, spacing.y, spacing.z} << YAML::Key << "boundary" << YAML::Value << boundary
@@ -353,11 +366,13 @@ std::string RunConfig::to_yaml() const {
     << YAML::Value << stopping.stall_stages << YAML::Key << "max_seconds" << YAML::Value << max_seconds
     << YAML::Key << "host_loop" << YAML::Value << host_loop << YAML::EndMap;
   y << YAML::Key << "moves" << YAML::Value << YAML::BeginMap << YAML::Key << "interface_bias" << YAML::Value
-    << moves.interface_bias << YAML::EndMap;
+    << moves.interface_bias << YAML::Key << "keep_pore_connected" << YAML::Value << moves.keep_pore_connected
+    << YAML::EndMap;
   y << YAML::Key << "initial" << YAML::Value << YAML::BeginMap << YAML::Key << "structure" << YAML::Value << initial
     << YAML::Key << "blobiness" << YAML::Value;
   if (initial_blobiness_auto) y << "auto";
   else y << initial_blobiness;
+  if (initial == "blobs") y << YAML::Key << "connect" << YAML::Value << initial_connect;
   y << YAML::Key << "plant_large_pores" << YAML::Value << initial_plant_large_pores;
   if (initial == "file") {
     y << YAML::Key << "file" << YAML::Value << initial_file << YAML::Key << "phase" << YAML::Value << initial_phase;

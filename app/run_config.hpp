@@ -25,6 +25,7 @@ struct RunConfig {
   // domain
   Shape shape{64, 64, 64};
   Spacing spacing;
+  bool spacing_given = false;  ///< false: the reference's spacing, set once the target is read
   std::string boundary = "periodic";
   // annealing, moves, seed, backend
   anneal::Schedule schedule;
@@ -37,6 +38,8 @@ struct RunConfig {
   std::string initial = "noise";  ///< noise | blobs | file: the starting structure, porosity-matched
   double initial_blobiness = 1.0; ///< blobs: PoreSpy's blobiness (larger, smaller features)
   bool initial_blobiness_auto = false;  ///< blobs, `blobiness: auto`: the size nearest the target PSD
+  /// blobs: the start's clusters made the reference's (connect_largest_cluster; read for blobs only)
+  bool initial_connect = true;
   bool initial_plant_large_pores = false;  ///< blobs or file: balls for the target's PSD bins the start misses
   /// file: a structure to start from (HDF5 or TIFF; a coarser run's final.h5), resampled to
   /// the domain and cut at the target's pore count; its dataset and the label of its pores.

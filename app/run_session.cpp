@@ -158,7 +158,8 @@ struct Session {
     // History (energy.csv) and run.log take a row every report_every evaluations.
     auto record = [&](const anneal::Progress& p) {
       history.push_back({double(p.evaluations), double(p.stage), p.temperature, p.energy.total, p.energy.pore_psd,
-                         p.energy.solid_psd, p.energy.s2, double(p.accepted), double(p.rejected)});
+                         p.energy.solid_psd, p.energy.s2, double(p.accepted), double(p.rejected), p.energy.euler,
+                         p.energy.surface, p.energy.chords});
       log << line_of(p, false) << "\n";
       log.flush();
     };
@@ -215,10 +216,10 @@ struct Session {
   // energy.csv: the history so far (at the end, and when a signal stops the run).
   void write_history() {
     std::ostringstream csv;
-    csv << "evaluations,stage,temperature,energy,pore_psd,solid_psd,s2,accepted,rejected\n";
+    csv << "evaluations,stage,temperature,energy,pore_psd,solid_psd,s2,accepted,rejected,euler,surface,chords\n";
     for (const auto& r : history)
       csv << int64_t(r[0]) << "," << int64_t(r[1]) << "," << r[2] << "," << r[3] << "," << r[4] << "," << r[5] << ","
-          << r[6] << "," << int64_t(r[7]) << "," << int64_t(r[8]) << "\n";
+          << r[6] << "," << int64_t(r[7]) << "," << int64_t(r[8]) << "," << r[9] << "," << r[10] << "," << r[11] << "\n";
     write_text(dir / "energy.csv", csv.str());
   }
 
@@ -325,9 +326,8 @@ int start_run(const RunOptions& o, const std::string& command_line) {
   run.backend = resolve_backend(parse_backend(run.rc.backend), Operation::pore_size_distribution);
   run.config = annealer_config(run.rc, run.backend);
   require_memory(run_memory(run.rc.shape, run.rc.spacing, parse_boundary(run.rc.boundary), run.backend));
-  const std::string resolved = run.rc.to_yaml();
-  if (!o.quiet) std::fprintf(run.text_stream(), "resolved configuration:\n%s\n", resolved.c_str());
   // Targets first: a bad reference fails before anything is written.
+  std::optional<Mask> reference;  // kept for the clusters of a connected start
   if (!run.rc.target_image.empty()) {
     ReadOptions ro;
     ro.format = run.rc.target_format;
@@ -338,12 +338,18 @@ int start_run(const RunOptions& o, const std::string& command_line) {
       require_memory(thickness_memory(shape, dtype_size(t), spacing, parse_boundary(run.rc.target_boundary),
                                       run.backend, true));
     };
-    const Mask pore = phase_mask(read_image(run.rc.target_image, ro), run.rc.target_phase);
-    run.config.targets = anneal::Targets::from_image(pore, parse_boundary(run.rc.target_boundary), run.rc.bins,
+    reference = phase_mask(read_image(run.rc.target_image, ro), run.rc.target_phase);
+    run.config.targets = anneal::Targets::from_image(*reference, parse_boundary(run.rc.target_boundary), run.rc.bins,
                                                      run.rc.log_bins, run.backend);
   } else {
     run.config.targets = anneal::Targets::from_descriptor_file(run.rc.target_descriptors);
   }
+  if (!run.rc.spacing_given) {  // the reference's voxel size unless the domain names its own
+    run.rc.spacing = run.config.targets.spacing;
+    run.rc.spacing_given = true;
+    run.config.spacing = run.rc.spacing;
+  }
+  if (!o.quiet) std::fprintf(run.text_stream(), "resolved configuration:\n%s\n", run.rc.to_yaml().c_str());
   // A grid finer or coarser than the reference: the PSDs compare in physical units, the
   // target S2 is resampled at this grid's lags (the checkpoint keeps the resampled one).
   if (!(run.config.targets.spacing == run.config.spacing)) {
@@ -359,19 +365,38 @@ int start_run(const RunOptions& o, const std::string& command_line) {
   // same start again (planting, if asked, is a function of the same seed and targets).
   if (run.rc.initial == "blobs") {
     const bool plant = run.rc.initial_plant_large_pores;
+    // A connected start's clusters: those of the reference's sub-volumes of this domain's
+    // physical size (as `compare` draws them), or a descriptor file's largest share alone.
+    std::optional<anneal::ClusterSample> clusters;
+    if (run.rc.initial_connect && reference) {
+      int64_t sub[3];
+      for (int a = 0; a < 3; ++a)
+        sub[a] = std::max<int64_t>(1, std::llround(double(run.config.shape.extent(a)) * run.config.spacing.along(a) /
+                                                   reference->spacing().along(a)));
+      clusters = anneal::sample_clusters(*reference, Shape{sub[0], sub[1], sub[2]}, 12, run.rc.seed, run.backend);
+    } else if (run.rc.initial_connect && run.config.targets.largest_cluster_share > 0) {
+      clusters = anneal::ClusterSample{run.config.targets.largest_cluster_share, 0, {}};
+    } else if (run.rc.initial_connect && !o.quiet) {
+      std::fprintf(run.text_stream(), "initial.connect: the target names no largest-cluster share (a descriptor file "
+                                      "without `describe --measures`); the blobs start as drawn\n");
+    }
+    const anneal::ClusterSample* cl = clusters ? &*clusters : nullptr;
     anneal::BlobCandidate chosen;
     if (run.rc.initial_blobiness_auto) {
-      if (!o.quiet) std::fprintf(run.text_stream(), "choosing the blob size by the target pore PSD:\n");
+      if (!o.quiet) std::fprintf(run.text_stream(), "choosing the blob size by the targets:\n");
       anneal::BlobStart start = anneal::choose_blob_start(
           run.config.shape, run.config.spacing, run.config.targets, run.config.boundary, run.rc.seed, plant,
           run.backend, [&](const anneal::BlobCandidate& c) {
             if (o.quiet) return;
             std::fprintf(run.text_stream(), "  blobiness %.4g (sigma %.3g voxels): pore-PSD L1 %.4f", c.blobiness,
                          c.sigma, c.blobs_psd_l1);
+            if (c.connected.voxels_grown) std::fprintf(run.text_stream(), ", %.4f connected", c.pore_psd_l1);
+            if (c.s2_rms > 0) std::fprintf(run.text_stream(), ", S2 RMS %.4g", c.s2_rms);
             if (c.planted_balls)
               std::fprintf(run.text_stream(), ", %.4f with %d large pores planted", c.pore_psd_l1, c.planted_balls);
             std::fprintf(run.text_stream(), "\n");
-          });
+          },
+          cl, run.config.weights.pore_psd > 0 ? run.config.weights.s2 / run.config.weights.pore_psd : 0.0);
       run.config.initial = std::move(start.structure);
       chosen = start.chosen;
       run.rc.initial_blobiness = chosen.blobiness;
@@ -380,9 +405,18 @@ int start_run(const RunOptions& o, const std::string& command_line) {
     } else {
       run.config.initial = anneal::make_blob_start(run.config.shape, run.config.spacing, run.config.targets,
                                                    run.config.boundary, run.rc.initial_blobiness, plant, run.rc.seed,
-                                                   run.backend, &chosen);
+                                                   run.backend, &chosen, cl);
     }
     run.blob_start = chosen;
+    const anneal::ConnectedStart& cs = chosen.connected;
+    if (cl && !o.quiet)
+      std::fprintf(run.text_stream(),
+                   "connected start: largest pore cluster %.4f -> %.4f of the pore (reference %.4f), %lld other "
+                   "clusters made solid, %lld of the reference's small clusters placed (it has %.1f on average), "
+                   "%lld voxels grown\n",
+                   cs.largest_share_before, cs.largest_share_after, cl->largest_share,
+                   static_cast<long long>(cs.clusters_dropped), static_cast<long long>(cs.clusters_placed), cl->others,
+                   static_cast<long long>(cs.voxels_grown));
   }
   // A structure from a file (a coarser run's final.h5: multi-scale reconstruction), resampled
   // onto this grid and cut at the target's pore count.
@@ -449,7 +483,7 @@ int start_run(const RunOptions& o, const std::string& command_line) {
     const anneal::BlobCandidate& b = *run.blob_start;
     char line[256];
     int n = std::snprintf(line, sizeof line, "initial   blobs, blobiness %.4g (sigma %.3g voxels)%s: pore-PSD L1 %.4f",
-                          b.blobiness, b.sigma, run.blob_size_searched ? " chosen by the target pore PSD" : "",
+                          b.blobiness, b.sigma, run.blob_size_searched ? " chosen by the targets" : "",
                           b.blobs_psd_l1);
     if (b.planted_balls)
       std::snprintf(line + n, sizeof line - std::size_t(n), "; %d large pores planted (%lld voxels): L1 %.4f",
@@ -472,6 +506,10 @@ int resume_run(const ResumeOptions& o, const std::string& command_line) {
   std::vector<std::string> sets;
   if (o.max_evaluations) sets.push_back("annealing.max_evaluations=" + std::to_string(o.max_evaluations));
   if (o.max_seconds >= 0) sets.push_back("annealing.max_seconds=" + std::to_string(o.max_seconds));
+  // A run stored before proposals could keep the pore connected ran with free moves: its
+  // config has no moves.keep_pore_connected, and the default must not change its chain.
+  if (ck.config_yaml.find("keep_pore_connected") == std::string::npos)
+    sets.insert(sets.begin(), "moves.keep_pore_connected=false");
   run.rc = parse_run_config(ck.config_yaml, o.checkpoint + " (stored config)", sets);
   const int64_t at = ck.snapshot.progress.evaluations;
   // A run that met its budget or a stop rule before its outputs were written (killed

@@ -9,6 +9,7 @@
 #include "poreforge/error.hpp"
 #include "poreforge/io.hpp"
 #include "poreforge/local_thickness.hpp"
+#include "poreforge/measures.hpp"
 
 #include "device_loop.hpp"
 
@@ -17,6 +18,75 @@ namespace {
 
 // Trial moves for T0 draw from steps far past any run's end, so they never reuse a run's draws.
 constexpr uint64_t kTrialStepBase = uint64_t(1) << 62;
+
+}  // namespace
+
+namespace {
+
+// The count terms' values of a structure from scratch (0 for a term that is off): χ of the pore
+// and its pore–solid faces inside the box.
+std::array<int64_t, 2> count_values(const Mask& pore, const Objective& o) {
+  std::array<int64_t, 2> v{0, 0};
+  if (o.euler.entries) v[0] = euler_characteristic(pore);
+  if (o.surface.entries) {
+    const auto faces = specific_surface(pore).faces;
+    v[1] = faces[0] + faces[1] + faces[2];
+  }
+  return v;
+}
+
+// The chords term's histograms of a structure from scratch, in terms::Chords's layout (empty
+// when the term is off).
+std::vector<int64_t> chord_counts(const Mask& pore, const terms::Chords& layout) {
+  if (!layout.entries) return {};
+  std::vector<int64_t> out(std::size_t(6 * layout.stride), 0);
+  for (int p = 0; p < 2; ++p) {
+    const ChordLengths chords = chord_lengths(pore, uint8_t(p));
+    for (int a = 0; a < 3; ++a) {
+      int64_t* h = out.data() + (2 * a + p) * layout.stride;
+      const auto& from = chords.histogram[a];
+      for (std::size_t l = 1; l < from.size() && l < std::size_t(layout.stride); ++l) {
+        h[l] = from[l];
+        h[0] += from[l];
+      }
+    }
+  }
+  return out;
+}
+
+// The voxels proposals leave alone when they keep the pore connected: every pore cluster but
+// the largest (6-connected in the box) and the solid voxels touching one by a face. Swaps then
+// only reshape the largest, so the clusters the start holds apart stay as they are (a real
+// sample's isolated pores and specks), none merges into the largest, and the sizes stay the
+// same: a snapshot's structure gives the same set again. Empty when there is nothing to freeze.
+std::vector<uint8_t> frozen_voxels(const Mask& pore, bool keep_pore_connected) {
+  if (!keep_pore_connected) return {};
+  const ComponentLabels c = label_components(pore, Adjacency::face6, Backend::cpu);
+  if (c.count < 2) return {};
+  const uint32_t largest = uint32_t(std::max_element(c.sizes.begin(), c.sizes.end()) - c.sizes.begin()) + 1;
+  const Shape shape = pore.shape();
+  const int64_t stride[3] = {1, shape.nx, shape.nx * shape.ny};
+  std::vector<uint8_t> frozen(std::size_t(shape.voxels()), 0);
+  for (int64_t i = 0; i < shape.voxels(); ++i) {
+    const uint32_t l = c.labels[std::size_t(i)];
+    if (!l || l == largest) continue;
+    frozen[std::size_t(i)] = 1;
+    const int64_t xyz[3] = {i % shape.nx, (i / shape.nx) % shape.ny, i / (shape.nx * shape.ny)};
+    for (int a = 0; a < 3; ++a) {
+      if (xyz[a] > 0 && !pore[i - stride[a]]) frozen[std::size_t(i - stride[a])] = 1;
+      if (xyz[a] + 1 < shape.extent(a) && !pore[i + stride[a]]) frozen[std::size_t(i + stride[a])] = 1;
+    }
+  }
+  return frozen;
+}
+
+// Term k's normaliser from its squared error at the start: 1 where the start matches; for the
+// count terms at least (1 %)² of relative error, so that a start that happens to sit on a
+// count's target does not make a change of a few voxels outweigh every other term.
+double normaliser(int k, double square) {
+  if (k == kEuler || k == kSurface) return std::max(square, 1e-4);
+  return square > 0 ? square : 1.0;
+}
 
 }  // namespace
 
@@ -35,6 +105,27 @@ Targets Targets::from_image(const Mask& pore, Boundary boundary, int bins, bool 
   const auto s2 = two_point_correlation(pore);
   t.s2 = {s2.directional.x, s2.directional.y, s2.directional.z};
   t.spacing = pore.spacing();
+  t.largest_cluster_share = cluster_statistics(label_components(pore, Adjacency::face6, backend)).largest_share;
+  const SurfaceMeasures surface = specific_surface(pore);
+  const Spacing sp = pore.spacing();
+  t.euler_density = double(euler_characteristic(pore)) / surface.volume;
+  for (int a = 0; a < 3; ++a)
+    t.face_area_density[a] = double(surface.faces[a]) * sp.along((a + 1) % 3) * sp.along((a + 2) % 3) / surface.volume;
+  for (int p = 0; p < 2; ++p) {
+    const ChordLengths chords = chord_lengths(pore, uint8_t(p));
+    for (int a = 0; a < 3; ++a) {
+      const int64_t n = pore.shape().extent(a);
+      std::vector<double>& f = t.chords[a][p];
+      f.assign(std::size_t(std::max<int64_t>(n - 1, 1)), 0.0);
+      double sum = 0;
+      for (int64_t l = 1; l + 2 <= n && l < int64_t(chords.histogram[a].size()); ++l) {
+        f[std::size_t(l)] = double(chords.histogram[a][std::size_t(l)]) / double(n - 1 - l);
+        sum += f[std::size_t(l)];
+      }
+      if (sum > 0)
+        for (double& x : f) x /= sum;
+    }
+  }
   return t;
 }
 
@@ -60,6 +151,10 @@ Targets Targets::from_descriptor_file(const std::string& path, const std::string
   t.solid_edges = v("/psd/solid/edges");
   t.solid_psd = v("/psd/solid/fraction");
   t.s2 = {v("/s2/directional/x"), v("/s2/directional/y"), v("/s2/directional/z")};
+  if (group.empty() && hdf5_has_object(path, "/measures/largest_cluster_share_6"))
+    t.largest_cluster_share = read_hdf5_vector(path, "/measures/largest_cluster_share_6").at(0);
+  if (group.empty() && hdf5_has_object(path, "/measures/euler_density"))
+    t.euler_density = read_hdf5_vector(path, "/measures/euler_density").at(0);
   if (t.pore_edges.size() != t.pore_psd.size() + 1 || t.solid_edges.size() != t.solid_psd.size() + 1)
     throw InputError("descriptor file '" + path + "': PSD edges and fractions do not match in length");
   return t;
@@ -98,9 +193,25 @@ void validate(const Config& c) {
   Bins::from_edges(c.targets.pore_edges);  // strictly increasing, at least two
   if (!c.targets.solid_edges.empty()) Bins::from_edges(c.targets.solid_edges);
   require(c.targets.pore_psd.size() + 1 == c.targets.pore_edges.size(), "pore PSD target and its edges differ in length");
-  require(c.weights.pore_psd >= 0 && c.weights.solid_psd >= 0 && c.weights.s2 >= 0,
+  const Weights& w = c.weights;
+  require(w.pore_psd >= 0 && w.solid_psd >= 0 && w.s2 >= 0 && w.euler >= 0 && w.surface >= 0,
           "weights must not be negative");
-  require(c.weights.pore_psd + c.weights.solid_psd + c.weights.s2 > 0, "at least one weight must be positive");
+  require(w.pore_psd + w.solid_psd + w.s2 + w.euler + w.surface + w.chords > 0,
+          "at least one weight must be positive");
+  require(w.euler == 0 || std::isfinite(c.targets.euler_density),
+          "an Euler weight needs the reference's Euler characteristic (a target image, or a descriptor file from "
+          "`describe --measures`)");
+  require(w.surface == 0 || std::isfinite(c.targets.face_area_density[0] + c.targets.face_area_density[1] +
+                                          c.targets.face_area_density[2]),
+          "a surface weight needs the reference's face counts (a target image)");
+  require(w.chords >= 0, "weights must not be negative");
+  if (w.chords > 0) {
+    require(!c.targets.chords[0][0].empty(), "a chords weight needs the reference's chord lengths (a target image)");
+    for (int a = 0; a < 3; ++a)
+      require(std::fabs(c.spacing.along(a) / c.targets.spacing.along(a) - 1) < 1e-9,
+              "a chords weight needs the domain's spacing equal to the reference's (chords are counted in voxels; "
+              "the domain has " + to_string(c.spacing) + ", the reference " + to_string(c.targets.spacing) + ")");
+  }
   require(c.weights.solid_psd == 0 || !c.targets.solid_edges.empty(), "a solid-PSD weight needs a solid-PSD target");
   require(s.alpha > 0 && s.alpha < 1, "schedule alpha must lie strictly between 0 and 1 (got " + std::to_string(s.alpha) + ")");
   require(s.t0 >= 0, "schedule T0 must not be negative");
@@ -159,7 +270,7 @@ Annealer::Annealer(Config config)
   // Normalisers: each term's squared error at the start (1 where the start already matches).
   Objective& o = m_step.objective;
   const Energy start = score();  // normalisers still 1: the raw squared errors
-  for (int k = 0; k < kTermCount; ++k) o.norm[k] = start.term(k) > 0 ? start.term(k) : 1.0;
+  for (int k = 0; k < kTermCount; ++k) o.norm[k] = normaliser(k, start.term(k));
   Progress& p = m_state.progress;
   p.energy = score();
   p.best = p.energy;
@@ -176,7 +287,7 @@ Annealer::Annealer(Config config)
     int count = 0;
     for (int k = 0; k < m_config.schedule.trial_moves; ++k) {
       const uint64_t step = kTrialStepBase + uint64_t(k);
-      const int64_t to_solid = propose(m_step, 1, step, 0), to_pore = propose(m_step, 0, step, 1);
+      const int64_t to_solid = propose(m_step, 1, step, 0), to_pore = propose(m_step, 0, step, 1, to_solid);
       swap(to_solid, to_pore);
       const double de = score().total - p.energy.total;
       undo(to_solid, to_pore);
@@ -240,7 +351,7 @@ void Annealer::start_device_loop() {
   // trial moves) go first, so that the device never holds both.
   m_pore_evaluator.reset();
   m_solid_evaluator.reset();
-  m_device = std::make_unique<detail::DeviceLoop>(m_config, snapshot(), counts());
+  m_device = std::make_unique<detail::DeviceLoop>(m_config, snapshot(), counts(), m_step);
 #endif
 }
 
@@ -305,6 +416,7 @@ Step detail::step_of(const Config& c) {
   st.stride[2] = shape.nx * shape.ny;
   st.periodic = c.boundary == Boundary::periodic;
   st.interface_bias = c.moves.interface_bias;
+  st.keep_pore_connected = c.moves.keep_pore_connected;
   st.random = Philox(c.seed);
   const auto& t = c.targets;
   const auto& w = c.weights;
@@ -312,6 +424,27 @@ Step detail::step_of(const Config& c) {
   o.weight[kPorePsd] = w.pore_psd;
   o.weight[kSolidPsd] = w.solid_psd;
   o.weight[kS2] = w.s2;
+  o.weight[kEuler] = w.euler;
+  o.weight[kSurface] = w.surface;
+  o.weight[kChords] = w.chords;
+  terms::Chords& ch = o.chords;
+  for (int a = 0; a < 3; ++a) {
+    ch.extent[a] = shape.extent(a);
+    ch.step[a] = a == 0 ? 1 : a == 1 ? shape.nx : shape.nx * shape.ny;
+    ch.stride = std::max<int>(ch.stride, int(std::max<int64_t>(shape.extent(a) - 1, 1)));
+  }
+  ch.entries = w.chords > 0 ? 6 * ch.stride : 0;
+  // The count terms' targets on this grid: the reference's densities times this box's volume
+  // (faces: over the area of one face normal to each axis).
+  const Spacing sp = c.spacing;
+  const double volume = double(shape.voxels()) * sp.x * sp.y * sp.z;
+  o.euler.entries = w.euler > 0 ? 1 : 0;
+  o.euler.target = w.euler > 0 ? t.euler_density * volume : 0.0;
+  o.surface.entries = w.surface > 0 ? 1 : 0;
+  o.surface.target = 0;
+  if (w.surface > 0)
+    for (int a = 0; a < 3; ++a)
+      o.surface.target += t.face_area_density[a] * volume / (sp.along((a + 1) % 3) * sp.along((a + 2) % 3));
   o.pore_psd.bins = int(t.pore_edges.size()) - 1;
   o.pore_psd.entries = w.pore_psd > 0 ? std::min(o.pore_psd.bins, int(t.pore_psd.size())) : 0;
   o.solid_psd.bins = t.solid_edges.empty() ? 0 : int(t.solid_edges.size()) - 1;
@@ -332,6 +465,24 @@ Step detail::step_of(const Config& c) {
   return st;
 }
 
+std::vector<double> detail::chord_target(const Config& c, const terms::Chords& layout) {
+  // The reference's frequencies times the chances n − 1 − l that a chord of l voxels fits
+  // between this box's faces, as shares of each (axis, phase)'s chords.
+  if (!layout.entries) return {};
+  std::vector<double> out(std::size_t(6 * layout.stride), 0.0);
+  for (int a = 0; a < 3; ++a)
+    for (int p = 0; p < 2; ++p) {
+      const std::vector<double>& f = c.targets.chords[a][p];
+      double* t = out.data() + (2 * a + p) * layout.stride;
+      const int64_t n = layout.extent[a];
+      double sum = 0;
+      for (int64_t l = 1; l + 2 <= n && l < int64_t(f.size()); ++l) sum += t[l] = f[std::size_t(l)] * double(n - 1 - l);
+      if (sum > 0)
+        for (int64_t l = 1; l < layout.stride; ++l) t[l] /= sum;
+    }
+  return out;
+}
+
 std::vector<double> detail::s2_target(const Config& c, const terms::S2& s2) {
   std::vector<double> out;
   for (int a = 0; a < 3; ++a) out.insert(out.end(), c.targets.s2[a].begin(), c.targets.s2[a].begin() + s2.len[a]);
@@ -350,6 +501,16 @@ void Annealer::make_step() {
   o.s2.counts = m_s2_counts.data();
   o.s2.delta = m_s2_delta.data();
   o.s2.target = m_s2_target.data();
+  const auto values = count_values(m_pore, o);
+  m_count_values.assign(values.begin(), values.end());
+  o.euler.value = o.euler.entries ? &m_count_values[0] : nullptr;
+  o.surface.value = o.surface.entries ? &m_count_values[1] : nullptr;
+  m_chord_counts = chord_counts(m_pore, o.chords);
+  m_chord_target = detail::chord_target(m_config, o.chords);
+  o.chords.counts = m_chord_counts.empty() ? nullptr : m_chord_counts.data();
+  o.chords.target = m_chord_target.data();
+  m_frozen = frozen_voxels(m_pore, m_config.moves.keep_pore_connected);
+  m_step.frozen = m_frozen.empty() ? nullptr : m_frozen.data();
   terms::Psd* psd[2] = {&o.pore_psd, &o.solid_psd};
   const std::vector<double>* target[2] = {&m_config.targets.pore_psd, &m_config.targets.solid_psd};
   for (int k = 0; k < 2; ++k) {
@@ -380,10 +541,16 @@ Energy Annealer::score() {
   return o.combine(m_squares.data());
 }
 
-Energy Annealer::energy_from_scratch(const Mask& pore, const std::array<double, 3>& norm) const {
-  // Every term recounted: S2 counted afresh, PSDs by a fresh evaluator of the structure.
+Energy Annealer::energy_from_scratch(const Mask& pore, const Norms& norm) const {
+  // Every term recounted: S2 and the count terms counted afresh, PSDs by a fresh evaluator of
+  // the structure.
   Objective o = m_step.objective;
   for (int k = 0; k < kTermCount; ++k) o.norm[k] = norm[k];
+  std::array<int64_t, 2> values = count_values(pore, o);
+  o.euler.value = &values[0];
+  o.surface.value = &values[1];
+  std::vector<int64_t> chords = chord_counts(pore, o.chords);
+  o.chords.counts = chords.empty() ? nullptr : chords.data();
   const DirectionalCounts counts(pore);
   std::vector<int64_t> s2;
   for (int a = 0; a < 3; ++a) s2.insert(s2.end(), counts.counts(a).begin(), counts.counts(a).end());
@@ -405,13 +572,15 @@ Energy Annealer::energy_from_scratch(const Mask& pore, const std::array<double, 
 
 Energy Annealer::evaluate_from_scratch() const {
   const Objective& o = m_step.objective;
-  return energy_from_scratch(structure(), {o.norm[0], o.norm[1], o.norm[2]});
+  Norms norm;
+  for (int k = 0; k < kTermCount; ++k) norm[k] = o.norm[k];
+  return energy_from_scratch(structure(), norm);
 }
 
-std::array<double, 3> Annealer::normalisers(const Mask& pore) const {
-  const Energy e = energy_from_scratch(pore, {1, 1, 1});
-  std::array<double, 3> norm;
-  for (int k = 0; k < kTermCount; ++k) norm[k] = e.term(k) > 0 ? e.term(k) : 1.0;
+Norms Annealer::normalisers(const Mask& pore) const {
+  const Energy e = energy_from_scratch(pore, unit_norms());
+  Norms norm;
+  for (int k = 0; k < kTermCount; ++k) norm[k] = normaliser(k, e.term(k));
   return norm;
 }
 
@@ -495,7 +664,7 @@ bool Annealer::host_step() {
   StepState& s = m_state;
   const uint64_t step = uint64_t(s.progress.evaluations);
   s.to_solid = propose(m_step, 1, step, 0);
-  s.to_pore = propose(m_step, 0, step, 1);
+  s.to_pore = propose(m_step, 0, step, 1, s.to_solid);
   swap(s.to_solid, s.to_pore);
   const bool accepted = accept(m_step, s, score());
   if (!accepted) undo(s.to_solid, s.to_pore);

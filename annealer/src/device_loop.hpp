@@ -23,12 +23,15 @@ namespace poreforge::anneal::detail {
 Step step_of(const Config& config);
 /// The S2 target as terms::S2 reads it: each axis's compared lags, x, y, z concatenated.
 std::vector<double> s2_target(const Config& config, const terms::S2& s2);
+/// The chords term's target in its layout (empty when the term is off).
+std::vector<double> chord_target(const Config& config, const terms::Chords& layout);
 
 class DeviceLoop {
  public:
   /// Uploads the state of `start` (its S2 counts are `counts`) and makes the engine contexts.
   /// Throws RuntimeError naming the bytes when the device has no room.
-  DeviceLoop(const Config& config, const Snapshot& start, const DirectionalCounts& counts);
+  /// `host`: the host loop's step, whose count and chord terms and frozen voxels are copied.
+  DeviceLoop(const Config& config, const Snapshot& start, const DirectionalCounts& counts, const Step& host);
   ~DeviceLoop();
   DeviceLoop(const DeviceLoop&) = delete;
   DeviceLoop& operator=(const DeviceLoop&) = delete;

@@ -5,7 +5,10 @@
 #include <exception>
 #include <limits>
 #include <memory>
+#include <numeric>
 #include <optional>
+#include <queue>
+#include <queue>
 
 #include "poreforge/annealer/philox.hpp"
 #include "poreforge/edt.hpp"
@@ -13,7 +16,9 @@
 #include "poreforge/evaluator.hpp"
 #include "poreforge/generators.hpp"
 #include "poreforge/local_thickness.hpp"
+#include "poreforge/measures.hpp"
 #include "poreforge/psd.hpp"
+#include "poreforge/realism.hpp"
 
 namespace poreforge::anneal {
 namespace {
@@ -346,8 +351,184 @@ std::vector<PlantedBall> plan_large_pores(const std::vector<double>& start_fract
   return balls;
 }
 
+ClusterSample sample_clusters(const Mask& reference, Shape sub, int count, uint64_t seed, Backend backend) {
+  ClusterSample out;
+  auto add = [&](const ComponentLabels& c, double weight) {
+    if (c.count == 0) return;
+    const auto largest = std::max_element(c.sizes.begin(), c.sizes.end());
+    const int64_t pore = std::accumulate(c.sizes.begin(), c.sizes.end(), int64_t(0));
+    out.largest_share += weight * double(*largest) / double(pore);
+    out.others += weight * double(c.count - 1);
+    for (auto it = c.sizes.begin(); it != c.sizes.end(); ++it)
+      if (it != largest) out.other_sizes.push_back(*it);
+  };
+  const Shape whole = reference.shape();
+  if (sub.nx <= whole.nx && sub.ny <= whole.ny && sub.nz <= whole.nz && count > 0) {
+    for (const Shape& corner : subvolume_corners(whole, sub, count, seed))
+      add(label_components(crop(reference, corner, sub), Adjacency::face6, backend), 1.0 / count);
+  } else {  // the domain is larger than the reference: its clusters, as many per voxel
+    add(label_components(reference, Adjacency::face6, backend), 1.0);
+    out.others *= double(sub.voxels()) / double(whole.voxels());
+  }
+  return out;
+}
+
+Mask connect_largest_cluster(const Mask& start, const std::vector<float>& field, const ClusterSample& clusters,
+                             uint64_t seed, Backend backend, ConnectedStart* report) {
+  const Shape shape = start.shape();
+  if (field.size() != std::size_t(shape.voxels()))
+    throw InputError("connect_largest_cluster: " + std::to_string(field.size()) + " field values for a " +
+                     to_string(shape) + " volume");
+  ComponentLabels c = label_components(start, Adjacency::face6, backend);
+  ConnectedStart r;
+  const int64_t pore = std::accumulate(c.sizes.begin(), c.sizes.end(), int64_t(0));
+  if (c.count == 0) {
+    if (report) *report = r;
+    return start;
+  }
+  const uint32_t largest = uint32_t(std::max_element(c.sizes.begin(), c.sizes.end()) - c.sizes.begin()) + 1;
+  r.largest_share_before = r.largest_share_after = double(c.sizes[largest - 1]) / double(pore);
+  const int64_t want = std::min<int64_t>(pore, std::llround(std::clamp(clusters.largest_share, 0.0, 1.0) * double(pore)));
+  const bool place = !clusters.other_sizes.empty();
+  if (c.sizes[largest - 1] >= want && !place) {
+    if (report) *report = r;
+    return start;
+  }
+  const int64_t n = shape.voxels();
+  const int64_t stride[3] = {1, shape.nx, shape.nx * shape.ny};
+  auto for_faces = [&](int64_t v, auto&& f) {
+    const int64_t xyz[3] = {v % shape.nx, (v / shape.nx) % shape.ny, v / (shape.nx * shape.ny)};
+    for (int a = 0; a < 3; ++a) {
+      if (xyz[a] > 0) f(v - stride[a]);
+      if (xyz[a] + 1 < shape.extent(a)) f(v + stride[a]);
+    }
+  };
+  Mask out = start;
+  std::vector<uint32_t>& owner = c.labels.values();  // 0 solid; the largest's label; other clusters' labels
+  int64_t others_total = pore - c.sizes[largest - 1];
+  if (place) {
+    // Every other cluster goes; the reference's own small clusters take their place: as many
+    // as its sub-volumes hold on average, sizes drawn from theirs, each grown from a voxel
+    // clear of all pore along the blob field's valleys, none touching another.
+    for (int64_t i = 0; i < n; ++i)
+      if (owner[std::size_t(i)] && owner[std::size_t(i)] != largest) {
+        owner[std::size_t(i)] = 0;
+        out[std::size_t(i)] = 0;
+      }
+    r.clusters_dropped = c.count - 1;
+    others_total = 0;
+    const Philox random(seed ^ 0x434c5354u);  // "CLST": a lane of its own
+    int64_t budget = pore - want;
+    const int64_t placing = std::llround(clusters.others);
+    uint32_t next_label = uint32_t(c.count) + 1;
+    uint64_t draw = 0;
+    for (int64_t k = 0; k < placing && budget > 0; ++k) {
+      int64_t size = 0;
+      for (int tries = 0; tries < 8 && (size == 0 || size > budget); ++tries) {
+        const PhiloxBlock w = random.draw(draw++, 0);
+        size = clusters.other_sizes[std::size_t(Philox::below(w[0], w[1], clusters.other_sizes.size()))];
+      }
+      if (size > budget) continue;
+      int64_t origin = -1;
+      for (int tries = 0; tries < 256 && origin < 0; ++tries) {
+        const PhiloxBlock w = random.draw(draw++, 0);
+        const int64_t v = int64_t(Philox::below(w[0], w[1], uint64_t(n)));
+        bool clear = !owner[std::size_t(v)];
+        for_faces(v, [&](int64_t u) { clear = clear && !owner[std::size_t(u)]; });
+        if (clear) origin = v;
+      }
+      if (origin < 0) continue;
+      const uint32_t label = next_label++;
+      using Entry = std::pair<float, int64_t>;
+      std::priority_queue<Entry, std::vector<Entry>, std::greater<Entry>> front;
+      front.push({field[std::size_t(origin)], origin});
+      int64_t grown = 0;
+      while (grown < size && !front.empty()) {
+        const int64_t v = front.top().second;
+        front.pop();
+        if (owner[std::size_t(v)]) continue;
+        bool apart = true;
+        for_faces(v, [&](int64_t u) { apart = apart && (!owner[std::size_t(u)] || owner[std::size_t(u)] == label); });
+        if (!apart) continue;
+        owner[std::size_t(v)] = label;
+        out[std::size_t(v)] = 1;
+        ++grown;
+        for_faces(v, [&](int64_t u) {
+          if (!owner[std::size_t(u)]) front.push({field[std::size_t(u)], u});
+        });
+      }
+      budget -= grown;
+      others_total += grown;
+      ++r.clusters_placed;
+    }
+  } else {
+    // Drop the largest other clusters until the others fit in what the largest leaves: the
+    // small ones (specks among them) stay, as a real sample's isolated pores do.
+    std::vector<uint32_t> others;
+    for (uint32_t k = 1; k <= uint32_t(c.count); ++k)
+      if (k != largest) others.push_back(k);
+    std::stable_sort(others.begin(), others.end(),
+                     [&](uint32_t a, uint32_t b) { return c.sizes[a - 1] > c.sizes[b - 1]; });
+    std::vector<uint8_t> dropped(std::size_t(c.count) + 1, 0);
+    for (uint32_t k : others) {
+      if (others_total <= pore - want) break;
+      dropped[k] = 1;
+      others_total -= c.sizes[k - 1];
+      ++r.clusters_dropped;
+    }
+    for (int64_t i = 0; i < n; ++i) {
+      uint32_t& l = owner[std::size_t(i)];
+      if (l && dropped[l]) {
+        out[std::size_t(i)] = 0;
+        l = 0;
+      }
+    }
+  }
+  // Grow the largest cluster into the field's lowest solid voxels next to it (along its
+  // valleys), never touching another cluster, until the pore count is the start's.
+  int64_t deficit = pore - c.sizes[largest - 1] - others_total;
+  auto touches_other = [&](int64_t v) {
+    bool t = false;
+    for_faces(v, [&](int64_t u) {
+      const uint32_t l = owner[std::size_t(u)];
+      t = t || (l != 0 && l != largest);
+    });
+    return t;
+  };
+  using Entry = std::pair<float, int64_t>;  // ties by index: the same start every time
+  std::priority_queue<Entry, std::vector<Entry>, std::greater<Entry>> front;
+  auto offer = [&](int64_t u) {
+    if (!out[std::size_t(u)] && !touches_other(u)) front.push({field[std::size_t(u)], u});
+  };
+  for (int64_t i = 0; i < n; ++i)
+    if (owner[std::size_t(i)] == largest) for_faces(i, offer);
+  while (deficit > 0 && !front.empty()) {
+    const int64_t v = front.top().second;
+    front.pop();
+    if (out[std::size_t(v)]) continue;
+    out[std::size_t(v)] = 1;
+    owner[std::size_t(v)] = largest;
+    --deficit;
+    ++r.voxels_grown;
+    for_faces(v, offer);
+  }
+  // Walled in by the other clusters (a degenerate start): the lowest values anywhere.
+  if (deficit > 0) {
+    std::vector<int64_t> order;
+    for (int64_t i = 0; i < n; ++i)
+      if (!out[std::size_t(i)]) order.push_back(i);
+    std::stable_sort(order.begin(), order.end(),
+                     [&](int64_t a, int64_t b) { return field[std::size_t(a)] < field[std::size_t(b)]; });
+    for (std::size_t k = 0; deficit > 0 && k < order.size(); ++k, --deficit) out[std::size_t(order[k])] = 1;
+  }
+  r.largest_share_after = cluster_statistics(label_components(out, Adjacency::face6, backend)).largest_share;
+  if (report) *report = r;
+  return out;
+}
+
 Mask make_blob_start(Shape shape, Spacing spacing, const Targets& targets, Boundary boundary, double blobiness,
-                     bool plant_large_pores, uint64_t seed, Backend backend, BlobCandidate* report) {
+                     bool plant_large_pores, uint64_t seed, Backend backend, BlobCandidate* report,
+                     const ClusterSample* clusters) {
   validate_shape(shape);
   validate_spacing(spacing);
   BlobCandidate c;
@@ -374,17 +555,32 @@ Mask make_blob_start(Shape shape, Spacing spacing, const Targets& targets, Bound
       c.pore_psd_l1 = psd_l1(start, targets, boundary, backend);
     }
   }
+  if (clusters) {
+    start = connect_largest_cluster(start, field, *clusters, seed, backend, &c.connected);
+    start.set_spacing(spacing);
+    c.pore_psd_l1 = psd_l1(start, targets, boundary, backend);
+  }
   if (report) *report = c;
   return start;
 }
 
 BlobStart choose_blob_start(Shape shape, Spacing spacing, const Targets& targets, Boundary boundary, uint64_t seed,
                             bool plant_large_pores, Backend backend,
-                            const std::function<void(const BlobCandidate&)>& tried) {
+                            const std::function<void(const BlobCandidate&)>& tried, const ClusterSample* clusters,
+                            double s2_weight) {
   validate_shape(shape);
   const double unit_sigma = blob_sigma(shape, 1.0);  // σ ∝ 1 / blobiness; a quarter of the extent is 10 units
   BlobStart best;
-  best.chosen.pore_psd_l1 = std::numeric_limits<double>::infinity();
+  best.chosen.score = std::numeric_limits<double>::infinity();
+  // With S2 weighted, each error is measured against a porosity-matched white noise's, as the
+  // run's energy against a random start is: the blob size sets the structure's length scale,
+  // which S2 fixes and the PSD alone does not (small blobs match a PSD's small bins).
+  Quality noise;
+  if (s2_weight > 0) {
+    Mask n = generate_noise(shape, targets.porosity, seed);
+    n.set_spacing(spacing);
+    noise = quality(n, targets, boundary, backend);
+  }
   int worse = 0;
   // Without planting, three worse sizes in a row end the search (the blobs' error grows past
   // the best size, if not strictly); with planting it jumps between sizes (small blobs leave
@@ -394,10 +590,17 @@ BlobStart choose_blob_start(Shape shape, Spacing spacing, const Targets& targets
        sigma *= 1.25) {
     BlobCandidate c;
     Mask m =
-        make_blob_start(shape, spacing, targets, boundary, unit_sigma / sigma, plant_large_pores, seed, backend, &c);
+        make_blob_start(shape, spacing, targets, boundary, unit_sigma / sigma, plant_large_pores, seed, backend, &c,
+                        clusters);
+    c.score = c.pore_psd_l1;
+    if (s2_weight > 0) {
+      c.s2_rms = quality(m, targets, boundary, backend).s2_rms;
+      auto relative = [](double e, double e0) { return e0 > 0 ? (e / e0) * (e / e0) : 0.0; };
+      c.score = relative(c.pore_psd_l1, noise.pore_psd_l1) + s2_weight * relative(c.s2_rms, noise.s2_rms);
+    }
     best.tried.push_back(c);
     if (tried) tried(c);
-    if (c.pore_psd_l1 < best.chosen.pore_psd_l1) {
+    if (c.score < best.chosen.score) {
       best.chosen = c;
       best.structure = std::move(m);
       worse = 0;

@@ -2,6 +2,7 @@
 // Metropolis statistics and parameter checks.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "poreforge/annealer/annealer.hpp"
@@ -12,6 +13,8 @@
 #include "poreforge/correlation.hpp"
 #include "poreforge/error.hpp"
 #include "poreforge/generators.hpp"
+#include "poreforge/measures.hpp"
+#include "poreforge/annealer/connectivity.hpp"
 #include "support/backends.hpp"
 #include "support/golden_runs.hpp"
 #include "support/random.hpp"
@@ -103,12 +106,17 @@ TEST_CASE("anneal.s2.incremental_equals_recount") {
 }
 
 // Every few hundred evaluations (the report), the incremental state against a recount: pore
-// count, the energy from scratch to the bit, the S2 counts; every term weighted, biased moves.
+// count, the energy from scratch to the bit (the Euler and face counts and the chord
+// histograms recounted among it),
+// the S2 counts; every term weighted, biased moves.
 PF_BACKEND_TEST("anneal", "swaps_keep_porosity_and_energy_exact") {
   const uint64_t seed = testing::fresh_seed();
   CAPTURE(seed);
   Config c = small_config({13, 12, 11}, seed, B::backend);
   c.weights.solid_psd = 0.5;
+  c.weights.euler = 0.3;
+  c.weights.surface = 0.7;
+  c.weights.chords = 0.6;
   c.moves.interface_bias = 1.0;
   c.stopping.max_evaluations = 4000;
   c.stopping.energy_tolerance = 0;
@@ -130,7 +138,7 @@ PF_BACKEND_TEST("anneal", "swaps_keep_porosity_and_energy_exact") {
   CHECK(a.progress().accepted + a.progress().rejected == 4000);
   CHECK(a.progress().accepted > 0);
   CHECK(a.progress().rejected > 0);
-  CHECK(a.progress().best.total <= 1.5);  // started at 1 per term, weights 1 + 0.5 + 1
+  CHECK(a.progress().best.total <= 3.1);  // started at most at 1 per term, weights 1 + 0.5 + 1 + 0.3 + 0.7 + 0.6
 }
 
 // The fixed runs of support/golden_runs.hpp give the results recorded before the step was
@@ -438,6 +446,9 @@ PF_BACKEND_TEST("anneal", "resume_is_exact") {
     Config c = small_config({12, 12, 12}, seed, B::backend);
     c.schedule.kind = kind;
     c.moves.interface_bias = 1.0;
+    c.weights.euler = 0.5;  // the count and chord terms resume from recounts
+    c.weights.surface = 0.5;
+    c.weights.chords = 0.5;
     c.stopping.energy_tolerance = 0;
     c.stopping.stall_stages = 1000000;
     c.stopping.max_evaluations = 1000;
@@ -517,4 +528,140 @@ TEST_CASE("anneal.resample_start") {
   }
   CHECK(double(both) / double(either) > 0.9);
   CHECK_THROWS_AS(resample_start(coarse, {32, 32, 32}, {}, 32 * 32 * 32 + 1), InputError);
+}
+
+// connectivity.hpp's neighbourhood test on hand-made 3×3×3 patterns: cell (dx+1) + 3(dy+1) +
+// 9(dz+1), the centre 13, its face neighbours 4, 10, 12, 14, 16, 22.
+TEST_CASE("anneal.connectivity.removal_test") {
+  auto bits = [](std::initializer_list<int> cells) {
+    uint32_t b = 0;
+    for (int c : cells) b |= 1u << c;
+    return b;
+  };
+  CHECK(removal_keeps_connected(0));
+  CHECK(removal_keeps_connected(bits({12})));                  // the end of a tube
+  CHECK_FALSE(removal_keeps_connected(bits({12, 14})));        // the middle of a tube along x
+  CHECK(removal_keeps_connected(bits({12, 3, 4, 5, 14})));     // the same with a way around through y−
+  CHECK_FALSE(removal_keeps_connected(bits({12, 0, 1, 2, 14})));  // corners and edges off the N18 path
+  CHECK(removal_keeps_connected(bits({12, 10, 9})));           // two faces joined by their edge cell
+  CHECK_FALSE(removal_keeps_connected(bits({12, 10})));        // the same without it
+  uint32_t full = 0x7FFFFFFu & ~(1u << 13);
+  CHECK(removal_keeps_connected(full));                        // inside a pore
+  CHECK(removal_keeps_connected(full & ~bits({4, 10, 12, 14, 16})));  // one face left
+}
+
+// Swaps under keep_pore_connected never split a 6-connected cluster of either phase nor make
+// one, and leave the pore clusters other than the largest as the start has them: the pore's
+// clusters stay the start's, step after step, and the solid's never grow in number. Free swaps
+// at a high temperature, from the same start, do fragment the pore (so the check can fail).
+PF_BACKEND_TEST("anneal", "kept_connected_never_splits_a_cluster") {
+  const uint64_t seed = testing::fresh_seed();
+  CAPTURE(seed);
+  Config c = small_config({22, 20, 18}, seed, B::backend);
+  c.boundary = Boundary::open;
+  c.moves.interface_bias = 2.0;
+  c.schedule.t0 = 0.05;  // hot: most swaps taken, whatever their energy
+  c.stopping.max_evaluations = 1500;
+  c.stopping.energy_tolerance = 0;
+  auto clusters = [](const Mask& m) { return label_components(m, Adjacency::face6, Backend::cpu).count; };
+  ClusterSample connected;
+  connected.largest_share = 0.95;
+  // A start with small clusters beside the largest, to be left alone: the first blob seed that
+  // gives one.
+  for (uint64_t s = seed; !c.initial || clusters(*c.initial) < 2; ++s)
+    c.initial = make_blob_start(c.shape, {}, c.targets, c.boundary, 0.7, false, s, Backend::cpu, nullptr,
+                                &connected);
+  const int64_t pore0 = clusters(*c.initial), solid0 = clusters(complement(*c.initial));
+  // The voxels of the clusters other than the largest.
+  auto others = [](const Mask& m) {
+    const ComponentLabels l = label_components(m, Adjacency::face6, Backend::cpu);
+    const uint32_t largest = uint32_t(std::max_element(l.sizes.begin(), l.sizes.end()) - l.sizes.begin()) + 1;
+    std::vector<int64_t> out;
+    for (int64_t i = 0; i < m.voxels(); ++i)
+      if (l.labels[std::size_t(i)] && l.labels[std::size_t(i)] != largest) out.push_back(i);
+    return out;
+  };
+  const std::vector<int64_t> others0 = others(*c.initial);
+  Annealer a(c);
+  int64_t solid = solid0;
+  while (a.progress().stopped == StopReason::none) {
+    a.advance(10);
+    const int64_t p = clusters(a.structure()), s = clusters(complement(a.structure()));
+    CHECK(p == pore0);
+    CHECK(s <= solid);
+    solid = s;
+  }
+  CHECK(others(a.structure()) == others0);
+  CHECK(a.progress().accepted > 500);
+  c.moves.keep_pore_connected = false;
+  Annealer free(c);
+  free.run();
+  CHECK(clusters(free.structure()) > pore0);
+}
+
+// A connected start: the largest cluster holds the share asked, the pore count is the start's,
+// and the other clusters kept are clusters of the start, untouched.
+TEST_CASE("anneal.connect_largest_cluster") {
+  const uint64_t seed = testing::fresh_seed();
+  CAPTURE(seed);
+  const Shape shape{40, 36, 30};
+  const std::vector<float> field = blob_field(shape, 1.0, seed);
+  const Mask start = lowest_values(field, shape, shape.voxels() / 6);
+  const ComponentLabels before = label_components(start, Adjacency::face6, Backend::cpu);
+  REQUIRE(cluster_statistics(before).largest_share < 0.9);
+  ConnectedStart r;
+  ClusterSample share;
+  share.largest_share = 0.97;
+  const Mask out = connect_largest_cluster(start, field, share, seed, Backend::cpu, &r);
+  CHECK(count_phase(out) == count_phase(start));
+  const ComponentLabels after = label_components(out, Adjacency::face6, Backend::cpu);
+  const ClusterStatistics stats = cluster_statistics(after);
+  CHECK(stats.largest_share >= 0.97 - 1e-12);
+  CHECK(stats.largest_share == r.largest_share_after);
+  CHECK(r.largest_share_before == cluster_statistics(before).largest_share);
+  CHECK(after.count > 1);  // small clusters stay apart
+  const uint32_t largest = uint32_t(std::max_element(after.sizes.begin(), after.sizes.end()) - after.sizes.begin()) + 1;
+  // Every other cluster of the result is a whole cluster of the start.
+  std::vector<int64_t> size_in_start(std::size_t(after.count) + 1, 0);
+  std::vector<uint32_t> label_in_start(std::size_t(after.count) + 1, 0);
+  bool whole = true;
+  for (int64_t i = 0; i < shape.voxels(); ++i) {
+    const uint32_t l = after.labels[std::size_t(i)];
+    if (!l || l == largest) continue;
+    const uint32_t b = before.labels[std::size_t(i)];
+    if (!label_in_start[l]) label_in_start[l] = b;
+    whole = whole && b != 0 && label_in_start[l] == b;
+    ++size_in_start[l];
+  }
+  for (uint32_t l = 1; l <= uint32_t(after.count); ++l)
+    if (l != largest) whole = whole && size_in_start[l] == before.sizes[label_in_start[l] - 1];
+  CHECK(whole);
+  // Already connected enough: returned as it is.
+  share.largest_share = 0.5;
+  CHECK(connect_largest_cluster(out, field, share, seed).values() == out.values());
+}
+
+// A start given a real sample's small clusters: its own other clusters go, as many of the
+// sample's sizes as it names are placed apart from everything, and the pore count stays.
+TEST_CASE("anneal.connect_largest_cluster_places_the_samples_clusters") {
+  const uint64_t seed = testing::fresh_seed();
+  CAPTURE(seed);
+  const Shape shape{40, 36, 30};
+  const std::vector<float> field = blob_field(shape, 1.0, seed);
+  const Mask start = lowest_values(field, shape, shape.voxels() / 6);
+  ClusterSample sample;
+  sample.largest_share = 0.9;
+  sample.others = 6;
+  sample.other_sizes = {1, 4, 9};
+  ConnectedStart r;
+  const Mask out = connect_largest_cluster(start, field, sample, seed, Backend::cpu, &r);
+  CHECK(count_phase(out) == count_phase(start));
+  CHECK(r.clusters_placed == 6);
+  const ComponentLabels after = label_components(out, Adjacency::face6, Backend::cpu);
+  CHECK(after.count == 7);
+  std::vector<int64_t> sizes = after.sizes;
+  std::sort(sizes.begin(), sizes.end());
+  for (std::size_t k = 0; k + 1 < sizes.size(); ++k) CHECK((sizes[k] == 1 || sizes[k] == 4 || sizes[k] == 9));
+  // The same seed places them the same way.
+  CHECK(connect_largest_cluster(start, field, sample, seed).values() == out.values());
 }

@@ -34,7 +34,7 @@ __global__ void propose_and_swap(Step st, StepState* state, int64_t batch_end) {
     } else {
       const uint64_t step = uint64_t(p.evaluations);
       s.to_solid = propose(st, 1, step, 0);
-      s.to_pore = propose(st, 0, step, 1);
+      s.to_pore = propose(st, 0, step, 1, s.to_solid);
       apply_swap(st, s.to_solid, s.to_pore);
       s.active = 1;
     }
@@ -83,9 +83,9 @@ struct DeviceLoop::Impl {
   cuda::Stream stream;  // first: the buffers below are freed on it
   cuda::Event ready{cudaEventDisableTiming}, scored[2]{cuda::Event{cudaEventDisableTiming}, cuda::Event{cudaEventDisableTiming}};
   std::unique_ptr<cuda::ThicknessContext> context[2];  // pore, solid; null when not weighted
-  DeviceBuffer<uint8_t> pore, solid;
-  DeviceBuffer<int64_t> list[2], slot, s2_counts, s2_delta, psd_counts[2];
-  DeviceBuffer<double> psd_target[2], s2_target, stage_energies;
+  DeviceBuffer<uint8_t> pore, solid, frozen;
+  DeviceBuffer<int64_t> list[2], slot, s2_counts, s2_delta, psd_counts[2], count_values, chord_counts;
+  DeviceBuffer<double> psd_target[2], s2_target, chord_target, stage_energies;
   DeviceBuffer<StepState> state;
   StepState* host_state = nullptr;  // pinned
   Step step;                        // views of the buffers above
@@ -130,7 +130,8 @@ struct DeviceLoop::Impl {
   }
 };
 
-DeviceLoop::DeviceLoop(const Config& config, const Snapshot& start, const DirectionalCounts& counts)
+DeviceLoop::DeviceLoop(const Config& config, const Snapshot& start, const DirectionalCounts& counts,
+                       const Step& host)
     : m_impl(std::make_unique<Impl>()) {
   Impl& m = *m_impl;
   const cudaStream_t s = m.stream.get();
@@ -164,6 +165,14 @@ DeviceLoop::DeviceLoop(const Config& config, const Snapshot& start, const Direct
   m.slot = upload_async(slot.data(), slot.size(), s, "the voxel-list slots");
   m.s2_counts = upload_async(host_counts.data(), host_counts.size(), s, "the S2 counts");
   m.s2_delta = DeviceBuffer<int64_t>(host_counts.size(), s, "the S2 change of a swap");
+  const Objective& ho = host.objective;
+  const int64_t count_values[2] = {ho.euler.value ? *ho.euler.value : 0, ho.surface.value ? *ho.surface.value : 0};
+  m.count_values = upload_async(count_values, 2, s, "the Euler and surface counts");
+  const std::vector<double> chord_target = detail::chord_target(config, o.chords);
+  m.chord_counts = upload_async(ho.chords.counts, ho.chords.counts ? std::size_t(6 * ho.chords.stride) : 0, s,
+                                "the chord histograms");
+  m.chord_target = upload_async(chord_target.data(), chord_target.size(), s, "the chord target");
+  if (host.frozen) m.frozen = upload_async(host.frozen, std::size_t(n), s, "the frozen voxels");
   m.s2_target = upload_async(s2_target.data(), s2_target.size(), s, "the S2 target");
   m.psd_target[0] = upload_async(t.pore_psd.data(), t.pore_psd.size(), s, "the pore-PSD target");
   m.psd_target[1] = upload_async(t.solid_psd.data(), t.solid_psd.size(), s, "the solid-PSD target");
@@ -208,6 +217,11 @@ DeviceLoop::DeviceLoop(const Config& config, const Snapshot& start, const Direct
   o.s2.counts = m.s2_counts.data();
   o.s2.delta = m.s2_delta.data();
   o.s2.target = m.s2_target.data();
+  o.euler.value = o.euler.entries ? m.count_values.data() : nullptr;
+  o.surface.value = o.surface.entries ? m.count_values.data() + 1 : nullptr;
+  o.chords.counts = o.chords.entries ? m.chord_counts.data() : nullptr;
+  o.chords.target = m.chord_target.data();
+  st.frozen = host.frozen ? m.frozen.data() : nullptr;
   o.pore_psd.counts = m.psd_counts[0].data();
   o.pore_psd.target = m.psd_target[0].data();
   o.solid_psd.counts = m.psd_counts[1].data();

@@ -19,7 +19,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "host_device.hpp"
+#include "poreforge/host_device.hpp"
 #include "metric.hpp"
 
 namespace poreforge::detail {

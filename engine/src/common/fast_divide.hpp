@@ -5,7 +5,7 @@
 // the painting kernel splits voxel indices into coordinates in its innermost loops.
 #include <cstdint>
 
-#include "host_device.hpp"
+#include "poreforge/host_device.hpp"
 
 namespace poreforge::detail {
 

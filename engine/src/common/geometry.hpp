@@ -4,7 +4,7 @@
 #include <cstdint>
 
 #include "fast_divide.hpp"
-#include "host_device.hpp"
+#include "poreforge/host_device.hpp"
 #include "poreforge/volume.hpp"
 
 namespace poreforge::detail {

@@ -15,7 +15,7 @@
 #include <cstring>
 #include <limits>
 
-#include "host_device.hpp"
+#include "poreforge/host_device.hpp"
 
 namespace poreforge::detail {
 

@@ -7,7 +7,7 @@
 #include <type_traits>
 
 #include "geometry.hpp"
-#include "host_device.hpp"
+#include "poreforge/host_device.hpp"
 #include "metric.hpp"
 
 namespace poreforge::detail {

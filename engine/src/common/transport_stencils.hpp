@@ -4,7 +4,7 @@
 // lattice-Boltzmann node update of the permeability.
 #include <cstdint>
 
-#include "host_device.hpp"
+#include "poreforge/host_device.hpp"
 
 namespace poreforge::detail {
 

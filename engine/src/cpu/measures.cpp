@@ -11,7 +11,7 @@
 #include <limits>
 #include <mutex>
 
-#include "../common/euler.hpp"
+#include "poreforge/euler.hpp"
 #include "../measures_detail.hpp"
 #include "cpu_backend.hpp"
 #include "poreforge/error.hpp"

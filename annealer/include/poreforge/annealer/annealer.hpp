@@ -10,6 +10,7 @@
 #include <array>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <string>
@@ -33,14 +34,32 @@ struct Targets {
   std::vector<double> solid_edges, solid_psd;  ///< empty: no solid-PSD target
   std::array<std::vector<double>, 3> s2;       ///< directional S2 along x, y, z, r = 0, 1, …
   Spacing spacing;                             ///< the reference's spacing: S2's lag r lies r·spacing away
+  /// Share of the reference's pore in its largest 6-connected cluster (0: not known). Not an
+  /// energy term: a connected start is built to it (connect_largest_cluster).
+  double largest_cluster_share = 0;
+  /// The Euler term's target: χ of the pore per box volume (physical units⁻³; NaN: not known).
+  double euler_density = std::numeric_limits<double>::quiet_NaN();
+  /// The surface term's target: pore–solid faces normal to x, y, z inside the box, as area per
+  /// box volume (faces normal to x count sy·sz; physical units⁻¹; NaN: not known).
+  std::array<double, 3> face_area_density{std::numeric_limits<double>::quiet_NaN(),
+                                          std::numeric_limits<double>::quiet_NaN(),
+                                          std::numeric_limits<double>::quiet_NaN()};
+  /// The chords term's target: chords[a][p][l], the relative frequency of chords of phase p
+  /// (0 solid, 1 pore) and length l voxels (index 0 unused) along axis a, as an unbounded
+  /// image would hold them — the reference's counts over the chances n − 1 − l that a chord of
+  /// l voxels fits between its box's faces. Empty: not known.
+  std::array<std::array<std::vector<double>, 2>, 3> chords;
 
   /// From a reference image (pore = 1): PSDs by the engine on `bins` bins of each phase's
-  /// range (log-spaced if `log`), S2 by FFT.
+  /// range (log-spaced if `log`), S2 by FFT, the largest cluster's share by labelling, χ and
+  /// the face counts (measures.hpp).
   static Targets from_image(const Mask& pore, Boundary boundary, int bins, bool log, Backend backend);
   /// From a descriptor file written by `poreforge describe`, or from the same layout under
   /// `group` of another file (a checkpoint keeps its targets under "/targets"): datasets
   /// psd/{pore,solid}/{edges,fraction}, s2/directional/{x,y,z}; porosity in the root
-  /// attribute `porosity_attribute`.
+  /// attribute `porosity_attribute`; the largest cluster's share and χ_V from
+  /// /measures/largest_cluster_share_6 and /measures/euler_density where `describe --measures`
+  /// wrote them (the face counts are not in a descriptor file).
   /// The reference's spacing is the root attribute `spacing_attribute` ("sx,sy,sz"); files
   /// without it are read as unit spacing.
   static Targets from_descriptor_file(const std::string& path, const std::string& group = "",
@@ -57,6 +76,8 @@ struct Targets {
 /// Weight of each energy term (≥ 0; zero switches a term off).
 struct Weights {
   double pore_psd = 1.0, solid_psd = 0.0, s2 = 1.0;
+  double euler = 0.0, surface = 0.0;  ///< terms/counts.hpp
+  double chords = 0.0;                ///< terms/chords.hpp
 };
 
 struct Schedule {
@@ -77,9 +98,12 @@ struct Stopping {
 };
 
 /// Proposal choice: a voxel of each phase, weighted by 1 + interface_bias × (number of face
-/// neighbours of the other phase), after Tang et al. / Pant et al.; 0 is uniform.
+/// neighbours of the other phase), after Tang et al. / Pant et al.; 0 is uniform. With
+/// keep_pore_connected only swaps that split no 6-connected pore cluster and start no new one
+/// (connectivity.hpp): the pore space stays as connected as the start's.
 struct Moves {
   double interface_bias = 0.0;
+  bool keep_pore_connected = true;
 };
 
 struct Config {
@@ -114,6 +138,14 @@ Quality quality(const Mask& pore, const Targets& targets, Boundary boundary, Bac
 /// L1 distance between pore-PSD fractions (on the target's bins) and the target's.
 double pore_psd_l1(const std::vector<double>& fraction, const Targets& targets);
 
+/// Each term's normaliser (its squared error at the start), in the order of terms/terms.hpp.
+using Norms = std::array<double, kTermCount>;
+inline Norms unit_norms() {
+  Norms n;
+  n.fill(1.0);
+  return n;
+}
+
 /// Everything a run needs to continue bit for bit (with the config and the seed): the
 /// structure, the order of the voxel lists proposals index into, the progress and the
 /// schedule's state. What can be recomputed exactly (the S2 counts) is not kept.
@@ -123,7 +155,7 @@ struct Snapshot {
   Progress progress;
   int64_t stall = 0;
   std::vector<double> stage_energies;
-  std::array<double, 3> norm{1, 1, 1};
+  Norms norm = unit_norms();
 };
 
 namespace detail {
@@ -176,9 +208,9 @@ class Annealer {
 
  private:
   // The structure's energy from scratch (every term recounted) under normalisers `norm`.
-  Energy energy_from_scratch(const Mask& pore, const std::array<double, 3>& norm) const;
+  Energy energy_from_scratch(const Mask& pore, const Norms& norm) const;
   // Each term's squared error against the targets (1 where it is 0): the energy's normalisers.
-  std::array<double, 3> normalisers(const Mask& pore) const;
+  Norms normalisers(const Mask& pore) const;
   // The seed's porosity-matched white-noise structure (the start when none is given).
   Mask random_start() const;
   // The voxel lists, the term buffers and the Step over them (the host loop's state).
@@ -207,7 +239,11 @@ class Annealer {
   std::vector<double> m_s2_target, m_squares, m_stage_energies;
   Bins m_pore_bins;
   std::optional<Bins> m_solid_bins;
-  std::array<double, 3> m_random_norm{1, 1, 1};  // the normalisers of random_start()
+  Norms m_random_norm = unit_norms();  // the normalisers of random_start()
+  std::vector<int64_t> m_count_values;  // the count terms' values (Euler, surface)
+  std::vector<int64_t> m_chord_counts;  // terms::Chords's histograms
+  std::vector<double> m_chord_target;
+  std::vector<uint8_t> m_frozen;        // Step::frozen (empty: none)
   Step m_step;        // views of the buffers above (heap memory: they survive a move)
   StepState m_state;  // progress and schedule bookkeeping; the device loop keeps its own
   std::unique_ptr<PsdEvaluator> m_pore_evaluator, m_solid_evaluator;  // null when the weight is 0

@@ -6,13 +6,13 @@
 #include <array>
 #include <cstdint>
 
-#include "poreforge/annealer/host_device.hpp"
+#include "poreforge/host_device.hpp"
 
 namespace poreforge::anneal {
 
 using PhiloxBlock = std::array<uint32_t, 4>;
 
-PF_HOST_DEVICE PhiloxBlock philox4x32_10(PhiloxBlock counter, std::array<uint32_t, 2> key) {
+PF_HD PhiloxBlock philox4x32_10(PhiloxBlock counter, std::array<uint32_t, 2> key) {
   constexpr uint32_t m0 = 0xD2511F53u, m1 = 0xCD9E8D57u, w0 = 0x9E3779B9u, w1 = 0xBB67AE85u;
   for (int round = 0; round < 10; ++round) {
     if (round > 0) {
@@ -31,20 +31,20 @@ PF_HOST_DEVICE PhiloxBlock philox4x32_10(PhiloxBlock counter, std::array<uint32_
 class Philox {
  public:
   explicit Philox(uint64_t seed = 0) : m_key{uint32_t(seed), uint32_t(seed >> 32)} {}
-  PF_HOST_DEVICE PhiloxBlock draw(uint64_t step, uint32_t lane) const {
+  PF_HD PhiloxBlock draw(uint64_t step, uint32_t lane) const {
     return philox4x32_10({uint32_t(step), uint32_t(step >> 32), lane, 0x70726678u /* "prfx" */}, m_key);
   }
   /// Uniform in [0, 1) with 32 random bits.
-  PF_HOST_DEVICE static double unit(uint32_t word) { return double(word) * (1.0 / 4294967296.0); }
+  PF_HD static double unit(uint32_t word) { return double(word) * (1.0 / 4294967296.0); }
   /// Uniform integer in [0, n) from two words (64 bits; the bias is below 2⁻³² for n < 2³²).
-  PF_HOST_DEVICE static uint64_t below(uint32_t hi, uint32_t lo, uint64_t n) {
+  PF_HD static uint64_t below(uint32_t hi, uint32_t lo, uint64_t n) {
     return mul_high((uint64_t(hi) << 32) | lo, n);
   }
   std::array<uint32_t, 2> key() const { return m_key; }
 
  private:
   // High 64 bits of a 64×64-bit product, from 32-bit halves (portable, host and device).
-  PF_HOST_DEVICE static uint64_t mul_high(uint64_t a, uint64_t b) {
+  PF_HD static uint64_t mul_high(uint64_t a, uint64_t b) {
     const uint64_t a_lo = uint32_t(a), a_hi = a >> 32, b_lo = uint32_t(b), b_hi = b >> 32;
     const uint64_t lo_lo = a_lo * b_lo, hi_lo = a_hi * b_lo, lo_hi = a_lo * b_hi, hi_hi = a_hi * b_hi;
     const uint64_t cross = (lo_lo >> 32) + uint32_t(hi_lo) + lo_hi;

@@ -6,7 +6,7 @@
 #include <cmath>
 #include <cstdint>
 
-#include "poreforge/annealer/host_device.hpp"
+#include "poreforge/host_device.hpp"
 #include "poreforge/annealer/progress.hpp"
 
 namespace poreforge::anneal {
@@ -22,7 +22,7 @@ struct Cooling {
 };
 
 /// Ends a temperature stage: stall count and its stopping rule, the new temperature.
-PF_HOST_DEVICE void end_stage(const Cooling& c, StepState& s, const double* stage_energies) {
+PF_HD void end_stage(const Cooling& c, StepState& s, const double* stage_energies) {
   Progress& p = s.progress;
   s.stall = s.stall < 0 ? 0 : s.stall + 1;
   if (s.stall >= c.stall_stages && p.stopped == StopReason::none) p.stopped = StopReason::no_improvement;
@@ -43,7 +43,7 @@ PF_HOST_DEVICE void end_stage(const Cooling& c, StepState& s, const double* stag
 
 /// Closes an evaluation: records the current energy for the stage, counts it, applies the
 /// stopping rules and ends the stage on its last evaluation.
-PF_HOST_DEVICE void end_evaluation(const Cooling& c, StepState& s, double* stage_energies) {
+PF_HD void end_evaluation(const Cooling& c, StepState& s, double* stage_energies) {
   Progress& p = s.progress;
   stage_energies[s.stage_count++] = p.energy.total;
   ++p.evaluations;

@@ -13,6 +13,30 @@
 
 namespace poreforge::anneal {
 
+/// What connect_largest_cluster did.
+struct ConnectedStart {
+  double largest_share_before = 0, largest_share_after = 0;  ///< of the pore, 6-connected in the box
+  int64_t clusters_dropped = 0;  ///< other clusters made solid
+  int64_t clusters_placed = 0;   ///< the reference's small clusters placed instead
+  int64_t voxels_grown = 0;      ///< solid voxels the largest cluster took
+};
+
+/// How a real sample's pore falls into 6-connected clusters in a box of the domain's size:
+/// the largest's share of the pore, and the others — their mean number and their sizes.
+/// Without sizes (a descriptor file's share alone) a start keeps the blobs' own small clusters.
+struct ClusterSample {
+  double largest_share = 0;
+  double others = 0;
+  std::vector<int64_t> other_sizes;
+};
+
+/// The clusters of `count` sub-volumes of shape `sub` of `reference` (pore = 1), drawn from
+/// `seed` as `compare` draws its real sub-volumes: the mean largest share, the mean number of
+/// other clusters, their sizes pooled. A `sub` larger than the reference: the whole reference,
+/// its number of other clusters scaled to `sub`'s voxels.
+ClusterSample sample_clusters(const Mask& reference, Shape sub, int count, uint64_t seed,
+                              Backend backend = Backend::cpu);
+
 /// A porosity-matched blobs start and how near its pore PSD is to the target's.
 struct BlobCandidate {
   double blobiness = 0, sigma = 0;  ///< sigma: the Gaussian's width in voxels
@@ -20,6 +44,9 @@ struct BlobCandidate {
   double blobs_psd_l1 = 0;          ///< the same for the blobs alone (before any planting)
   int planted_balls = 0;
   int64_t planted_voxels = 0;       ///< voxels inside planted balls (pore in the start)
+  ConnectedStart connected;         ///< when the start's largest cluster was grown
+  double s2_rms = 0;                ///< choose_blob_start with S2 weighted: the start's S2 RMS error
+  double score = 0;                 ///< what choose_blob_start ranks by (lower is nearer)
 };
 
 /// A ball planted into a start: centre in voxels (inside the volume), radius in physical units,
@@ -47,15 +74,32 @@ std::vector<PlantedBall> plan_large_pores(const std::vector<double>& start_fract
 /// A blobs start with exactly the target's pore count (round(porosity·N)) on `spacing`: the
 /// lowest values of blob_field(shape, blobiness, seed); with `plant_large_pores`, the balls of
 /// plan_large_pores are pore and the blob field's lowest values fill the rest of the count.
-/// The PSDs are measured with the engine on `backend`; `report` (optional) receives the figures.
+/// With `clusters` the result goes through connect_largest_cluster with the blob field. The
+/// PSDs are measured with the engine on `backend`; `report` (optional) receives the figures.
 Mask make_blob_start(Shape shape, Spacing spacing, const Targets& targets, Boundary boundary, double blobiness,
                      bool plant_large_pores, uint64_t seed, Backend backend = Backend::cpu,
-                     BlobCandidate* report = nullptr);
+                     BlobCandidate* report = nullptr, const ClusterSample* clusters = nullptr);
 
-/// The blobs start whose pore PSD is nearest the target's: tries σ = 1, 1.25, 1.25², … voxels up
-/// to a quarter of the mean extent — without planting stopping three sizes past the best, with
-/// planting every size (its error jumps between sizes); each candidate
-/// is a make_blob_start from `seed`; `tried` (optional) hears of each.
+/// A start whose pore falls into clusters as a real sample's does (`clusters`): blobs
+/// thresholded at a porosity fall apart into many, and swaps that keep the pore connected
+/// (Moves::keep_pore_connected) keep whatever the start has. The other clusters are replaced:
+/// with sizes in `clusters`, by clusters.others of the real sample's own, sizes drawn from
+/// `seed`, each grown from a voxel clear of all pore along the lowest values of `field` (the
+/// blobs' field: pore where lowest), none touching another; without sizes, the largest other
+/// clusters are made solid until the others fit in 1 − largest_share (the small ones stay).
+/// Then the largest grows by the voxels that frees into the solid next to it where `field` is
+/// lowest, never touching another cluster — along the field's valleys, so the throats it opens
+/// follow the structure. The pore count is kept exactly. Without sizes, a largest cluster that
+/// already holds its share is left as it is. `report` (optional) hears the figures.
+Mask connect_largest_cluster(const Mask& start, const std::vector<float>& field, const ClusterSample& clusters,
+                             uint64_t seed, Backend backend = Backend::cpu, ConnectedStart* report = nullptr);
+
+/// The blobs start nearest the targets: tries σ = 1, 1.25, 1.25², … voxels up to a quarter of the
+/// mean extent — without planting stopping three sizes past the best, with planting every size
+/// (its error jumps between sizes); each candidate is a make_blob_start from `seed` (connected
+/// with `clusters`); `tried` (optional) hears of each. Ranked by the pore-PSD
+/// L1 distance alone, or with `s2_weight` > 0 by (L1/L1₀)² + s2_weight·(RMS/RMS₀)² — each
+/// error over a porosity-matched white noise's, as the run's energy against a random start.
 struct BlobStart {
   Mask structure;
   BlobCandidate chosen;
@@ -63,7 +107,8 @@ struct BlobStart {
 };
 BlobStart choose_blob_start(Shape shape, Spacing spacing, const Targets& targets, Boundary boundary, uint64_t seed,
                             bool plant_large_pores, Backend backend = Backend::cpu,
-                            const std::function<void(const BlobCandidate&)>& tried = {});
+                            const std::function<void(const BlobCandidate&)>& tried = {},
+                            const ClusterSample* clusters = nullptr, double s2_weight = 0);
 
 /// A start from an existing structure (pore = 1), e.g. a coarser reconstruction of the same
 /// region: resampled onto `shape` by fractional position (both boxes are the same region, so a

@@ -6,14 +6,15 @@
 /// seed gives the same run on both, draw for draw and rounding for rounding (device code is
 /// built without FMA contraction). Nothing here allocates or knows a backend.
 ///
-/// A step: propose a pore and a solid voxel; apply_swap, and each count of the S2 term its
-/// change; the engine's PSD of each weighted phase (outside: the step only reads the counts);
+/// A step: propose a pore and a solid voxel; apply_swap (with the count terms' change), and
+/// each count of the S2 term its change; the engine's PSD of each weighted phase (outside: the step only reads the counts);
 /// the objective's squares and `combine`; accept (Metropolis); undo_swap if rejected;
 /// end_evaluation (schedule.hpp).
 #include <cmath>
 #include <cstdint>
 
-#include "poreforge/annealer/host_device.hpp"
+#include "poreforge/annealer/connectivity.hpp"
+#include "poreforge/host_device.hpp"
 #include "poreforge/annealer/philox.hpp"
 #include "poreforge/annealer/progress.hpp"
 #include "poreforge/annealer/schedule.hpp"
@@ -23,11 +24,19 @@ namespace poreforge::anneal {
 
 /// The Philox lane of a step's acceptance draw (proposal attempts take lanes 0, 1, 2, …).
 constexpr uint32_t kAcceptLane = 0xFFFFu;
+/// Attempts a proposal makes at a voxel that keeps the pore connected before it takes the one
+/// drawn anyway: a structure with no such voxel among this many draws is degenerate (a pore of
+/// a few voxels), and a step must end.
+constexpr uint32_t kConnectedAttempts = 1u << 12;
 
 struct Step {
   int64_t extent[3] = {0, 0, 0}, stride[3] = {0, 0, 0};
   bool periodic = true;
   double interface_bias = 0;
+  bool keep_pore_connected = false;  ///< proposals pass connectivity.hpp's tests
+  /// With keep_pore_connected: voxels never proposed (null: none) — the pore clusters other
+  /// than the largest and the solid touching them, so that they stay as the start has them.
+  const uint8_t* frozen = nullptr;
   Philox random{0};
   Objective objective;
   Cooling cooling;
@@ -40,36 +49,61 @@ struct Step {
   double* stage_energies = nullptr;    ///< room for a stage's energies
 };
 
+/// The interface bias's test of voxel v of phase `which` with uniform draw u.
+PF_HD bool biased_accept(const Step& st, int64_t v, int which, double u) {
+  const double bias = st.interface_bias;
+  const int64_t c[3] = {v % st.extent[0], (v / st.extent[0]) % st.extent[1], v / (st.extent[0] * st.extent[1])};
+  int k = 0;
+  for (int a = 0; a < 3; ++a) {
+    const int64_t n = st.extent[a];
+    if (n == 1) continue;
+    for (int side = -1; side <= 1; side += 2) {
+      int64_t p = c[a] + side;
+      if (p < 0 || p >= n) {
+        if (!st.periodic) continue;
+        p = (p + n) % n;
+      }
+      k += st.pore[v + (p - c[a]) * st.stride[a]] != which;
+    }
+  }
+  return u * (1 + 6 * bias) < 1 + bias * k;
+}
+
 /// A voxel of phase `which` (1 pore, 0 solid), uniform over its list or, with an interface
 /// bias b, by rejection with probability (1 + b·k) / (1 + 6b), k = face neighbours of the other
-/// phase (after Tang et al. / Pant et al.). Attempts draw lanes lane_base, lane_base + 2, ….
-PF_HOST_DEVICE int64_t propose(const Step& st, int which, uint64_t step, uint32_t lane_base) {
+/// phase (after Tang et al. / Pant et al.). With keep_pore_connected, drawn again until it is
+/// not frozen and passes may_leave_pore (pore) or may_join_pore (solid, `leaving` the pore
+/// voxel of the same swap), for at most kConnectedAttempts draws. Attempts draw lanes
+/// lane_base, lane_base + 2, ….
+PF_HD int64_t propose(const Step& st, int which, uint64_t step, uint32_t lane_base, int64_t leaving = -1) {
   const int64_t* list = st.list[which];
   const double bias = st.interface_bias;
   for (uint32_t attempt = 0;; attempt += 2) {
     const PhiloxBlock w = st.random.draw(step, lane_base + attempt);
     const int64_t v = list[Philox::below(w[0], w[1], uint64_t(st.list_size[which]))];
-    if (bias == 0) return v;
-    const int64_t c[3] = {v % st.extent[0], (v / st.extent[0]) % st.extent[1], v / (st.extent[0] * st.extent[1])};
-    int k = 0;
-    for (int a = 0; a < 3; ++a) {
-      const int64_t n = st.extent[a];
-      if (n == 1) continue;
-      for (int side = -1; side <= 1; side += 2) {
-        int64_t p = c[a] + side;
-        if (p < 0 || p >= n) {
-          if (!st.periodic) continue;
-          p = (p + n) % n;
-        }
-        k += st.pore[v + (p - c[a]) * st.stride[a]] != which;
-      }
-    }
-    if (Philox::unit(w[2]) * (1 + 6 * bias) < 1 + bias * k) return v;
+    // An attempt is taken when it passes every test, in any order: the cheap ones first (the
+    // bias turns most interior voxels away with 6 reads, the connectivity tests read 27).
+    const bool check_connected = st.keep_pore_connected && attempt < 2 * kConnectedAttempts;
+    if (check_connected && st.frozen && st.frozen[v]) continue;
+    if (bias > 0 && !biased_accept(st, v, which, Philox::unit(w[2]))) continue;
+    if (check_connected &&
+        !(which ? may_leave_pore(st.pore, st.extent, v) : may_join_pore(st.pore, st.extent, v, leaving)))
+      continue;
+    return v;
   }
 }
 
-/// `to_solid` (a pore voxel) and `to_pore` (a solid voxel) trade phase and list places.
-PF_HOST_DEVICE void apply_swap(const Step& st, int64_t to_solid, int64_t to_pore) {
+
+/// `to_solid` (a pore voxel) and `to_pore` (a solid voxel) trade phase and list places; the
+/// count terms take the swap's change.
+PF_HD void apply_swap(const Step& st, int64_t to_solid, int64_t to_pore) {
+  const Objective& o = st.objective;
+  if (o.euler.value || o.surface.value) {
+    const terms::SwapCubes cubes = terms::swap_cubes(st.pore, st.extent, to_solid, to_pore);
+    o.euler.on_swap(cubes);
+    o.surface.on_swap(cubes);
+  }
+  o.chords.on_swap(st.pore, to_solid, to_pore);
   st.pore[to_solid] = 0;
   st.pore[to_pore] = 1;
   if (st.solid) {
@@ -84,12 +118,12 @@ PF_HOST_DEVICE void apply_swap(const Step& st, int64_t to_solid, int64_t to_pore
 }
 
 /// Takes apply_swap(to_solid, to_pore) back: phases, lists and slots as before.
-PF_HOST_DEVICE void undo_swap(const Step& st, int64_t to_solid, int64_t to_pore) { apply_swap(st, to_pore, to_solid); }
+PF_HD void undo_swap(const Step& st, int64_t to_solid, int64_t to_pore) { apply_swap(st, to_pore, to_solid); }
 
 /// Metropolis: takes the candidate (ΔE ≤ 0, or u < exp(−ΔE/T) with u the step's acceptance
 /// draw) or counts a rejection; keeps the best and marks a new best in the stage. The caller
 /// undoes a rejected swap and then calls end_evaluation.
-PF_HOST_DEVICE bool accept(const Step& st, StepState& s, const Energy& candidate) {
+PF_HD bool accept(const Step& st, StepState& s, const Energy& candidate) {
   Progress& p = s.progress;
   const double de = candidate.total - p.energy.total;
   p.last_delta = de;

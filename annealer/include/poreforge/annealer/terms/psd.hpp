@@ -5,7 +5,7 @@
 /// this term only reads its counts. The full recount is the engine's one-shot PSD.
 #include <cstdint>
 
-#include "poreforge/annealer/host_device.hpp"
+#include "poreforge/host_device.hpp"
 #include "poreforge/psd.hpp"
 
 namespace poreforge::anneal::terms {
@@ -18,7 +18,7 @@ struct Psd {
   int entries = 0;  ///< bins compared, min(bins, target length); 0 when the term is off
 
   /// Squared difference in bin i: psd_from_counts's fraction, rounded as it rounds.
-  PF_HOST_DEVICE double square(int i) const {
+  PF_HD double square(int i) const {
     const int64_t upper = i + 1 < bins ? counts[i + 1] : counts[bins + 1];  // the last bin is closed
     const double d = double(counts[i] - upper) / double(counts[bins + 2]) - target[i];
     return d * d;

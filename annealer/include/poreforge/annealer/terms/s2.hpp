@@ -5,7 +5,7 @@
 /// takes back exactly its change. The full recount is DirectionalCounts(mask) (two_point.hpp).
 #include <cstdint>
 
-#include "poreforge/annealer/host_device.hpp"
+#include "poreforge/host_device.hpp"
 #include "poreforge/volume.hpp"
 
 namespace poreforge::anneal::terms {
@@ -20,7 +20,7 @@ struct S2 {
   int entries = 0;         ///< Σ len when the term is weighted, else 0 (the counts are kept anyway)
 
   /// Squared difference of the j-th compared lag (x's, then y's, then z's).
-  PF_HOST_DEVICE double square(int j) const {
+  PF_HD double square(int j) const {
     int r = j, a = 0;
     while (r >= len[a]) r -= len[a++];
     const double d = double(counts[offset[a] + r]) / double(voxels) - target[j];
@@ -30,7 +30,7 @@ struct S2 {
   /// Change of count e = (axis, r) by the swap just made in `pore` (which holds the new phases):
   /// `to_solid` was pore, `to_pore` solid. The pairs (p, p ± r·e_a) of each voxel, counted as
   /// flipping p to solid and then q to pore would count them.
-  PF_HOST_DEVICE int64_t change(const uint8_t* pore, int e, int64_t p, int64_t q) const {
+  PF_HD int64_t change(const uint8_t* pore, int e, int64_t p, int64_t q) const {
     int a = 0;
     while (a < 2 && e >= offset[a + 1]) ++a;
     const int64_t r = e - offset[a];
@@ -50,13 +50,13 @@ struct S2 {
   }
 
   /// Applies the swap's change to count e and keeps it for the undo.
-  PF_HOST_DEVICE void apply(const uint8_t* pore, int e, int64_t p, int64_t q) const {
+  PF_HD void apply(const uint8_t* pore, int e, int64_t p, int64_t q) const {
     const int64_t d = change(pore, e, p, q);
     counts[e] += d;
     delta[e] = d;
   }
   /// Takes count e's change back (the swap was rejected).
-  PF_HOST_DEVICE void undo(int e) const { counts[e] -= delta[e]; }
+  PF_HD void undo(int e) const { counts[e] -= delta[e]; }
 };
 
 /// The count layout of a volume of `shape` (extents, strides, offsets: host side), with no

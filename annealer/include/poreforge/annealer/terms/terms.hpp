@@ -4,38 +4,45 @@
 /// differences and `square(i)`; the Objective lays them end to end, so that both loops compute
 /// every square the same way (the device one per thread) and add them up in one order. A new
 /// term is its file, a member and a line in for_each, and its index in Energy::term.
-#include "poreforge/annealer/host_device.hpp"
+#include "poreforge/host_device.hpp"
 #include "poreforge/annealer/progress.hpp"
+#include "poreforge/annealer/terms/chords.hpp"
+#include "poreforge/annealer/terms/counts.hpp"
 #include "poreforge/annealer/terms/psd.hpp"
 #include "poreforge/annealer/terms/s2.hpp"
 
 namespace poreforge::anneal {
 
-enum TermIndex : int { kPorePsd = 0, kSolidPsd = 1, kS2 = 2, kTermCount = 3 };
+enum TermIndex : int { kPorePsd = 0, kSolidPsd = 1, kS2 = 2, kEuler = 3, kSurface = 4, kChords = 5, kTermCount = 6 };
 
 struct Objective {
   terms::Psd pore_psd, solid_psd;
   terms::S2 s2;
-  double weight[kTermCount] = {0, 0, 0};
-  double norm[kTermCount] = {1, 1, 1};  ///< each term's squared error at the start (1 if 0)
+  terms::Count euler{terms::Count::euler}, surface{terms::Count::surface};
+  terms::Chords chords;
+  double weight[kTermCount] = {0, 0, 0, 0, 0, 0};
+  double norm[kTermCount] = {1, 1, 1, 1, 1, 1};  ///< each term's squared error at the start (1 if 0)
 
   /// The list: f(index, term) for every term, in the order of the energy's entries.
   template <class F>
-  PF_HOST_DEVICE void for_each(F&& f) const {
+  PF_HD void for_each(F&& f) const {
     f(kPorePsd, pore_psd);
     f(kSolidPsd, solid_psd);
     f(kS2, s2);
+    f(kEuler, euler);
+    f(kSurface, surface);
+    f(kChords, chords);
   }
 
   /// Squared differences of all terms together.
-  PF_HOST_DEVICE int entries() const {
+  PF_HD int entries() const {
     int n = 0;
     for_each([&](int, const auto& t) { n += t.entries; });
     return n;
   }
 
   /// The j-th squared difference (0 ≤ j < entries()).
-  PF_HOST_DEVICE double square(int j) const {
+  PF_HD double square(int j) const {
     double out = 0;
     bool found = false;
     for_each([&](int, const auto& t) {
@@ -52,7 +59,7 @@ struct Objective {
 
   /// The energy from all squares: each weighted term's sum in entry order over its
   /// normaliser, then Σ w_k·e_k in term order.
-  PF_HOST_DEVICE Energy combine(const double* squares) const {
+  PF_HD Energy combine(const double* squares) const {
     Energy e;
     int from = 0;
     for_each([&](int k, const auto& t) {

@@ -8,7 +8,7 @@
 // is), 6 edges (an edge along +x is in it when any of the 4 voxels with dx = 1 is; it is
 // shared by 2 corners), 12 faces (a face is in it when either of its 2 voxels is; shared by
 // 4 corners) and 8 cubes (shared by 8). Multiplying by 8 keeps every weight an integer.
-#include "host_device.hpp"
+#include "poreforge/host_device.hpp"
 
 namespace poreforge::detail {
 
