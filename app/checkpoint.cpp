@@ -15,8 +15,8 @@ namespace {
 
 const char* kKind = "poreforge checkpoint";
 constexpr int kHistoryColumnCount = 12;
-// Checkpoints written before the Euler, surface and chords terms hold the first 9; the rest
-// read as 0.
+// Schema 1 and 2 checkpoints hold the first 9 columns; the Euler, surface and chords columns
+// read as 0 there.
 constexpr int kEarlierHistoryColumns = 9;
 const char* kHistoryColumns[kHistoryColumnCount] = {"evaluations", "stage",    "temperature", "energy",
                                                     "pore_psd",    "solid_psd", "s2",         "accepted",
@@ -131,8 +131,7 @@ class Reader {
       throw InputError("checkpoint '" + m_path + "': the stored checksum of " + part +
                        " does not match (changed or corrupt)");
   }
-  // A checkpoint written before the Euler, surface and chords terms has none of them (their
-  // weights were 0).
+  // Schema 1 and 2 checkpoints hold no Euler, surface or chords energies (those terms were off).
   double number_or_zero(const std::string& name) { return hdf5_has_attribute(m_path, name) ? number(name) : 0.0; }
   anneal::Energy energy(const std::string& prefix) {
     return {number(prefix + "total"),         number(prefix + "pore_psd"),        number(prefix + "solid_psd"),
@@ -223,8 +222,8 @@ Checkpoint read_checkpoint(const std::string& path) {
   }
   if (kind != kKind) throw InputError("'" + path + "' is not a poreforge checkpoint");
   const double schema = read_hdf5_attribute(path, "schema");
-  if (schema != 1 && schema != kCheckpointSchema)
-    throw InputError("'" + path + "' has checkpoint schema " + std::to_string(schema) + "; this poreforge reads 1 and " +
+  if (schema != 1 && schema != 2 && schema != kCheckpointSchema)
+    throw InputError("'" + path + "' has checkpoint schema " + std::to_string(schema) + "; this poreforge reads 1 to " +
                      std::to_string(kCheckpointSchema));
   // Schema 1 predates the checksums and is read as it stands; from schema 2 every part is checked.
   std::optional<Sums> sums;
@@ -235,6 +234,7 @@ Checkpoint read_checkpoint(const std::string& path) {
   }
   Reader in(path, sums);
   Checkpoint c;
+  c.schema = int(schema);
   c.config_yaml = in.text("config");
   auto& s = c.snapshot;
   const LabelImage volume = read_hdf5(path, "/state/volume");
@@ -244,7 +244,7 @@ Checkpoint read_checkpoint(const std::string& path) {
   s.pore_voxels = in.vector_int64("/state/pore_voxels");
   s.stage_energies = in.vector("/state/stage_energies");
   const auto norm = in.vector("/state/norm");
-  if (norm.size() != 3 && norm.size() != s.norm.size())  // 3: written before the Euler and surface terms
+  if (norm.size() != 3 && norm.size() != s.norm.size())  // 3: schema 1 and 2, without the count and chords terms
     throw InputError("'" + path + "': /state/norm must hold " + std::to_string(s.norm.size()) + " values");
   s.norm.fill(1.0);
   std::copy(norm.begin(), norm.end(), s.norm.begin());
@@ -268,7 +268,7 @@ Checkpoint read_checkpoint(const std::string& path) {
   in.number("target_porosity");
   in.text("target_spacing");
   c.targets = anneal::Targets::from_descriptor_file(path, "/targets", "target_porosity", "target_spacing");
-  if (hdf5_has_attribute(path, "target_euler_density")) {  // not in checkpoints from before the terms
+  if (hdf5_has_attribute(path, "target_euler_density")) {  // schema 3
     c.targets.euler_density = in.number("target_euler_density");
     const auto faces = in.vector("/targets/face_area_density");
     if (faces.size() != 3) throw InputError("'" + path + "': /targets/face_area_density must hold 3 values");

@@ -11,13 +11,16 @@
 namespace poreforge::app {
 
 /// 2: every part of the state carries an FNV-1a checksum (schema 1 files, without, still resume).
-constexpr int kCheckpointSchema = 2;
+/// 3: the Euler, surface and chords terms — their energies, normalisers, targets and history
+/// columns (schema 1 and 2 files hold none of them: those terms were off, and read as 0).
+constexpr int kCheckpointSchema = 3;
 
 /// One row of energy.csv: evaluations, stage, temperature, energy, pore_psd, solid_psd, s2,
-/// accepted, rejected.
+/// accepted, rejected, euler, surface, chords.
 using HistoryRow = std::array<double, 12>;
 
 struct Checkpoint {
+  int schema = kCheckpointSchema;  ///< the file's (read_checkpoint)
   std::string config_yaml;  ///< the resolved run configuration
   anneal::Targets targets;
   anneal::Snapshot snapshot;

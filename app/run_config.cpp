@@ -261,8 +261,10 @@ RunConfig parse_run_config(const std::string& text, const std::string& source, c
 
   Section moves = doc.child("moves");
   ranged(moves, "interface_bias", c.moves.interface_bias, 0.0, 1e6);
-  moves.optional("keep_pore_connected",
-                 [&](auto& v, auto& k) { c.moves.keep_pore_connected = moves.scalar<bool>(v, k, "true or false"); });
+  moves.optional("keep_pore_connected", [&](auto& v, auto& k) {
+    c.moves.keep_pore_connected = moves.scalar<bool>(v, k, "true or false");
+    c.keep_pore_connected_given = true;
+  });
   moves.finish();
 
   Section init = doc.child("initial");
@@ -281,10 +283,10 @@ RunConfig parse_run_config(const std::string& text, const std::string& source, c
     c.initial_blobiness = init.scalar<double>(v, k, "a number or auto");
     in_range(init, v, k, c.initial_blobiness, 0.0, 1e6, true);
   });
+  bool connect_given = false;
   init.optional("connect", [&](const YAML::Node& v, const std::string& k) {
     c.initial_connect = init.scalar<bool>(v, k, "true or false");
-    if (c.initial_connect && c.initial != "blobs")
-      init.fail(k, v, "connects a blobs start (initial.structure: blobs)");
+    connect_given = true;
   });
   init.optional("plant_large_pores", [&](const YAML::Node& v, const std::string& k) {
     c.initial_plant_large_pores = init.scalar<bool>(v, k, "true or false");
@@ -292,6 +294,15 @@ RunConfig parse_run_config(const std::string& text, const std::string& source, c
       init.fail(k, v, "plants into a blobs or file start (initial.structure: blobs or file)");
   });
   init.finish();
+  // A connected start replaces every cluster beside the largest, planted balls among them: by
+  // default it is on for blobs without planting, and the two together are refused.
+  if (!connect_given) c.initial_connect = !c.initial_plant_large_pores;
+  if (c.initial == "blobs" && c.initial_connect && c.initial_plant_large_pores)
+    doc.fail("initial", static_cast<const YAML::Node&>(root)["initial"],
+             "connect and plant_large_pores exclude each other (planted balls sit apart from the connected pore "
+             "space and a connected start replaces them); set one of them to false");
+  // Connected moves need a connected start: on by default exactly when the start is one.
+  if (!c.keep_pore_connected_given) c.moves.keep_pore_connected = c.initial == "blobs" && c.initial_connect;
   if (c.initial == "file" && c.initial_file.empty())
     doc.fail("initial", static_cast<const YAML::Node&>(root)["initial"], "structure: file needs initial.file");
 

@@ -31,6 +31,7 @@ struct RunConfig {
   anneal::Schedule schedule;
   anneal::Stopping stopping;
   anneal::Moves moves;
+  bool keep_pore_connected_given = false;  ///< false: on exactly for a connected blobs start
   bool host_loop = false;  ///< CUDA: the loop on the host, the PSD on the device (for comparisons)
   /// Wall-clock limit of one session of the loop (run, or each resume), 0: none. Stops with
   /// `time_limit` and the full outputs; the seed's run is then cut where the clock says.
@@ -38,7 +39,8 @@ struct RunConfig {
   std::string initial = "noise";  ///< noise | blobs | file: the starting structure, porosity-matched
   double initial_blobiness = 1.0; ///< blobs: PoreSpy's blobiness (larger, smaller features)
   bool initial_blobiness_auto = false;  ///< blobs, `blobiness: auto`: the size nearest the target PSD
-  /// blobs: the start's clusters made the reference's (connect_largest_cluster; read for blobs only)
+  /// blobs: the start's clusters made the reference's (connect_largest_cluster; read for blobs
+  /// only); default: on unless large pores are planted
   bool initial_connect = true;
   bool initial_plant_large_pores = false;  ///< blobs or file: balls for the target's PSD bins the start misses
   /// file: a structure to start from (HDF5 or TIFF; a coarser run's final.h5), resampled to

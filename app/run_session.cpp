@@ -97,8 +97,8 @@ struct Session {
     fs::create_directories(folder);
     char name[64];
     std::snprintf(name, sizeof name, "step-%012lld.h5", static_cast<long long>(a.progress().evaluations));
-    write_checkpoint((folder / name).string(), {rc.to_yaml(), config.targets, a.snapshot(), history, run_start},
-                     command_line);
+    write_checkpoint((folder / name).string(),
+                     {kCheckpointSchema, rc.to_yaml(), config.targets, a.snapshot(), history, run_start}, command_line);
     // Keep the newest `keep`.
     std::vector<fs::path> all;
     for (auto& e : fs::directory_iterator(folder))
@@ -374,6 +374,11 @@ int start_run(const RunOptions& o, const std::string& command_line) {
         sub[a] = std::max<int64_t>(1, std::llround(double(run.config.shape.extent(a)) * run.config.spacing.along(a) /
                                                    reference->spacing().along(a)));
       clusters = anneal::sample_clusters(*reference, Shape{sub[0], sub[1], sub[2]}, 12, run.rc.seed, run.backend);
+      // Sizes in the domain's voxels: the same physical volume on another grid.
+      const Spacing rs = reference->spacing(), ds = run.config.spacing;
+      const double scale = (rs.x * rs.y * rs.z) / (ds.x * ds.y * ds.z);
+      if (scale != 1.0)
+        for (int64_t& size : clusters->other_sizes) size = std::max<int64_t>(1, std::llround(double(size) * scale));
     } else if (run.rc.initial_connect && run.config.targets.largest_cluster_share > 0) {
       clusters = anneal::ClusterSample{run.config.targets.largest_cluster_share, 0, {}};
     } else if (run.rc.initial_connect && !o.quiet) {
@@ -506,10 +511,12 @@ int resume_run(const ResumeOptions& o, const std::string& command_line) {
   std::vector<std::string> sets;
   if (o.max_evaluations) sets.push_back("annealing.max_evaluations=" + std::to_string(o.max_evaluations));
   if (o.max_seconds >= 0) sets.push_back("annealing.max_seconds=" + std::to_string(o.max_seconds));
-  // A run stored before proposals could keep the pore connected ran with free moves: its
-  // config has no moves.keep_pore_connected, and the default must not change its chain.
-  if (ck.config_yaml.find("keep_pore_connected") == std::string::npos)
+  // Schema 1 and 2 runs ran with free moves and blobs as drawn: their stored configs name
+  // neither, and today's defaults must not change their chains.
+  if (ck.schema < 3) {
     sets.insert(sets.begin(), "moves.keep_pore_connected=false");
+    sets.insert(sets.begin(), "initial.connect=false");
+  }
   run.rc = parse_run_config(ck.config_yaml, o.checkpoint + " (stored config)", sets);
   const int64_t at = ck.snapshot.progress.evaluations;
   // A run that met its budget or a stop rule before its outputs were written (killed

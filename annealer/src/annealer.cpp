@@ -176,6 +176,12 @@ Targets Targets::at_spacing(const Spacing& grid) const {
       resampled.push_back(below + 1 < s2[a].size() ? (1 - frac) * s2[a][below] + frac * s2[a][below + 1] : s2[a][below]);
     }
     t.s2[a] = std::move(resampled);
+    // Chords are counted in voxels: on another grid the reference's say nothing (the chords
+    // term then refuses, naming the spacing).
+    for (auto& axis : t.chords) {
+      axis[0].clear();
+      axis[1].clear();
+    }
   }
   t.spacing = grid;
   return t;
@@ -194,7 +200,7 @@ void validate(const Config& c) {
   if (!c.targets.solid_edges.empty()) Bins::from_edges(c.targets.solid_edges);
   require(c.targets.pore_psd.size() + 1 == c.targets.pore_edges.size(), "pore PSD target and its edges differ in length");
   const Weights& w = c.weights;
-  require(w.pore_psd >= 0 && w.solid_psd >= 0 && w.s2 >= 0 && w.euler >= 0 && w.surface >= 0,
+  require(w.pore_psd >= 0 && w.solid_psd >= 0 && w.s2 >= 0 && w.euler >= 0 && w.surface >= 0 && w.chords >= 0,
           "weights must not be negative");
   require(w.pore_psd + w.solid_psd + w.s2 + w.euler + w.surface + w.chords > 0,
           "at least one weight must be positive");
@@ -204,9 +210,11 @@ void validate(const Config& c) {
   require(w.surface == 0 || std::isfinite(c.targets.face_area_density[0] + c.targets.face_area_density[1] +
                                           c.targets.face_area_density[2]),
           "a surface weight needs the reference's face counts (a target image)");
-  require(w.chords >= 0, "weights must not be negative");
   if (w.chords > 0) {
-    require(!c.targets.chords[0][0].empty(), "a chords weight needs the reference's chord lengths (a target image)");
+    bool known = true;
+    for (const auto& axis : c.targets.chords) known = known && !axis[0].empty() && !axis[1].empty();
+    require(known, "a chords weight needs the reference's chord lengths at the domain's spacing (a target image at "
+                   "the domain's voxel size; chords are counted in voxels)");
     for (int a = 0; a < 3; ++a)
       require(std::fabs(c.spacing.along(a) / c.targets.spacing.along(a) - 1) < 1e-9,
               "a chords weight needs the domain's spacing equal to the reference's (chords are counted in voxels; "

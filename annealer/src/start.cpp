@@ -8,7 +8,6 @@
 #include <numeric>
 #include <optional>
 #include <queue>
-#include <queue>
 
 #include "poreforge/annealer/philox.hpp"
 #include "poreforge/edt.hpp"

@@ -118,6 +118,7 @@ PF_BACKEND_TEST("anneal", "swaps_keep_porosity_and_energy_exact") {
   c.weights.surface = 0.7;
   c.weights.chords = 0.6;
   c.moves.interface_bias = 1.0;
+  c.moves.keep_pore_connected = true;
   c.stopping.max_evaluations = 4000;
   c.stopping.energy_tolerance = 0;
   c.stopping.stall_stages = 1000000;
@@ -559,6 +560,7 @@ PF_BACKEND_TEST("anneal", "kept_connected_never_splits_a_cluster") {
   CAPTURE(seed);
   Config c = small_config({22, 20, 18}, seed, B::backend);
   c.boundary = Boundary::open;
+  c.moves.keep_pore_connected = true;
   c.moves.interface_bias = 2.0;
   c.schedule.t0 = 0.05;  // hot: most swaps taken, whatever their energy
   c.stopping.max_evaluations = 1500;

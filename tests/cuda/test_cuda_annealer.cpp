@@ -52,6 +52,7 @@ anneal::Config small_problem(Shape shape, uint64_t seed) {
   c.targets = anneal::Targets::from_image(generate_blobs(shape, 0.4, 0.7, seed ^ 0x5eed), Boundary::periodic, 8, false,
                                           Backend::cpu);
   c.weights.solid_psd = 0.5;
+  c.moves.keep_pore_connected = true;  // blobs at 0.4 porosity: the largest cluster holds most of the pore
   c.seed = seed;
   c.schedule.trial_moves = 50;
   c.schedule.stage_length = 100;

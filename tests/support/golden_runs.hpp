@@ -18,7 +18,7 @@ inline anneal::Config golden_config(int which, Backend backend) {
   using namespace anneal;
   Config c;
   c.backend = backend;
-  c.moves.keep_pore_connected = false;  // recorded before proposals could keep the pore connected
+  c.moves.keep_pore_connected = false;  // free proposals: the runs' records are of those
   c.schedule.trial_moves = 40;
   if (which == 0) {  // periodic, every term, biased proposals, Aarts–Korst, T0 from trial moves
     c.shape = {16, 14, 13};

@@ -196,7 +196,7 @@ DeviceLoop::DeviceLoop(const Config& config, const Snapshot& start, const Direct
   }
 
   m.energy_bytes = std::size_t(o.entries()) * sizeof(double);
-  if (m.energy_bytes > 48 * 1024)  // beyond the default: S2 targets longer than ~6,000 entries
+  if (m.energy_bytes > 48 * 1024)  // beyond the default: objectives of more than ~6,000 entries (S2, chords)
     PF_CUDA_CHECK(cudaFuncSetAttribute(accept_or_undo, cudaFuncAttributeMaxDynamicSharedMemorySize, int(m.energy_bytes)));
 
   PF_CUDA_CHECK(cudaMallocHost(reinterpret_cast<void**>(&m.host_state), sizeof(StepState)));

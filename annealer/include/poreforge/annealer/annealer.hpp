@@ -99,11 +99,13 @@ struct Stopping {
 
 /// Proposal choice: a voxel of each phase, weighted by 1 + interface_bias × (number of face
 /// neighbours of the other phase), after Tang et al. / Pant et al.; 0 is uniform. With
-/// keep_pore_connected only swaps that split no 6-connected pore cluster and start no new one
-/// (connectivity.hpp): the pore space stays as connected as the start's.
+/// keep_pore_connected only swaps that split no 6-connected cluster of either phase and start
+/// none, and leave the pore clusters beside the largest alone (connectivity.hpp): the pore
+/// space stays as connected as the start's. For a connected start (connect_largest_cluster);
+/// from white noise, whose pore is thousands of specks, almost every voxel would be frozen.
 struct Moves {
   double interface_bias = 0.0;
-  bool keep_pore_connected = true;
+  bool keep_pore_connected = false;
 };
 
 struct Config {
