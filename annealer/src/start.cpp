@@ -417,7 +417,8 @@ Mask connect_largest_cluster(const Mask& start, const std::vector<float>& field,
     r.clusters_dropped = c.count - 1;
     others_total = 0;
     const Philox random(seed ^ 0x434c5354u);  // "CLST": a lane of its own
-    int64_t budget = pore - want;
+    // What the largest leaves (it may hold more than its share already: it keeps it all).
+    int64_t budget = pore - std::max(want, c.sizes[largest - 1]);
     const int64_t placing = std::llround(clusters.others);
     uint32_t next_label = uint32_t(c.count) + 1;
     uint64_t draw = 0;

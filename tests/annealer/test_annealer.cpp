@@ -666,4 +666,11 @@ TEST_CASE("anneal.connect_largest_cluster_places_the_samples_clusters") {
   for (std::size_t k = 0; k + 1 < sizes.size(); ++k) CHECK((sizes[k] == 1 || sizes[k] == 4 || sizes[k] == 9));
   // The same seed places them the same way.
   CHECK(connect_largest_cluster(start, field, sample, seed).values() == out.values());
+  // A largest cluster already above its share keeps it all, and the pore count still holds.
+  sample.largest_share = 0.05;
+  sample.others = 300;
+  sample.other_sizes = {40};  // room for more than the largest leaves
+  const Mask loose = connect_largest_cluster(start, field, sample, seed, Backend::cpu, &r);
+  CHECK(count_phase(loose) == count_phase(start));
+  CHECK(r.largest_share_after >= r.largest_share_before - 1e-12);
 }
