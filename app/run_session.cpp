@@ -414,14 +414,19 @@ int start_run(const RunOptions& o, const std::string& command_line) {
     }
     run.blob_start = chosen;
     const anneal::ConnectedStart& cs = chosen.connected;
-    if (cl && !o.quiet)
+    if (cl && !o.quiet) {
       std::fprintf(run.text_stream(),
                    "connected start: largest pore cluster %.4f -> %.4f of the pore (reference %.4f), %lld other "
-                   "clusters made solid, %lld of the reference's small clusters placed (it has %.1f on average), "
-                   "%lld voxels grown\n",
+                   "clusters made solid, ",
                    cs.largest_share_before, cs.largest_share_after, cl->largest_share,
-                   static_cast<long long>(cs.clusters_dropped), static_cast<long long>(cs.clusters_placed), cl->others,
-                   static_cast<long long>(cs.voxels_grown));
+                   static_cast<long long>(cs.clusters_dropped));
+      if (cl->other_sizes.empty())
+        std::fprintf(run.text_stream(), "the blobs' smaller ones kept (the target names the share only)");
+      else
+        std::fprintf(run.text_stream(), "%lld of the reference's small clusters placed (it has %.1f on average)",
+                     static_cast<long long>(cs.clusters_placed), cl->others);
+      std::fprintf(run.text_stream(), ", %lld voxels grown\n", static_cast<long long>(cs.voxels_grown));
+    }
   }
   // A structure from a file (a coarser run's final.h5: multi-scale reconstruction), resampled
   // onto this grid and cut at the target's pore count.
