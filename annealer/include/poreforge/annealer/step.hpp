@@ -6,27 +6,27 @@
 /// seed gives the same run on both, draw for draw and rounding for rounding (device code is
 /// built without FMA contraction). Nothing here allocates or knows a backend.
 ///
-/// A step: propose a pore and a solid voxel; apply_swap (with the count terms' change), and
-/// each count of the S2 term its change; the engine's PSD of each weighted phase (outside: the step only reads the counts);
-/// the objective's squares and `combine`; accept (Metropolis); undo_swap if rejected;
-/// end_evaluation (schedule.hpp).
+/// A step: propose a pore and a solid voxel; apply_swap (with the count and chord terms'
+/// change), and each count of the S2 term its change; the engine's PSD of each weighted phase
+/// (outside: the step only reads the counts); the objective's squares and `combine`; accept
+/// (Metropolis); undo_swap if rejected; end_evaluation (schedule.hpp).
 #include <cmath>
 #include <cstdint>
 
 #include "poreforge/annealer/connectivity.hpp"
-#include "poreforge/host_device.hpp"
 #include "poreforge/annealer/philox.hpp"
 #include "poreforge/annealer/progress.hpp"
 #include "poreforge/annealer/schedule.hpp"
 #include "poreforge/annealer/terms/terms.hpp"
+#include "poreforge/host_device.hpp"
 
 namespace poreforge::anneal {
 
 /// The Philox lane of a step's acceptance draw (proposal attempts take lanes 0, 1, 2, …).
 constexpr uint32_t kAcceptLane = 0xFFFFu;
-/// Attempts a proposal makes at a voxel that keeps the pore connected before it takes the one
-/// drawn anyway: a structure with no such voxel among this many draws is degenerate (a pore of
-/// a few voxels), and a step must end.
+/// Attempts a proposal makes at a voxel that passes the connectivity tests before it takes the
+/// next one drawn without them (frozen voxels stay out): a structure with no such voxel among
+/// this many draws is degenerate (a pore of a few voxels), and a step must end.
 constexpr uint32_t kConnectedAttempts = 1u << 12;
 
 struct Step {
@@ -72,8 +72,8 @@ PF_HD bool biased_accept(const Step& st, int64_t v, int which, double u) {
 /// A voxel of phase `which` (1 pore, 0 solid), uniform over its list or, with an interface
 /// bias b, by rejection with probability (1 + b·k) / (1 + 6b), k = face neighbours of the other
 /// phase (after Tang et al. / Pant et al.). With keep_pore_connected, drawn again until it is
-/// not frozen and passes may_leave_pore (pore) or may_join_pore (solid, `leaving` the pore
-/// voxel of the same swap), for at most kConnectedAttempts draws. Attempts draw lanes
+/// not frozen and, for at most kConnectedAttempts draws, passes may_leave_pore (pore) or
+/// may_join_pore (solid, `leaving` the pore voxel of the same swap). Attempts draw lanes
 /// lane_base, lane_base + 2, ….
 PF_HD int64_t propose(const Step& st, int which, uint64_t step, uint32_t lane_base, int64_t leaving = -1) {
   const int64_t* list = st.list[which];
@@ -84,7 +84,7 @@ PF_HD int64_t propose(const Step& st, int which, uint64_t step, uint32_t lane_ba
     // An attempt is taken when it passes every test, in any order: the cheap ones first (the
     // bias turns most interior voxels away with 6 reads, the connectivity tests read 27).
     const bool check_connected = st.keep_pore_connected && attempt < 2 * kConnectedAttempts;
-    if (check_connected && st.frozen && st.frozen[v]) continue;
+    if (st.frozen && st.frozen[v]) continue;  // always: the largest cluster and most solid never are
     if (bias > 0 && !biased_accept(st, v, which, Philox::unit(w[2]))) continue;
     if (check_connected &&
         !(which ? may_leave_pore(st.pore, st.extent, v) : may_join_pore(st.pore, st.extent, v, leaving)))
@@ -92,7 +92,6 @@ PF_HD int64_t propose(const Step& st, int which, uint64_t step, uint32_t lane_ba
     return v;
   }
 }
-
 
 /// `to_solid` (a pore voxel) and `to_pore` (a solid voxel) trade phase and list places; the
 /// count terms take the swap's change.
