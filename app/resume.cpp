@@ -11,7 +11,7 @@ namespace poreforge::app {
 Runner add_resume_command(CLI::App& app, const std::string& command_line) {
   auto o = std::make_shared<ResumeOptions>();
   CLI::App* cmd = app.add_subcommand("resume", "Continue a run from a checkpoint, exactly where it stopped");
-  cmd->add_option("checkpoint", o->checkpoint, "Checkpoint file (results/<name>/checkpoints/step-*.h5)")->required();
+  cmd->add_option("checkpoint", o->checkpoint, "Checkpoint file (results/<name>/checkpoints/evaluation-*.h5)")->required();
   cmd->add_option("--max-evals", o->max_evaluations,
                   "New evaluation budget (a resume may change this and --max-seconds, nothing else)")
       ->check(CLI::PositiveNumber);

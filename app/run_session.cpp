@@ -7,6 +7,8 @@
 #include <csignal>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -96,15 +98,20 @@ struct Session {
     const fs::path folder = dir / "checkpoints";
     fs::create_directories(folder);
     char name[64];
-    std::snprintf(name, sizeof name, "step-%012lld.h5", static_cast<long long>(a.progress().evaluations));
+    std::snprintf(name, sizeof name, "evaluation-%012lld.h5", static_cast<long long>(a.progress().evaluations));
     write_checkpoint((folder / name).string(),
                      {kCheckpointSchema, rc.to_yaml(), config.targets, a.snapshot(), history, run_start}, command_line);
-    // Keep the newest `keep`.
-    std::vector<fs::path> all;
-    for (auto& e : fs::directory_iterator(folder))
-      if (e.path().extension() == ".h5" && e.path().filename().string().rfind("step-", 0) == 0) all.push_back(e.path());
+    // Keep the newest `keep`, by the evaluations in their names (`step-N.h5`: a folder of a
+    // poreforge that named checkpoints so, resumed).
+    std::vector<std::pair<long long, fs::path>> all;
+    for (auto& e : fs::directory_iterator(folder)) {
+      const std::string file = e.path().filename().string();
+      if (e.path().extension() != ".h5") continue;
+      for (const char* prefix : {"evaluation-", "step-"})
+        if (file.rfind(prefix, 0) == 0) all.push_back({std::atoll(file.c_str() + std::strlen(prefix)), e.path()});
+    }
     std::sort(all.begin(), all.end());
-    for (std::size_t k = 0; k + std::size_t(rc.checkpoint_keep) < all.size(); ++k) fs::remove(all[k]);
+    for (std::size_t k = 0; k + std::size_t(rc.checkpoint_keep) < all.size(); ++k) fs::remove(all[k].second);
   }
 
   // The loop: reports, checkpoints, signals; then the final outputs. Returns the exit code.
@@ -201,7 +208,7 @@ struct Session {
         const int code = 128 + int(g_signal);
         say("interrupted by signal " + std::to_string(int(g_signal)) + " after " + std::to_string(p.evaluations) +
             " evaluations; checkpoint written: resume with `poreforge resume " +
-            (dir / "checkpoints").string() + "/step-….h5`");
+            (dir / "checkpoints").string() + "/evaluation-….h5`");
         return code;
       }
     }

@@ -65,7 +65,7 @@ void finished_run(const Workspace& ws) {
   REQUIRE(r.status == 0);
 }
 
-const char* kCheckpoint10 = "{ws}/results/r/checkpoints/step-000000000010.h5";
+const char* kCheckpoint10 = "{ws}/results/r/checkpoints/evaluation-000000000010.h5";
 
 void sweep_file(const Workspace& ws, const std::string& body) {
   std::ofstream(ws / "sweep.yaml") << "base: run.yaml\noutput: " << ws / "results" << "\n" << body;
@@ -266,12 +266,12 @@ const std::vector<BadInput>& table() {
        "are not the reference's"},
       {"describe: an unknown length unit", "describe {ws}/m.h5 -o {ws}/d.h5 --measures --length-unit furlong", 2,
        "'furlong' is not a length unit"},
-      {"resume: a checkpoint outside a run folder", "resume {ws}/loose/step-000000000010.h5", 2,
+      {"resume: a checkpoint outside a run folder", "resume {ws}/loose/evaluation-000000000010.h5", 2,
        "is not a poreforge run folder",
        [](const Workspace& ws) {
          finished_run(ws);
          fs::create_directories(ws / "loose");
-         fs::copy_file(expand(kCheckpoint10, ws), ws / "loose/step-000000000010.h5");
+         fs::copy_file(expand(kCheckpoint10, ws), ws / "loose/evaluation-000000000010.h5");
        }},
       {"compare: the report exists", "compare {ws}/m.h5 --reference {ws}/m.h5 -o {ws}/run.yaml", 2,
        "already exists (use --force"},

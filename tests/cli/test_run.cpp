@@ -254,7 +254,7 @@ TEST_CASE("cli.run.resume_and_signals") {
   // Straight to 600, and 250 then resumed to 600: the same structure and the same history.
   REQUIRE(shell(cli + " run " + config("straight", 600) + " --quiet > /dev/null") == 0);
   REQUIRE(shell(cli + " run " + config("halves", 250) + " --quiet > /dev/null") == 0);
-  const fs::path ckpt = dir / "results/halves/checkpoints/step-000000000250.h5";
+  const fs::path ckpt = dir / "results/halves/checkpoints/evaluation-000000000250.h5";
   REQUIRE(fs::exists(ckpt));
   int kept = 0;
   for (auto& e : fs::directory_iterator(dir / "results/halves/checkpoints")) kept += e.path().extension() == ".h5";
@@ -419,7 +419,7 @@ TEST_CASE("cli.run.lock") {
                                      "--set annealing.energy_tolerance=0");
   const fs::path pid_file = t.dir / "pid";
   REQUIRE(shell("( " + long_run + " > /dev/null 2>&1 & echo $! > " + pid_file.string() + " )") == 0);
-  const fs::path ckpt = t.folder("busy") / "checkpoints" / "step-000000000020.h5";
+  const fs::path ckpt = t.folder("busy") / "checkpoints" / "evaluation-000000000020.h5";
   for (int i = 0; i < 1200 && !fs::exists(ckpt); ++i) shell("sleep 0.05");  // up to a minute on a loaded machine
   REQUIRE(fs::exists(ckpt));
   const std::string pid = [&] {
@@ -451,15 +451,15 @@ TEST_CASE("cli.resume.finishes_an_interrupted_run") {
   const auto structure = read_hdf5((rd / "final.h5").string(), "/volume").bytes;
   const std::string energy = slurp(rd / "energy.csv");
   for (const char* f : {"final.h5", "final.xdmf", "descriptors.h5", "summary.json"}) fs::remove(rd / f);
-  std::ofstream(rd / "checkpoints" / "step-000000000150.h5.tmp-4242") << "half a checkpoint";
+  std::ofstream(rd / "checkpoints" / "evaluation-000000000150.h5.tmp-4242") << "half a checkpoint";
   std::ofstream(rd / "summary.json.tmp-4242") << "{";
-  const fs::path last = rd / "checkpoints" / "step-000000000100.h5";
+  const fs::path last = rd / "checkpoints" / "evaluation-000000000100.h5";
   REQUIRE(shell(t.cli + " resume " + last.string() + " --quiet > /dev/null") == 0);
   for (const char* f : {"final.h5", "final.xdmf", "descriptors.h5", "summary.json"}) CHECK_MESSAGE(fs::exists(rd / f), f);
   CHECK(read_hdf5((rd / "final.h5").string(), "/volume").bytes == structure);
   CHECK(slurp(rd / "energy.csv") == energy);
   CHECK(slurp(rd / "summary.json").find("\"stop_reason\": \"max_evaluations\"") != std::string::npos);
-  CHECK_FALSE(fs::exists(rd / "checkpoints" / "step-000000000150.h5.tmp-4242"));
+  CHECK_FALSE(fs::exists(rd / "checkpoints" / "evaluation-000000000150.h5.tmp-4242"));
   CHECK_FALSE(fs::exists(rd / "summary.json.tmp-4242"));
   CHECK(slurp(rd / "run.log").find("(stopped: max_evaluations), writing the outputs") != std::string::npos);
   // A new budget still goes on from there.
@@ -467,12 +467,29 @@ TEST_CASE("cli.resume.finishes_an_interrupted_run") {
   CHECK(read_hdf5_attribute((rd / "final.h5").string(), "evaluations") == 150);
 }
 
+TEST_CASE("cli.resume.keeps_the_newest_checkpoints_of_either_name") {
+  // A run folder whose checkpoints are named step-N.h5 (as poreforge once named them) resumes,
+  // and the newest checkpoint.keep of both names stay, by their evaluations.
+  TinyRuns t("rotation");
+  REQUIRE(shell(t.run("--set name=r --set checkpoint.keep=3 > /dev/null")) == 0);
+  const fs::path ck = t.folder("r") / "checkpoints";
+  fs::rename(ck / "evaluation-000000000050.h5", ck / "step-000000000050.h5");
+  fs::rename(ck / "evaluation-000000000100.h5", ck / "step-000000000100.h5");
+  REQUIRE(shell(t.cli + " resume " + (ck / "step-000000000100.h5").string() +
+                " --max-evals 200 --quiet > /dev/null") == 0);
+  std::vector<std::string> names;
+  for (const auto& e : fs::directory_iterator(ck)) names.push_back(e.path().filename().string());
+  std::sort(names.begin(), names.end());
+  CHECK(names == std::vector<std::string>{"evaluation-000000000150.h5", "evaluation-000000000200.h5",
+                                          "step-000000000100.h5"});
+}
+
 TEST_CASE("cli.resume.checksums") {
   // Edits that keep the checkpoint self-consistent (so the annealer's own checks pass) are
   // found by the checksums, and the part that differs is named.
   TinyRuns t("checksum");
   REQUIRE(shell(t.run("--set name=c > /dev/null")) == 0);
-  const fs::path original = t.folder("c") / "checkpoints" / "step-000000000050.h5";
+  const fs::path original = t.folder("c") / "checkpoints" / "evaluation-000000000050.h5";
   REQUIRE(shell(t.cli + " resume " + original.string() + " --max-evals 75 --quiet > /dev/null") == 0);
   auto tampered = [&](const std::string& part, const std::function<void(const std::string&)>& edit) {
     CAPTURE(part);
