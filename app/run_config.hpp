@@ -32,7 +32,6 @@ struct RunConfig {
   anneal::Stopping stopping;
   anneal::Moves moves;
   bool keep_pore_connected_given = false;  ///< false: on exactly for a connected blobs start
-  bool host_loop = false;  ///< CUDA: the loop on the host, the PSD on the device (for comparisons)
   /// Wall-clock limit of one session of the loop (run, or each resume), 0: none. Stops with
   /// `time_limit` and the full outputs; the seed's run is then cut where the clock says.
   double max_seconds = 0;

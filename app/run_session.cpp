@@ -313,7 +313,6 @@ anneal::Config annealer_config(const RunConfig& rc, Backend backend) {
   c.moves = rc.moves;
   c.seed = rc.seed;
   c.backend = backend;
-  c.host_loop = rc.host_loop;
   return c;
 }
 
