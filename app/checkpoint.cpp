@@ -15,8 +15,8 @@ namespace {
 
 const char* kKind = "poreforge checkpoint";
 constexpr int kHistoryColumnCount = 12;
-// Schema 1 and 2 checkpoints hold the first 9 columns; the Euler, surface and chords columns
-// read as 0 there.
+// Checkpoints written before the Euler, surface and chords terms hold the first 9 columns; the
+// others read as 0 there.
 constexpr int kEarlierHistoryColumns = 9;
 const char* kHistoryColumns[kHistoryColumnCount] = {"evaluations", "stage",    "temperature", "energy",
                                                     "pore_psd",    "solid_psd", "s2",         "accepted",
@@ -131,7 +131,8 @@ class Reader {
       throw InputError("checkpoint '" + m_path + "': the stored checksum of " + part +
                        " does not match (changed or corrupt)");
   }
-  // Schema 1 and 2 checkpoints hold no Euler, surface or chords energies (those terms were off).
+  // Checkpoints written before the Euler, surface and chords terms hold none of their energies
+  // (the terms were off).
   double number_or_zero(const std::string& name) { return hdf5_has_attribute(m_path, name) ? number(name) : 0.0; }
   anneal::Energy energy(const std::string& prefix) {
     return {number(prefix + "total"),         number(prefix + "pore_psd"),        number(prefix + "solid_psd"),
@@ -244,7 +245,7 @@ Checkpoint read_checkpoint(const std::string& path) {
   s.pore_voxels = in.vector_int64("/state/pore_voxels");
   s.stage_energies = in.vector("/state/stage_energies");
   const auto norm = in.vector("/state/norm");
-  if (norm.size() != 3 && norm.size() != s.norm.size())  // 3: schema 1 and 2, without the count and chords terms
+  if (norm.size() != 3 && norm.size() != s.norm.size())  // 3: from before the count and chords terms
     throw InputError("'" + path + "': /state/norm must hold " + std::to_string(s.norm.size()) + " values");
   s.norm.fill(1.0);
   std::copy(norm.begin(), norm.end(), s.norm.begin());
@@ -277,6 +278,8 @@ Checkpoint read_checkpoint(const std::string& path) {
   if (hdf5_has_object(path, chord_target_name(0, 0)))
     for (int a = 0; a < 3; ++a)
       for (int p = 0; p < 2; ++p) c.targets.chords[a][p] = in.vector(chord_target_name(a, p));
+  // A run with chords weighted ran on the grid they were counted on: the stored one.
+  c.targets.chord_spacing = c.targets.spacing;
   if (hdf5_has_attribute(path, "start_pore_psd_l1"))
     c.run_start = anneal::Quality{in.number("start_pore_psd_l1"), in.number("start_s2_rms")};
   std::array<std::vector<double>, kHistoryColumnCount> columns;

@@ -12,7 +12,7 @@ namespace poreforge::app {
 
 /// 2: every part of the state carries an FNV-1a checksum (schema 1 files, without, still resume).
 /// 3: the Euler, surface and chords terms — their energies, normalisers, targets and history
-/// columns (schema 1 and 2 files hold none of them: those terms were off, and read as 0).
+/// columns (read as 0 and off where a file holds none of them).
 constexpr int kCheckpointSchema = 3;
 
 /// One row of energy.csv: evaluations, stage, temperature, energy, pore_psd, solid_psd, s2,

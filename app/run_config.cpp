@@ -305,8 +305,8 @@ RunConfig parse_run_config(const std::string& text, const std::string& source, c
   if (!connect_given) c.initial_connect = !c.initial_plant_large_pores;
   if (c.initial == "blobs" && c.initial_connect && c.initial_plant_large_pores)
     doc.fail("initial", static_cast<const YAML::Node&>(root)["initial"],
-             "connect and plant_large_pores exclude each other (planted balls sit apart from the connected pore "
-             "space and a connected start replaces them); set one of them to false");
+             "has connect and plant_large_pores both on: they exclude each other (planted balls sit apart from the "
+             "connected pore space and a connected start replaces them); set one of them to false");
   // Connected moves need a connected start: on by default exactly when the start is one.
   if (!c.keep_pore_connected_given) c.moves.keep_pore_connected = c.initial == "blobs" && c.initial_connect;
   if (c.initial == "file" && c.initial_file.empty())

@@ -380,11 +380,19 @@ int start_run(const RunOptions& o, const std::string& command_line) {
         sub[a] = std::max<int64_t>(1, std::llround(double(run.config.shape.extent(a)) * run.config.spacing.along(a) /
                                                    reference->spacing().along(a)));
       clusters = anneal::sample_clusters(*reference, Shape{sub[0], sub[1], sub[2]}, 12, run.rc.seed, run.backend);
-      // Sizes in the domain's voxels: the same physical volume on another grid.
+      // Sizes in the domain's voxels: the same physical volume on another grid; clusters below
+      // half a voxel of it do not show there, and their share of the count goes with them.
       const Spacing rs = reference->spacing(), ds = run.config.spacing;
       const double scale = (rs.x * rs.y * rs.z) / (ds.x * ds.y * ds.z);
-      if (scale != 1.0)
-        for (int64_t& size : clusters->other_sizes) size = std::max<int64_t>(1, std::llround(double(size) * scale));
+      if (scale != 1.0) {
+        std::vector<int64_t> shown;
+        for (int64_t size : clusters->other_sizes)
+          if (const int64_t s = std::llround(double(size) * scale); s > 0) shown.push_back(s);
+        if (!clusters->other_sizes.empty())
+          clusters->others *= double(shown.size()) / double(clusters->other_sizes.size());
+        clusters->other_sizes = std::move(shown);
+        if (clusters->other_sizes.empty()) clusters->others = 0;
+      }
     } else if (run.rc.initial_connect && run.config.targets.largest_cluster_share > 0) {
       clusters = anneal::ClusterSample{run.config.targets.largest_cluster_share, 0, {}};
     } else if (run.rc.initial_connect && !o.quiet) {
@@ -522,12 +530,12 @@ int resume_run(const ResumeOptions& o, const std::string& command_line) {
   std::vector<std::string> sets;
   if (o.max_evaluations) sets.push_back("annealing.max_evaluations=" + std::to_string(o.max_evaluations));
   if (o.max_seconds >= 0) sets.push_back("annealing.max_seconds=" + std::to_string(o.max_seconds));
-  // Schema 1 and 2 runs ran with free moves and blobs as drawn: their stored configs name
-  // neither, and today's defaults must not change their chains.
-  if (ck.schema < 3) {
+  // A stored config without moves.keep_pore_connected ran with free moves: today's default
+  // must not change its chain. One with `host_loop: true` ran the same chain as the device
+  // loop does (the key is no longer a setting).
+  if (ck.config_yaml.find("keep_pore_connected:") == std::string::npos)
     sets.insert(sets.begin(), "moves.keep_pore_connected=false");
-    sets.insert(sets.begin(), "initial.connect=false");
-  }
+  sets.insert(sets.begin(), "annealing.host_loop=false");
   run.rc = parse_run_config(ck.config_yaml, o.checkpoint + " (stored config)", sets);
   const int64_t at = ck.snapshot.progress.evaluations;
   // A run that met its budget or a stop rule before its outputs were written (killed

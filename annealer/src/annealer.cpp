@@ -111,6 +111,7 @@ Targets Targets::from_image(const Mask& pore, Boundary boundary, int bins, bool 
   t.euler_density = double(euler_characteristic(pore)) / surface.volume;
   for (int a = 0; a < 3; ++a)
     t.face_area_density[a] = double(surface.faces[a]) * sp.along((a + 1) % 3) * sp.along((a + 2) % 3) / surface.volume;
+  t.chord_spacing = sp;
   for (int p = 0; p < 2; ++p) {
     const ChordLengths chords = chord_lengths(pore, uint8_t(p));
     for (int a = 0; a < 3; ++a) {
@@ -176,12 +177,6 @@ Targets Targets::at_spacing(const Spacing& grid) const {
       resampled.push_back(below + 1 < s2[a].size() ? (1 - frac) * s2[a][below] + frac * s2[a][below + 1] : s2[a][below]);
     }
     t.s2[a] = std::move(resampled);
-    // Chords are counted in voxels: on another grid the reference's say nothing (the chords
-    // term then refuses, naming the spacing).
-    for (auto& axis : t.chords) {
-      axis[0].clear();
-      axis[1].clear();
-    }
   }
   t.spacing = grid;
   return t;
@@ -213,12 +208,11 @@ void validate(const Config& c) {
   if (w.chords > 0) {
     bool known = true;
     for (const auto& axis : c.targets.chords) known = known && !axis[0].empty() && !axis[1].empty();
-    require(known, "a chords weight needs the reference's chord lengths at the domain's spacing (a target image at "
-                   "the domain's voxel size; chords are counted in voxels)");
+    require(known, "a chords weight needs the reference's chord lengths: a target image (descriptor files hold none)");
     for (int a = 0; a < 3; ++a)
-      require(std::fabs(c.spacing.along(a) / c.targets.spacing.along(a) - 1) < 1e-9,
+      require(std::fabs(c.spacing.along(a) / c.targets.chord_spacing.along(a) - 1) < 1e-9,
               "a chords weight needs the domain's spacing equal to the reference's (chords are counted in voxels; "
-              "the domain has " + to_string(c.spacing) + ", the reference " + to_string(c.targets.spacing) + ")");
+              "the domain has " + to_string(c.spacing) + ", the reference " + to_string(c.targets.chord_spacing) + ")");
   }
   require(c.weights.solid_psd == 0 || !c.targets.solid_edges.empty(), "a solid-PSD weight needs a solid-PSD target");
   require(s.alpha > 0 && s.alpha < 1, "schedule alpha must lie strictly between 0 and 1 (got " + std::to_string(s.alpha) + ")");
@@ -519,6 +513,16 @@ void Annealer::make_step() {
   o.chords.target = m_chord_target.data();
   m_frozen = frozen_voxels(m_pore, m_config.moves.keep_pore_connected);
   m_step.frozen = m_frozen.empty() ? nullptr : m_frozen.data();
+  // A phase with every voxel frozen could never be proposed: refuse rather than search forever.
+  if (!m_frozen.empty())
+    for (int which = 0; which < 2; ++which) {
+      const auto& list = m_voxels[std::size_t(which)];
+      if (std::all_of(list.begin(), list.end(), [&](int64_t v) { return m_frozen[std::size_t(v)] != 0; }))
+        throw InputError(std::string("keep_pore_connected: every ") + (which ? "pore" : "solid") +
+                         " voxel touches a pore cluster other than the largest, so no swap can keep the clusters "
+                         "apart (a start of many small clusters, such as white noise or a checkerboard); use a "
+                         "connected start or moves.keep_pore_connected: false");
+    }
   terms::Psd* psd[2] = {&o.pore_psd, &o.solid_psd};
   const std::vector<double>* target[2] = {&m_config.targets.pore_psd, &m_config.targets.solid_psd};
   for (int k = 0; k < 2; ++k) {

@@ -674,3 +674,24 @@ TEST_CASE("anneal.connect_largest_cluster_places_the_samples_clusters") {
   CHECK(count_phase(loose) == count_phase(start));
   CHECK(r.largest_share_after >= r.largest_share_before - 1e-12);
 }
+
+// A start of many small clusters (a checkerboard: every voxel its own cluster) leaves no solid
+// voxel that connected swaps may move: refused by name instead of a search without end.
+TEST_CASE("anneal.kept_connected_refuses_a_start_it_cannot_move") {
+  const Shape shape{8, 8, 8};
+  Mask checker(shape);
+  for (int64_t z = 0; z < 8; ++z)
+    for (int64_t y = 0; y < 8; ++y)
+      for (int64_t x = 0; x < 8; ++x) checker[std::size_t((z * 8 + y) * 8 + x)] = (x + y + z) % 2;
+  Config c;
+  c.shape = shape;
+  c.boundary = Boundary::open;
+  c.targets = Targets::from_image(checker, Boundary::open, 4, false, Backend::cpu);
+  c.initial = checker;
+  c.moves.keep_pore_connected = true;
+  c.stopping.max_evaluations = 10;
+  CHECK_THROWS_WITH_AS(Annealer{c}, doctest::Contains("keep_pore_connected: every solid voxel"), InputError);
+  c.moves.keep_pore_connected = false;
+  Annealer free(c);
+  CHECK(free.run().evaluations >= 1);  // free swaps take it (it already is its own target)
+}

@@ -189,10 +189,10 @@ const std::vector<BadInput>& table() {
       {"run: connect and planting together",
        "run {ws}/run.yaml --set initial.structure=blobs --set initial.connect=true --set initial.plant_large_pores=true "
        "--output {ws}/results",
-       2, "connect and plant_large_pores exclude each other"},
+       2, "connect and plant_large_pores both on: they exclude each other"},
       {"run: chords on another grid than the reference's",
        "run {ws}/run.yaml --set descriptors.weights.chords=1 --set domain.spacing=[2,2,2] --output {ws}/results", 2,
-       "a chords weight needs the reference's chord lengths at the domain's spacing"},
+       "a chords weight needs the domain's spacing equal to the reference's"},
       {"run: a negative Euler weight", "run {ws}/run.yaml --set descriptors.weights.euler=-1 --output {ws}/results", 2,
        "descriptors.weights.euler must lie in"},
       {"--blobiness 1e300", "generate blobs --shape 8,8,8 --blobiness 1e300 -o {ws}/g.h5", 2, "blobiness 1e+300"},

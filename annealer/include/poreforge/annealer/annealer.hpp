@@ -49,6 +49,8 @@ struct Targets {
   /// image would hold them — the reference's counts over the chances n − 1 − l that a chord of
   /// l voxels fits between its box's faces. Empty: not known.
   std::array<std::array<std::vector<double>, 2>, 3> chords;
+  /// The grid the chord lengths were counted on (voxels of this spacing; at_spacing keeps it).
+  Spacing chord_spacing;
 
   /// From a reference image (pore = 1): PSDs by the engine on `bins` bins of each phase's
   /// range (log-spaced if `log`), S2 by FFT, the largest cluster's share by labelling, χ and
