@@ -274,7 +274,7 @@ RunConfig parse_run_config(const std::string& text, const std::string& source, c
   moves.finish();
 
   Section init = doc.child("initial");
-  init.optional("structure", [&](auto& v, auto& k) { c.initial = one_of(init, v, k, {"noise", "blobs", "file"}); });
+  init.optional("structure", [&](auto& v, auto& k) { c.initial = one_of(init, v, k, {"noise", "blobs", "grains", "file"}); });
   init.optional("file", [&](auto& v, auto& k) {
     c.initial_file = init.scalar<std::string>(v, k, "a path");
     if (c.initial != "file") init.fail(k, v, "is read for initial.structure: file");
@@ -289,6 +289,15 @@ RunConfig parse_run_config(const std::string& text, const std::string& source, c
     c.initial_blobiness = init.scalar<double>(v, k, "a number or auto");
     in_range(init, v, k, c.initial_blobiness, 0.0, 1e6, true);
   });
+  init.optional("grain_radius", [&](const YAML::Node& v, const std::string& k) {
+    if (v.IsScalar() && v.Scalar() == "auto") {
+      c.initial_grain_radius_auto = true;
+      return;
+    }
+    c.initial_grain_radius = init.scalar<double>(v, k, "a number of voxels or auto");
+    in_range(init, v, k, c.initial_grain_radius, 1.0, 1e6);
+    c.initial_grain_radius_auto = false;
+  });
   bool connect_given = false;
   init.optional("connect", [&](const YAML::Node& v, const std::string& k) {
     c.initial_connect = init.scalar<bool>(v, k, "true or false");
@@ -301,14 +310,15 @@ RunConfig parse_run_config(const std::string& text, const std::string& source, c
   });
   init.finish();
   // A connected start replaces every cluster beside the largest, planted balls among them: by
-  // default it is on for blobs without planting, and the two together are refused.
+  // default it is on for blobs and grains without planting, and the two together are refused.
   if (!connect_given) c.initial_connect = !c.initial_plant_large_pores;
   if (c.initial == "blobs" && c.initial_connect && c.initial_plant_large_pores)
     doc.fail("initial", static_cast<const YAML::Node&>(root)["initial"],
              "has connect and plant_large_pores both on: they exclude each other (planted balls sit apart from the "
              "connected pore space and a connected start replaces them); set one of them to false");
   // Connected moves need a connected start: on by default exactly when the start is one.
-  if (!c.keep_pore_connected_given) c.moves.keep_pore_connected = c.initial == "blobs" && c.initial_connect;
+  if (!c.keep_pore_connected_given)
+    c.moves.keep_pore_connected = (c.initial == "blobs" || c.initial == "grains") && c.initial_connect;
   if (c.initial == "file" && c.initial_file.empty())
     doc.fail("initial", static_cast<const YAML::Node&>(root)["initial"], "structure: file needs initial.file");
 
@@ -389,7 +399,12 @@ std::string RunConfig::to_yaml() const {
     << YAML::Key << "blobiness" << YAML::Value;
   if (initial_blobiness_auto) y << "auto";
   else y << initial_blobiness;
-  if (initial == "blobs") y << YAML::Key << "connect" << YAML::Value << initial_connect;
+  if (initial == "grains") {
+    y << YAML::Key << "grain_radius" << YAML::Value;
+    if (initial_grain_radius_auto) y << "auto";
+    else y << initial_grain_radius;
+  }
+  if (initial == "blobs" || initial == "grains") y << YAML::Key << "connect" << YAML::Value << initial_connect;
   y << YAML::Key << "plant_large_pores" << YAML::Value << initial_plant_large_pores;
   if (initial == "file") {
     y << YAML::Key << "file" << YAML::Value << initial_file << YAML::Key << "phase" << YAML::Value << initial_phase;

@@ -31,13 +31,15 @@ struct RunConfig {
   anneal::Schedule schedule;
   anneal::Stopping stopping;
   anneal::Moves moves;
-  bool keep_pore_connected_given = false;  ///< false: on exactly for a connected blobs start
+  bool keep_pore_connected_given = false;  ///< false: on exactly for a connected blobs or grains start
   /// Wall-clock limit of one session of the loop (run, or each resume), 0: none. Stops with
   /// `time_limit` and the full outputs; the seed's run is then cut where the clock says.
   double max_seconds = 0;
   std::string initial = "noise";  ///< noise | blobs | file: the starting structure, porosity-matched
   double initial_blobiness = 1.0; ///< blobs: PoreSpy's blobiness (larger, smaller features)
   bool initial_blobiness_auto = false;  ///< blobs, `blobiness: auto`: the size nearest the target PSD
+  double initial_grain_radius = 0;      ///< grains: the spheres' radius in voxels
+  bool initial_grain_radius_auto = true;  ///< grains, `grain_radius: auto`: the radius nearest the targets
   /// blobs: the start's clusters made the reference's (connect_largest_cluster; read for blobs
   /// only); default: on unless large pores are planted
   bool initial_connect = true;

@@ -369,7 +369,8 @@ int start_run(const RunOptions& o, const std::string& command_line) {
   // measures a range of blob sizes against the target PSD and keeps the nearest; the
   // resolved config written with the run then names the size chosen, so it makes the
   // same start again (planting, if asked, is a function of the same seed and targets).
-  if (run.rc.initial == "blobs") {
+  if (run.rc.initial == "blobs" || run.rc.initial == "grains") {
+    const bool grains = run.rc.initial == "grains";
     const bool plant = run.rc.initial_plant_large_pores;
     // A connected start's clusters: those of the reference's sub-volumes of this domain's
     // physical size (as `compare` draws them), or a descriptor file's largest share alone.
@@ -401,26 +402,39 @@ int start_run(const RunOptions& o, const std::string& command_line) {
     }
     const anneal::ClusterSample* cl = clusters ? &*clusters : nullptr;
     anneal::BlobCandidate chosen;
-    if (run.rc.initial_blobiness_auto) {
-      if (!o.quiet) std::fprintf(run.text_stream(), "choosing the blob size by the targets:\n");
+    if (grains ? run.rc.initial_grain_radius_auto : run.rc.initial_blobiness_auto) {
+      if (!o.quiet)
+        std::fprintf(run.text_stream(), "choosing the %s by the targets:\n", grains ? "grain radius" : "blob size");
       anneal::BlobStart start = anneal::choose_blob_start(
           run.config.shape, run.config.spacing, run.config.targets, run.config.boundary, run.rc.seed, plant,
           run.backend, [&](const anneal::BlobCandidate& c) {
             if (o.quiet) return;
-            std::fprintf(run.text_stream(), "  blobiness %.4g (sigma %.3g voxels): pore-PSD L1 %.4f", c.blobiness,
-                         c.sigma, c.blobs_psd_l1);
+            if (grains)
+              std::fprintf(run.text_stream(), "  grain radius %.3g voxels: pore-PSD L1 %.4f", c.radius, c.blobs_psd_l1);
+            else
+              std::fprintf(run.text_stream(), "  blobiness %.4g (sigma %.3g voxels): pore-PSD L1 %.4f", c.blobiness,
+                           c.sigma, c.blobs_psd_l1);
             if (c.connected.voxels_grown) std::fprintf(run.text_stream(), ", %.4f connected", c.pore_psd_l1);
             if (c.s2_rms > 0) std::fprintf(run.text_stream(), ", S2 RMS %.4g", c.s2_rms);
             if (c.planted_balls)
               std::fprintf(run.text_stream(), ", %.4f with %d large pores planted", c.pore_psd_l1, c.planted_balls);
             std::fprintf(run.text_stream(), "\n");
           },
-          cl, run.config.weights.pore_psd > 0 ? run.config.weights.s2 / run.config.weights.pore_psd : 0.0);
+          cl, run.config.weights.pore_psd > 0 ? run.config.weights.s2 / run.config.weights.pore_psd : 0.0, grains);
       run.config.initial = std::move(start.structure);
       chosen = start.chosen;
-      run.rc.initial_blobiness = chosen.blobiness;
-      run.rc.initial_blobiness_auto = false;
+      if (grains) {
+        run.rc.initial_grain_radius = chosen.radius;
+        run.rc.initial_grain_radius_auto = false;
+      } else {
+        run.rc.initial_blobiness = chosen.blobiness;
+        run.rc.initial_blobiness_auto = false;
+      }
       run.blob_size_searched = true;
+    } else if (grains) {
+      run.config.initial = anneal::make_grain_start(run.config.shape, run.config.spacing, run.config.targets,
+                                                    run.config.boundary, run.rc.initial_grain_radius, run.rc.seed,
+                                                    run.backend, &chosen, cl);
     } else {
       run.config.initial = anneal::make_blob_start(run.config.shape, run.config.spacing, run.config.targets,
                                                    run.config.boundary, run.rc.initial_blobiness, plant, run.rc.seed,
@@ -506,9 +520,11 @@ int start_run(const RunOptions& o, const std::string& command_line) {
   if (run.blob_start) {
     const anneal::BlobCandidate& b = *run.blob_start;
     char line[256];
-    int n = std::snprintf(line, sizeof line, "initial   blobs, blobiness %.4g (sigma %.3g voxels)%s: pore-PSD L1 %.4f",
-                          b.blobiness, b.sigma, run.blob_size_searched ? " chosen by the targets" : "",
-                          b.blobs_psd_l1);
+    char size[96];
+    if (b.radius > 0) std::snprintf(size, sizeof size, "grains, radius %.3g voxels", b.radius);
+    else std::snprintf(size, sizeof size, "blobs, blobiness %.4g (sigma %.3g voxels)", b.blobiness, b.sigma);
+    int n = std::snprintf(line, sizeof line, "initial   %s%s: pore-PSD L1 %.4f", size,
+                          run.blob_size_searched ? " chosen by the targets" : "", b.blobs_psd_l1);
     if (b.planted_balls)
       std::snprintf(line + n, sizeof line - std::size_t(n), "; %d large pores planted (%lld voxels): L1 %.4f",
                     b.planted_balls, static_cast<long long>(b.planted_voxels), b.pore_psd_l1);

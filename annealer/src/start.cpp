@@ -526,6 +526,41 @@ Mask connect_largest_cluster(const Mask& start, const std::vector<float>& field,
   return out;
 }
 
+std::vector<float> grain_field(Shape shape, double radius, double porosity, uint64_t seed, Backend backend) {
+  const Mask pack = generate_spheres(shape, porosity, radius, seed);
+  const Volume<float> in_pore = distance_transform(pack, Boundary::periodic, backend);
+  const Volume<float> in_solid = distance_transform(complement(pack), Boundary::periodic, backend);
+  const Philox random(seed ^ 0x47524e53u);  // "GRNS": ties at equal distances, broken the same way every time
+  std::vector<float> field(std::size_t(shape.voxels()));
+  for (int64_t i = 0; i < shape.voxels(); ++i) {
+    const float jitter = float(Philox::unit(random.draw(uint64_t(i), 0)[0])) * 1e-3f;
+    field[std::size_t(i)] = (pack[std::size_t(i)] ? -in_pore[std::size_t(i)] : in_solid[std::size_t(i)]) + jitter;
+  }
+  return field;
+}
+
+namespace {
+
+// A start from a field whose lowest values are pore (blobs or grains): exactly the target's
+// pore count, with planting and connecting as asked; `c` gets the figures.
+Mask start_from_field(std::vector<float>& field, Shape shape, Spacing spacing, const Targets& targets,
+                      Boundary boundary, bool plant_large_pores, uint64_t seed, Backend backend, BlobCandidate& c,
+                      const ClusterSample* clusters);
+
+}  // namespace
+
+Mask make_grain_start(Shape shape, Spacing spacing, const Targets& targets, Boundary boundary, double radius,
+                      uint64_t seed, Backend backend, BlobCandidate* report, const ClusterSample* clusters) {
+  validate_shape(shape);
+  validate_spacing(spacing);
+  BlobCandidate c;
+  c.radius = radius;
+  std::vector<float> field = grain_field(shape, radius, targets.porosity, seed, backend);
+  Mask start = start_from_field(field, shape, spacing, targets, boundary, false, seed, backend, c, clusters);
+  if (report) *report = c;
+  return start;
+}
+
 Mask make_blob_start(Shape shape, Spacing spacing, const Targets& targets, Boundary boundary, double blobiness,
                      bool plant_large_pores, uint64_t seed, Backend backend, BlobCandidate* report,
                      const ClusterSample* clusters) {
@@ -534,8 +569,18 @@ Mask make_blob_start(Shape shape, Spacing spacing, const Targets& targets, Bound
   BlobCandidate c;
   c.blobiness = blobiness;
   c.sigma = blob_sigma(shape, blobiness);
-  const int64_t pore_voxels = std::llround(targets.porosity * double(shape.voxels()));
   std::vector<float> field = blob_field(shape, blobiness, seed);
+  Mask start = start_from_field(field, shape, spacing, targets, boundary, plant_large_pores, seed, backend, c, clusters);
+  if (report) *report = c;
+  return start;
+}
+
+namespace {
+
+Mask start_from_field(std::vector<float>& field, Shape shape, Spacing spacing, const Targets& targets,
+                      Boundary boundary, bool plant_large_pores, uint64_t seed, Backend backend, BlobCandidate& c,
+                      const ClusterSample* clusters) {
+  const int64_t pore_voxels = std::llround(targets.porosity * double(shape.voxels()));
   Mask start = lowest_values(field, shape, pore_voxels);
   start.set_spacing(spacing);
   std::vector<double> fraction;
@@ -560,14 +605,15 @@ Mask make_blob_start(Shape shape, Spacing spacing, const Targets& targets, Bound
     start.set_spacing(spacing);
     c.pore_psd_l1 = psd_l1(start, targets, boundary, backend);
   }
-  if (report) *report = c;
   return start;
 }
+
+}  // namespace
 
 BlobStart choose_blob_start(Shape shape, Spacing spacing, const Targets& targets, Boundary boundary, uint64_t seed,
                             bool plant_large_pores, Backend backend,
                             const std::function<void(const BlobCandidate&)>& tried, const ClusterSample* clusters,
-                            double s2_weight) {
+                            double s2_weight, bool grains) {
   validate_shape(shape);
   const double unit_sigma = blob_sigma(shape, 1.0);  // σ ∝ 1 / blobiness; a quarter of the extent is 10 units
   BlobStart best;
@@ -589,9 +635,10 @@ BlobStart choose_blob_start(Shape shape, Spacing spacing, const Targets& targets
   for (double sigma = 1.0; (worse < 3 || plant_large_pores) && (sigma <= 10 * unit_sigma || best.tried.empty());
        sigma *= 1.25) {
     BlobCandidate c;
-    Mask m =
-        make_blob_start(shape, spacing, targets, boundary, unit_sigma / sigma, plant_large_pores, seed, backend, &c,
-                        clusters);
+    // Grains: radii from 2 voxels (a sphere of one voxel is no grain) in the same steps.
+    Mask m = grains ? make_grain_start(shape, spacing, targets, boundary, 2 * sigma, seed, backend, &c, clusters)
+                    : make_blob_start(shape, spacing, targets, boundary, unit_sigma / sigma, plant_large_pores, seed,
+                                      backend, &c, clusters);
     c.score = c.pore_psd_l1;
     if (s2_weight > 0) {
       c.s2_rms = quality(m, targets, boundary, backend).s2_rms;

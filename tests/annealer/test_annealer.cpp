@@ -695,3 +695,26 @@ TEST_CASE("anneal.kept_connected_refuses_a_start_it_cannot_move") {
   Annealer free(c);
   CHECK(free.run().evaluations >= 1);  // free swaps take it (it already is its own target)
 }
+
+// A grains start: exactly the target's pore count, the pore between overlapping spheres of the
+// radius asked (coarser grains, longer pore chords), connected like a blobs start.
+TEST_CASE("anneal.grain_start") {
+  const uint64_t seed = testing::fresh_seed();
+  CAPTURE(seed);
+  const Shape shape{40, 36, 32};
+  Targets t = Targets::from_image(generate_blobs(shape, 0.25, 0.8, seed ^ 0x5eed), Boundary::open, 8, false,
+                                  Backend::cpu);
+  const int64_t pore = std::llround(t.porosity * double(shape.voxels()));
+  ClusterSample connected;
+  connected.largest_share = 0.98;
+  BlobCandidate fine, coarse;
+  const Mask a = make_grain_start(shape, {}, t, Boundary::open, 3.0, seed, Backend::cpu, &fine, &connected);
+  const Mask b = make_grain_start(shape, {}, t, Boundary::open, 6.0, seed, Backend::cpu, &coarse, &connected);
+  CHECK(count_phase(a) == pore);
+  CHECK(count_phase(b) == pore);
+  CHECK(fine.radius == 3.0);
+  CHECK(chord_lengths(b).mean_voxels[0] > chord_lengths(a).mean_voxels[0]);
+  CHECK(cluster_statistics(label_components(b, Adjacency::face6, Backend::cpu)).largest_share >= 0.98 - 1e-12);
+  CHECK(make_grain_start(shape, {}, t, Boundary::open, 6.0, seed, Backend::cpu, nullptr, &connected).values() ==
+        b.values());
+}

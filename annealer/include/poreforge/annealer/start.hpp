@@ -45,6 +45,7 @@ struct BlobCandidate {
   int planted_balls = 0;
   int64_t planted_voxels = 0;       ///< voxels inside planted balls (pore in the start)
   ConnectedStart connected;         ///< when the start's largest cluster was grown
+  double radius = 0;                 ///< a grains start: the spheres' radius in voxels (blobs: 0)
   double s2_rms = 0;                ///< choose_blob_start with S2 weighted: the start's S2 RMS error
   double score = 0;                 ///< what choose_blob_start ranks by (lower is nearer)
 };
@@ -100,6 +101,7 @@ Mask connect_largest_cluster(const Mask& start, const std::vector<float>& field,
 /// with `clusters`); `tried` (optional) hears of each. Ranked by the pore-PSD
 /// L1 distance alone, or with `s2_weight` > 0 by (L1/L1₀)² + s2_weight·(RMS/RMS₀)² — each
 /// error over a porosity-matched white noise's, as the run's energy against a random start.
+/// With `grains`, make_grain_start's instead, radii 2, 2.5, 3.1, … voxels.
 struct BlobStart {
   Mask structure;
   BlobCandidate chosen;
@@ -108,7 +110,22 @@ struct BlobStart {
 BlobStart choose_blob_start(Shape shape, Spacing spacing, const Targets& targets, Boundary boundary, uint64_t seed,
                             bool plant_large_pores, Backend backend = Backend::cpu,
                             const std::function<void(const BlobCandidate&)>& tried = {},
-                            const ClusterSample* clusters = nullptr, double s2_weight = 0);
+                            const ClusterSample* clusters = nullptr, double s2_weight = 0, bool grains = false);
+
+/// The field of a grains start: overlapping solid spheres of `radius` voxels at `porosity`
+/// (generate_spheres, from `seed`) as the signed distance to their surface — minus the distance
+/// to the solid in the pore, the distance to the pore in the solid — plus a jitter below 10⁻³
+/// voxel from the seed, so that its lowest values are the pack's pore and a count cuts it
+/// without ties. Sandstone is grains: the pore is the space between them, angular pores with
+/// sheet-like throats, which blobs' rounded bodies and tubular necks are not.
+std::vector<float> grain_field(Shape shape, double radius, double porosity, uint64_t seed,
+                               Backend backend = Backend::cpu);
+
+/// A grains start: the lowest values of grain_field, exactly the target's pore count, connected
+/// with `clusters` as make_blob_start's (no planting).
+Mask make_grain_start(Shape shape, Spacing spacing, const Targets& targets, Boundary boundary, double radius,
+                      uint64_t seed, Backend backend = Backend::cpu, BlobCandidate* report = nullptr,
+                      const ClusterSample* clusters = nullptr);
 
 /// A start from an existing structure (pore = 1), e.g. a coarser reconstruction of the same
 /// region: resampled onto `shape` by fractional position (both boxes are the same region, so a
