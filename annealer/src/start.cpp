@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <exception>
 #include <limits>
 #include <memory>
@@ -528,6 +529,13 @@ Mask connect_largest_cluster(const Mask& start, const std::vector<float>& field,
 
 std::vector<float> grain_field(Shape shape, double radius, double porosity, uint64_t seed, Backend backend) {
   const Mask pack = generate_spheres(shape, porosity, radius, seed);
+  const int64_t pore = count_phase(pack);
+  if (pore == 0 || pore == shape.voxels()) {
+    char r[32];
+    std::snprintf(r, sizeof r, "%g", radius);
+    throw InputError(std::string("grains of radius ") + r + " voxels leave " + (pore ? "no solid" : "no pore") +
+                     " in a " + to_string(shape) + " domain: take a radius well below the domain's extent");
+  }
   const Volume<float> in_pore = distance_transform(pack, Boundary::periodic, backend);
   const Volume<float> in_solid = distance_transform(complement(pack), Boundary::periodic, backend);
   const Philox random(seed ^ 0x47524e53u);  // "GRNS": ties at equal distances, broken the same way every time
