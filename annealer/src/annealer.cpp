@@ -63,7 +63,7 @@ std::vector<uint8_t> frozen_voxels(const Mask& pore, bool keep_pore_connected) {
   if (!keep_pore_connected) return {};
   const ComponentLabels c = label_components(pore, Adjacency::face6, Backend::cpu);
   if (c.count < 2) return {};
-  const uint32_t largest = uint32_t(std::max_element(c.sizes.begin(), c.sizes.end()) - c.sizes.begin()) + 1;
+  const uint32_t largest = largest_component(c);
   const Shape shape = pore.shape();
   const int64_t stride[3] = {1, shape.nx, shape.nx * shape.ny};
   std::vector<uint8_t> frozen(std::size_t(shape.voxels()), 0);
@@ -704,17 +704,21 @@ double pore_psd_l1(const std::vector<double>& fraction, const Targets& targets) 
   return l1;
 }
 
-Quality quality(const Mask& pore, const Targets& targets, Boundary boundary, Backend backend) {
-  Quality q;
-  q.pore_psd_l1 =
-      pore_psd_l1(pore_size_distribution(pore, boundary, Bins::from_edges(targets.pore_edges), backend).fraction, targets);
+double s2_rms(const Mask& pore, const Targets& targets) {
   const auto s2 = two_point_correlation(pore).directional;
   double sum = 0;
   int64_t n = 0;
   for (int a = 0; a < 3; ++a)
     for (std::size_t r = 0; r < std::min(s2.along(a).size(), targets.s2[a].size()); ++r, ++n)
       sum += (s2.along(a)[r] - targets.s2[a][r]) * (s2.along(a)[r] - targets.s2[a][r]);
-  q.s2_rms = n ? std::sqrt(sum / double(n)) : 0.0;
+  return n ? std::sqrt(sum / double(n)) : 0.0;
+}
+
+Quality quality(const Mask& pore, const Targets& targets, Boundary boundary, Backend backend) {
+  Quality q;
+  q.pore_psd_l1 =
+      pore_psd_l1(pore_size_distribution(pore, boundary, Bins::from_edges(targets.pore_edges), backend).fraction, targets);
+  q.s2_rms = s2_rms(pore, targets);
   return q;
 }
 

@@ -355,12 +355,12 @@ ClusterSample sample_clusters(const Mask& reference, Shape sub, int count, uint6
   ClusterSample out;
   auto add = [&](const ComponentLabels& c, double weight) {
     if (c.count == 0) return;
-    const auto largest = std::max_element(c.sizes.begin(), c.sizes.end());
+    const uint32_t largest = largest_component(c);
     const int64_t pore = std::accumulate(c.sizes.begin(), c.sizes.end(), int64_t(0));
-    out.largest_share += weight * double(*largest) / double(pore);
+    out.largest_share += weight * double(c.sizes[largest - 1]) / double(pore);
     out.others += weight * double(c.count - 1);
-    for (auto it = c.sizes.begin(); it != c.sizes.end(); ++it)
-      if (it != largest) out.other_sizes.push_back(*it);
+    for (std::size_t k = 0; k < c.sizes.size(); ++k)
+      if (k + 1 != largest) out.other_sizes.push_back(c.sizes[k]);
   };
   const Shape whole = reference.shape();
   if (sub.nx <= whole.nx && sub.ny <= whole.ny && sub.nz <= whole.nz && count > 0) {
@@ -386,7 +386,7 @@ Mask connect_largest_cluster(const Mask& start, const std::vector<float>& field,
     if (report) *report = r;
     return start;
   }
-  const uint32_t largest = uint32_t(std::max_element(c.sizes.begin(), c.sizes.end()) - c.sizes.begin()) + 1;
+  const uint32_t largest = largest_component(c);
   r.largest_share_before = r.largest_share_after = double(c.sizes[largest - 1]) / double(pore);
   const int64_t want = std::min<int64_t>(pore, std::llround(std::clamp(clusters.largest_share, 0.0, 1.0) * double(pore)));
   const bool place = !clusters.other_sizes.empty();
@@ -649,7 +649,7 @@ BlobStart choose_blob_start(Shape shape, Spacing spacing, const Targets& targets
                                       backend, &c, clusters);
     c.score = c.pore_psd_l1;
     if (s2_weight > 0) {
-      c.s2_rms = quality(m, targets, boundary, backend).s2_rms;
+      c.s2_rms = s2_rms(m, targets);  // the PSD's L1 the start already measured
       auto relative = [](double e, double e0) { return e0 > 0 ? (e / e0) * (e / e0) : 0.0; };
       c.score = relative(c.pore_psd_l1, noise.pore_psd_l1) + s2_weight * relative(c.s2_rms, noise.s2_rms);
     }

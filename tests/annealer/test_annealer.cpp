@@ -577,7 +577,7 @@ PF_BACKEND_TEST("anneal", "kept_connected_never_splits_a_cluster") {
   // The voxels of the clusters other than the largest.
   auto others = [](const Mask& m) {
     const ComponentLabels l = label_components(m, Adjacency::face6, Backend::cpu);
-    const uint32_t largest = uint32_t(std::max_element(l.sizes.begin(), l.sizes.end()) - l.sizes.begin()) + 1;
+    const uint32_t largest = largest_component(l);
     std::vector<int64_t> out;
     for (int64_t i = 0; i < m.voxels(); ++i)
       if (l.labels[std::size_t(i)] && l.labels[std::size_t(i)] != largest) out.push_back(i);
@@ -622,7 +622,7 @@ TEST_CASE("anneal.connect_largest_cluster") {
   CHECK(stats.largest_share == r.largest_share_after);
   CHECK(r.largest_share_before == cluster_statistics(before).largest_share);
   CHECK(after.count > 1);  // small clusters stay apart
-  const uint32_t largest = uint32_t(std::max_element(after.sizes.begin(), after.sizes.end()) - after.sizes.begin()) + 1;
+  const uint32_t largest = largest_component(after);
   // Every other cluster of the result is a whole cluster of the start.
   std::vector<int64_t> size_in_start(std::size_t(after.count) + 1, 0);
   std::vector<uint32_t> label_in_start(std::size_t(after.count) + 1, 0);

@@ -129,6 +129,14 @@ struct ComponentLabels {
 /// plus the output. The volume must have fewer than 2³² − 1 voxels. Synchronizes.
 ComponentLabels label_components(const Mask& phase, Adjacency adjacency, Backend backend = Backend::automatic);
 
+/// The label of the largest component (the first in raster order among equals); 0 when none.
+inline uint32_t largest_component(const ComponentLabels& c) {
+  uint32_t best = 0;
+  for (std::size_t k = 0; k < c.sizes.size(); ++k)
+    if (best == 0 || c.sizes[k] > c.sizes[best - 1]) best = uint32_t(k + 1);
+  return best;
+}
+
 struct ClusterStatistics {
   int64_t clusters = 0;
   double clusters_per_million = 0;      ///< clusters per 10⁶ voxels of the box

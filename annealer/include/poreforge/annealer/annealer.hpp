@@ -139,6 +139,8 @@ struct Quality {
   double pore_psd_l1 = 0, s2_rms = 0;
 };
 Quality quality(const Mask& pore, const Targets& targets, Boundary boundary, Backend backend = Backend::cpu);
+/// RMS error of the directional S2 over the target's x, y, z curves (Quality::s2_rms alone).
+double s2_rms(const Mask& pore, const Targets& targets);
 /// L1 distance between pore-PSD fractions (on the target's bins) and the target's.
 double pore_psd_l1(const std::vector<double>& fraction, const Targets& targets);
 

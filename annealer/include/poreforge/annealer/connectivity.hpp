@@ -22,13 +22,14 @@ namespace poreforge::anneal {
 
 /// The 3×3×3 neighbourhood of v as 27 bits, bit (dx+1) + 3(dy+1) + 9(dz+1): `pore` where that
 /// voxel is pore, `inside` where it lies in the box (outside voxels belong to neither phase);
-/// the centre bit is left out of both.
+/// the centre bit is left out of both. `now_solid` (−1: none) reads as solid whatever `pore`
+/// says: the state after the first half of a swap.
 struct Neighbourhood {
   uint32_t pore = 0, inside = 0;
   PF_HD uint32_t solid() const { return inside & ~pore; }
 };
 
-PF_HD Neighbourhood neighbourhood(const uint8_t* pore, const int64_t* extent, int64_t v) {
+PF_HD Neighbourhood neighbourhood(const uint8_t* pore, const int64_t* extent, int64_t v, int64_t now_solid = -1) {
   const int64_t nx = extent[0], ny = extent[1], nz = extent[2];
   const int64_t x = v % nx, y = (v / nx) % ny, z = v / (nx * ny);
   Neighbourhood n;
@@ -40,7 +41,8 @@ PF_HD Neighbourhood neighbourhood(const uint8_t* pore, const int64_t* extent, in
         if (x + dx < 0 || x + dx >= nx || (dx == 0 && dy == 0 && dz == 0)) continue;
         const uint32_t bit = 1u << ((dx + 1) + 3 * (dy + 1) + 9 * (dz + 1));
         n.inside |= bit;
-        if (pore[v + dx + nx * (dy + ny * dz)]) n.pore |= bit;
+        const int64_t u = v + dx + nx * (dy + ny * dz);
+        if (u != now_solid && pore[u]) n.pore |= bit;
       }
     }
   }

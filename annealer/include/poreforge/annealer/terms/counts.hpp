@@ -12,34 +12,15 @@
 /// each swap's change before it writes the phases, and an undo is the reverse swap's change.
 #include <cstdint>
 
+#include "poreforge/annealer/connectivity.hpp"
 #include "poreforge/euler.hpp"
 #include "poreforge/host_device.hpp"
 
 namespace poreforge::anneal::terms {
 
-/// The 27 voxels around v (the centre included) as bits (dx+1) + 3(dy+1) + 9(dz+1), set where
-/// pore; outside the box reads as solid. `now_solid` (−1: none) reads as solid whatever
-/// `pore` says: the state after the first half of a swap.
-PF_HD uint32_t cube_bits(const uint8_t* pore, const int64_t* extent, int64_t v, int64_t now_solid) {
-  const int64_t nx = extent[0], ny = extent[1], nz = extent[2];
-  const int64_t x = v % nx, y = (v / nx) % ny, z = v / (nx * ny);
-  uint32_t bits = 0;
-  for (int dz = -1; dz <= 1; ++dz) {
-    if (z + dz < 0 || z + dz >= nz) continue;
-    for (int dy = -1; dy <= 1; ++dy) {
-      if (y + dy < 0 || y + dy >= ny) continue;
-      for (int dx = -1; dx <= 1; ++dx) {
-        if (x + dx < 0 || x + dx >= nx) continue;
-        const int64_t u = v + dx + nx * (dy + ny * dz);
-        if (u != now_solid && pore[u]) bits |= 1u << ((dx + 1) + 3 * (dy + 1) + 9 * (dz + 1));
-      }
-    }
-  }
-  return bits;
-}
-
-/// Change of the pore–solid face count when the centre of `bits` (a cube_bits) flips: its face
-/// neighbours inside the box of its own phase become interfaces, those of the other stop being.
+/// Change of the pore–solid face count when the centre of `bits` (pore bits of a 3×3×3 cube, the
+/// centre's included) flips: its face neighbours inside the box (`inside_faces`) of its own
+/// phase become interfaces, those of the other stop being.
 PF_HD int64_t face_flip_delta(uint32_t bits, uint32_t inside_faces) {
   const bool centre = (bits >> 13) & 1u;
   const int faces[6] = {4, 10, 12, 14, 16, 22};
@@ -52,31 +33,21 @@ PF_HD int64_t face_flip_delta(uint32_t bits, uint32_t inside_faces) {
   return same - other;
 }
 
-/// The face neighbours of v that lie inside the box, as cube bits.
-PF_HD uint32_t inside_faces(const int64_t* extent, int64_t v) {
-  const int64_t c[3] = {v % extent[0], (v / extent[0]) % extent[1], v / (extent[0] * extent[1])};
-  uint32_t bits = 0;
-  for (int a = 0; a < 3; ++a) {
-    const int step = a == 0 ? 1 : a == 1 ? 3 : 9;
-    if (c[a] > 0) bits |= 1u << (13 - step);
-    if (c[a] + 1 < extent[a]) bits |= 1u << (13 + step);
-  }
-  return bits;
-}
-
-/// The cubes around a swap's voxels, read once for every count term: `to_solid`'s in the
-/// state before the swap, `to_pore`'s in the state after `to_solid` flipped (it flips first).
+/// The cubes around a swap's voxels (pore bits with the centre's, connectivity.hpp's layout),
+/// read once for every count term: `to_solid`'s in the state before the swap, `to_pore`'s in
+/// the state after `to_solid` flipped (it flips first).
 struct SwapCubes {
   uint32_t to_solid = 0, to_pore = 0;
   uint32_t to_solid_faces = 0, to_pore_faces = 0;  ///< their face neighbours inside the box
 };
 
 PF_HD SwapCubes swap_cubes(const uint8_t* pore, const int64_t* extent, int64_t to_solid, int64_t to_pore) {
+  const Neighbourhood a = neighbourhood(pore, extent, to_solid), b = neighbourhood(pore, extent, to_pore, to_solid);
   SwapCubes c;
-  c.to_solid = cube_bits(pore, extent, to_solid, -1);
-  c.to_pore = cube_bits(pore, extent, to_pore, to_solid);
-  c.to_solid_faces = inside_faces(extent, to_solid);
-  c.to_pore_faces = inside_faces(extent, to_pore);
+  c.to_solid = a.pore | (pore[to_solid] ? kCentreBit : 0u);
+  c.to_pore = b.pore | (to_pore != to_solid && pore[to_pore] ? kCentreBit : 0u);
+  c.to_solid_faces = a.inside & kFaceBits;
+  c.to_pore_faces = b.inside & kFaceBits;
   return c;
 }
 
