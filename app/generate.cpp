@@ -22,7 +22,7 @@ namespace poreforge::app {
 Runner add_generate_command(CLI::App& app, const std::string& command_line) {
   struct Options {
     std::string kind, shape, output, spacing;
-    double porosity = 0.4, blobiness = 1.0, radius = 5.0;
+    double porosity = 0.4, blobiness = 1.0, radius = 5.0, radius_spread = 0.0;
     int64_t seed = 1;
     bool force = false;
   };
@@ -34,7 +34,9 @@ Runner add_generate_command(CLI::App& app, const std::string& command_line) {
   cmd->add_option("--shape", o->shape, "Shape NX,NY,NZ")->required();
   cmd->add_option("--porosity", o->porosity, "Fraction of phase voxels, in (0, 1) (default 0.4)");
   cmd->add_option("--blobiness", o->blobiness, "blobs: larger gives smaller features (default 1)");
-  cmd->add_option("--radius", o->radius, "spheres: sphere radius in voxels (default 5)");
+  cmd->add_option("--radius", o->radius, "spheres: sphere radius in voxels (default 5; the mean with --radius-spread)");
+  cmd->add_option("--radius-spread", o->radius_spread,
+                  "spheres: log-normal radii with this coefficient of variation (default 0: one radius)");
   // Signed, so that -1 is refused instead of wrapping to 2^64 - 1.
   cmd->add_option("--seed", o->seed, "Random seed, a non-negative integer (default 1)");
   cmd->add_option("--spacing", o->spacing, "Voxel spacing S or SX,SY,SZ stored with the volume");
@@ -57,7 +59,7 @@ Runner add_generate_command(CLI::App& app, const std::string& command_line) {
     const auto start = std::chrono::steady_clock::now();
     const uint64_t seed = static_cast<uint64_t>(o->seed);
     Mask volume = blobs ? generate_blobs(shape, o->porosity, o->blobiness, seed)
-                        : generate_spheres(shape, o->porosity, o->radius, seed);
+                        : generate_spheres(shape, o->porosity, o->radius, seed, o->radius_spread);
     if (spacing) volume.set_spacing(*spacing);
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     const double porosity = double(count_phase(volume)) / double(volume.voxels());
@@ -75,6 +77,7 @@ Runner add_generate_command(CLI::App& app, const std::string& command_line) {
     out.set_attribute("seed", static_cast<double>(o->seed));
     out.set_attribute("porosity", porosity);
     out.set_attribute(o->kind == "blobs" ? "blobiness" : "radius", o->kind == "blobs" ? o->blobiness : o->radius);
+    if (!blobs) out.set_attribute("radius_spread", o->radius_spread);
     out.set_attribute("labels", std::string("1 = phase (pore), 0 = other"));
     out.set_provenance(command_line);
     out.commit();

@@ -298,6 +298,15 @@ RunConfig parse_run_config(const std::string& text, const std::string& source, c
     in_range(init, v, k, c.initial_grain_radius, 1.0, 1e6);
     c.initial_grain_radius_auto = false;
   });
+  init.optional("grain_spread", [&](const YAML::Node& v, const std::string& k) {
+    if (v.IsScalar() && v.Scalar() == "auto") {
+      c.initial_grain_spread_auto = true;
+      return;
+    }
+    c.initial_grain_spread = init.scalar<double>(v, k, "a coefficient of variation or auto");
+    in_range(init, v, k, c.initial_grain_spread, 0.0, 10.0);
+    c.initial_grain_spread_auto = false;
+  });
   bool connect_given = false;
   init.optional("connect", [&](const YAML::Node& v, const std::string& k) {
     c.initial_connect = init.scalar<bool>(v, k, "true or false");
@@ -403,6 +412,9 @@ std::string RunConfig::to_yaml() const {
     y << YAML::Key << "grain_radius" << YAML::Value;
     if (initial_grain_radius_auto) y << "auto";
     else y << initial_grain_radius;
+    y << YAML::Key << "grain_spread" << YAML::Value;
+    if (initial_grain_spread_auto) y << "auto";
+    else y << initial_grain_spread;
   }
   if (initial == "blobs" || initial == "grains") y << YAML::Key << "connect" << YAML::Value << initial_connect;
   y << YAML::Key << "plant_large_pores" << YAML::Value << initial_plant_large_pores;

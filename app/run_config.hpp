@@ -40,6 +40,10 @@ struct RunConfig {
   bool initial_blobiness_auto = false;  ///< blobs, `blobiness: auto`: the size nearest the target PSD
   double initial_grain_radius = 0;      ///< grains: the spheres' radius in voxels
   bool initial_grain_radius_auto = true;  ///< grains, `grain_radius: auto`: the radius nearest the targets
+  /// grains: the radii's coefficient of variation (log-normal; 0: one radius)
+  double initial_grain_spread = 0;
+  /// grains, `grain_spread: auto`: chosen with an auto radius; with a radius given, 0
+  bool initial_grain_spread_auto = true;
   /// blobs: the start's clusters made the reference's (connect_largest_cluster; read for blobs
   /// only); default: on unless large pores are planted
   bool initial_connect = true;

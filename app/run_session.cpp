@@ -402,6 +402,11 @@ int start_run(const RunOptions& o, const std::string& command_line) {
     }
     const anneal::ClusterSample* cl = clusters ? &*clusters : nullptr;
     anneal::BlobCandidate chosen;
+    anneal::StartWeights start_weights;  // relative to the PSD's, as the run weighs them
+    if (run.config.weights.pore_psd > 0) {
+      start_weights.s2 = run.config.weights.s2 / run.config.weights.pore_psd;
+      start_weights.chords = run.config.weights.chords / run.config.weights.pore_psd;
+    }
     if (grains ? run.rc.initial_grain_radius_auto : run.rc.initial_blobiness_auto) {
       if (!o.quiet)
         std::fprintf(run.text_stream(), "choosing the %s by the targets:\n", grains ? "grain radius" : "blob size");
@@ -410,22 +415,26 @@ int start_run(const RunOptions& o, const std::string& command_line) {
           run.backend, [&](const anneal::BlobCandidate& c) {
             if (o.quiet) return;
             if (grains)
-              std::fprintf(run.text_stream(), "  grain radius %.3g voxels: pore-PSD L1 %.4f", c.radius, c.blobs_psd_l1);
+              std::fprintf(run.text_stream(), "  grain radius %.3g voxels, spread %.2g: pore-PSD L1 %.4f", c.radius,
+                           c.radius_spread, c.blobs_psd_l1);
             else
               std::fprintf(run.text_stream(), "  blobiness %.4g (sigma %.3g voxels): pore-PSD L1 %.4f", c.blobiness,
                            c.sigma, c.blobs_psd_l1);
             if (c.connected.voxels_grown) std::fprintf(run.text_stream(), ", %.4f connected", c.pore_psd_l1);
             if (c.s2_rms > 0) std::fprintf(run.text_stream(), ", S2 RMS %.4g", c.s2_rms);
+            if (c.chords_l1 > 0) std::fprintf(run.text_stream(), ", chords L1 %.4f", c.chords_l1);
             if (c.planted_balls)
               std::fprintf(run.text_stream(), ", %.4f with %d large pores planted", c.pore_psd_l1, c.planted_balls);
             std::fprintf(run.text_stream(), "\n");
           },
-          cl, run.config.weights.pore_psd > 0 ? run.config.weights.s2 / run.config.weights.pore_psd : 0.0, grains);
+          cl, start_weights, grains, run.rc.initial_grain_spread_auto ? -1.0 : run.rc.initial_grain_spread);
       run.config.initial = std::move(start.structure);
       chosen = start.chosen;
       if (grains) {
         run.rc.initial_grain_radius = chosen.radius;
         run.rc.initial_grain_radius_auto = false;
+        run.rc.initial_grain_spread = chosen.radius_spread;
+        run.rc.initial_grain_spread_auto = false;
       } else {
         run.rc.initial_blobiness = chosen.blobiness;
         run.rc.initial_blobiness_auto = false;
@@ -434,7 +443,8 @@ int start_run(const RunOptions& o, const std::string& command_line) {
     } else if (grains) {
       run.config.initial = anneal::make_grain_start(run.config.shape, run.config.spacing, run.config.targets,
                                                     run.config.boundary, run.rc.initial_grain_radius, run.rc.seed,
-                                                    run.backend, &chosen, cl);
+                                                    run.backend, &chosen, cl,
+                                                    run.rc.initial_grain_spread_auto ? 0.0 : run.rc.initial_grain_spread);
     } else {
       run.config.initial = anneal::make_blob_start(run.config.shape, run.config.spacing, run.config.targets,
                                                    run.config.boundary, run.rc.initial_blobiness, plant, run.rc.seed,
@@ -453,6 +463,7 @@ int start_run(const RunOptions& o, const std::string& command_line) {
       else
         std::fprintf(run.text_stream(), "%lld of the reference's small clusters placed (it has %.1f on average)",
                      static_cast<long long>(cs.clusters_placed), cl->others);
+      if (cs.voxels_peeled) std::fprintf(run.text_stream(), ", %lld voxels peeled", static_cast<long long>(cs.voxels_peeled));
       std::fprintf(run.text_stream(), ", %lld voxels grown\n", static_cast<long long>(cs.voxels_grown));
     }
   }
@@ -521,7 +532,8 @@ int start_run(const RunOptions& o, const std::string& command_line) {
     const anneal::BlobCandidate& b = *run.blob_start;
     char line[256];
     char size[96];
-    if (b.radius > 0) std::snprintf(size, sizeof size, "grains, radius %.3g voxels", b.radius);
+    if (b.radius > 0)
+      std::snprintf(size, sizeof size, "grains, radius %.3g voxels (spread %.2g)", b.radius, b.radius_spread);
     else std::snprintf(size, sizeof size, "blobs, blobiness %.4g (sigma %.3g voxels)", b.blobiness, b.sigma);
     int n = std::snprintf(line, sizeof line, "initial   %s%s: pore-PSD L1 %.4f", size,
                           run.blob_size_searched ? " chosen by the targets" : "", b.blobs_psd_l1);

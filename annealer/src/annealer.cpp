@@ -55,28 +55,29 @@ std::vector<int64_t> chord_counts(const Mask& pore, const terms::Chords& layout)
 }
 
 // The voxels proposals leave alone when they keep the pore connected: every pore cluster but
-// the largest (6-connected in the box) and the solid voxels touching one by a face. Swaps then
-// only reshape the largest, so the clusters the start holds apart stay as they are (a real
-// sample's isolated pores and specks), none merges into the largest, and the sizes stay the
-// same: a snapshot's structure gives the same set again. Empty when there is nothing to freeze.
+// the largest (6-connected in the box) and the voxels around one (its 26-neighbourhood). Swaps
+// then only reshape the largest, so the clusters the start holds apart stay as they are (a
+// real sample's isolated pores and specks): none merges into the largest, none comes to touch
+// it at an edge or corner either (26-connected, as `compare` also counts them, they would be
+// one cluster), and the sizes stay the same: a snapshot's structure gives the same set again.
+// Empty when there is nothing to freeze.
 std::vector<uint8_t> frozen_voxels(const Mask& pore, bool keep_pore_connected) {
   if (!keep_pore_connected) return {};
   const ComponentLabels c = label_components(pore, Adjacency::face6, Backend::cpu);
   if (c.count < 2) return {};
   const uint32_t largest = largest_component(c);
   const Shape shape = pore.shape();
-  const int64_t stride[3] = {1, shape.nx, shape.nx * shape.ny};
   std::vector<uint8_t> frozen(std::size_t(shape.voxels()), 0);
-  for (int64_t i = 0; i < shape.voxels(); ++i) {
-    const uint32_t l = c.labels[std::size_t(i)];
-    if (!l || l == largest) continue;
-    frozen[std::size_t(i)] = 1;
-    const int64_t xyz[3] = {i % shape.nx, (i / shape.nx) % shape.ny, i / (shape.nx * shape.ny)};
-    for (int a = 0; a < 3; ++a) {
-      if (xyz[a] > 0 && !pore[i - stride[a]]) frozen[std::size_t(i - stride[a])] = 1;
-      if (xyz[a] + 1 < shape.extent(a) && !pore[i + stride[a]]) frozen[std::size_t(i + stride[a])] = 1;
-    }
-  }
+  for (int64_t z = 0; z < shape.nz; ++z)
+    for (int64_t y = 0; y < shape.ny; ++y)
+      for (int64_t x = 0; x < shape.nx; ++x) {
+        const uint32_t l = c.labels[std::size_t((z * shape.ny + y) * shape.nx + x)];
+        if (!l || l == largest) continue;
+        for (int64_t w = std::max<int64_t>(z - 1, 0); w <= std::min(z + 1, shape.nz - 1); ++w)
+          for (int64_t v = std::max<int64_t>(y - 1, 0); v <= std::min(y + 1, shape.ny - 1); ++v)
+            for (int64_t u = std::max<int64_t>(x - 1, 0); u <= std::min(x + 1, shape.nx - 1); ++u)
+              frozen[std::size_t((w * shape.ny + v) * shape.nx + u)] = 1;
+      }
   return frozen;
 }
 
@@ -467,14 +468,14 @@ Step detail::step_of(const Config& c) {
   return st;
 }
 
-std::vector<double> detail::chord_target(const Config& c, const terms::Chords& layout) {
+std::vector<double> detail::chord_target(const Targets& targets, const terms::Chords& layout) {
   // The reference's frequencies times the chances n − 1 − l that a chord of l voxels fits
   // between this box's faces, as shares of each (axis, phase)'s chords.
   if (!layout.entries) return {};
   std::vector<double> out(std::size_t(6 * layout.stride), 0.0);
   for (int a = 0; a < 3; ++a)
     for (int p = 0; p < 2; ++p) {
-      const std::vector<double>& f = c.targets.chords[a][p];
+      const std::vector<double>& f = targets.chords[a][p];
       double* t = out.data() + (2 * a + p) * layout.stride;
       const int64_t n = layout.extent[a];
       double sum = 0;
@@ -508,7 +509,7 @@ void Annealer::make_step() {
   o.euler.value = o.euler.entries ? &m_count_values[0] : nullptr;
   o.surface.value = o.surface.entries ? &m_count_values[1] : nullptr;
   m_chord_counts = chord_counts(m_pore, o.chords);
-  m_chord_target = detail::chord_target(m_config, o.chords);
+  m_chord_target = detail::chord_target(m_config.targets, o.chords);
   o.chords.counts = m_chord_counts.empty() ? nullptr : m_chord_counts.data();
   o.chords.target = m_chord_target.data();
   m_frozen = frozen_voxels(m_pore, m_config.moves.keep_pore_connected);
@@ -712,6 +713,27 @@ double s2_rms(const Mask& pore, const Targets& targets) {
     for (std::size_t r = 0; r < std::min(s2.along(a).size(), targets.s2[a].size()); ++r, ++n)
       sum += (s2.along(a)[r] - targets.s2[a][r]) * (s2.along(a)[r] - targets.s2[a][r]);
   return n ? std::sqrt(sum / double(n)) : 0.0;
+}
+
+double chords_l1(const Mask& pore, const Targets& targets) {
+  for (const auto& axis : targets.chords)
+    if (axis[0].empty() || axis[1].empty()) return 0;
+  const Shape shape = pore.shape();
+  terms::Chords layout;
+  for (int a = 0; a < 3; ++a) {
+    layout.extent[a] = shape.extent(a);
+    layout.stride = std::max<int>(layout.stride, int(std::max<int64_t>(shape.extent(a) - 1, 1)));
+  }
+  layout.entries = 6 * layout.stride;
+  const std::vector<int64_t> counts = chord_counts(pore, layout);
+  const std::vector<double> target = detail::chord_target(targets, layout);
+  double l1 = 0;
+  for (int j = 0; j < 6; ++j) {
+    const int64_t* h = counts.data() + j * layout.stride;
+    const double* t = target.data() + j * layout.stride;
+    for (int l = 1; l < layout.stride; ++l) l1 += std::abs((h[0] > 0 ? double(h[l]) / double(h[0]) : 0.0) - t[l]);
+  }
+  return l1 / 6;
 }
 
 Quality quality(const Mask& pore, const Targets& targets, Boundary boundary, Backend backend) {

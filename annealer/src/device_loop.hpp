@@ -24,7 +24,7 @@ Step step_of(const Config& config);
 /// The S2 target as terms::S2 reads it: each axis's compared lags, x, y, z concatenated.
 std::vector<double> s2_target(const Config& config, const terms::S2& s2);
 /// The chords term's target in its layout (empty when the term is off).
-std::vector<double> chord_target(const Config& config, const terms::Chords& layout);
+std::vector<double> chord_target(const Targets& targets, const terms::Chords& layout);
 
 class DeviceLoop {
  public:

@@ -10,6 +10,7 @@
 #include <optional>
 #include <queue>
 
+#include "poreforge/annealer/connectivity.hpp"
 #include "poreforge/annealer/philox.hpp"
 #include "poreforge/edt.hpp"
 #include "poreforge/error.hpp"
@@ -403,13 +404,24 @@ Mask connect_largest_cluster(const Mask& start, const std::vector<float>& field,
       if (xyz[a] + 1 < shape.extent(a)) f(v + stride[a]);
     }
   };
+  // Clusters are kept apart by their 26-neighbourhoods: touching at an edge or a corner they
+  // would be one cluster to a 26-connected count (compare's, and the Euler characteristic's).
+  auto for_cube = [&](int64_t v, auto&& f) {
+    const int64_t x = v % shape.nx, y = (v / shape.nx) % shape.ny, z = v / (shape.nx * shape.ny);
+    for (int64_t w = std::max<int64_t>(z - 1, 0); w <= std::min(z + 1, shape.nz - 1); ++w)
+      for (int64_t u = std::max<int64_t>(y - 1, 0); u <= std::min(y + 1, shape.ny - 1); ++u)
+        for (int64_t t = std::max<int64_t>(x - 1, 0); t <= std::min(x + 1, shape.nx - 1); ++t)
+          if (t != x || u != y || w != z) f((w * shape.ny + u) * shape.nx + t);
+  };
   Mask out = start;
   std::vector<uint32_t>& owner = c.labels.values();  // 0 solid; the largest's label; other clusters' labels
   int64_t others_total = pore - c.sizes[largest - 1];
+  int64_t largest_size = c.sizes[largest - 1];
   if (place) {
     // Every other cluster goes; the reference's own small clusters take their place: as many
     // as its sub-volumes hold on average, sizes drawn from theirs, each grown from a voxel
-    // clear of all pore along the blob field's valleys, none touching another.
+    // clear of all pore along the blob field's valleys, none touching another (nor the
+    // largest) even at an edge or a corner.
     for (int64_t i = 0; i < n; ++i)
       if (owner[std::size_t(i)] && owner[std::size_t(i)] != largest) {
         owner[std::size_t(i)] = 0;
@@ -417,9 +429,32 @@ Mask connect_largest_cluster(const Mask& start, const std::vector<float>& field,
       }
     r.clusters_dropped = c.count - 1;
     others_total = 0;
+    // A largest holding more than its share gives the excess up, its voxels where the field is
+    // highest first (the pore's edges, away from its valleys), each only where it splits the
+    // largest nowhere and starts no solid cluster (connectivity.hpp's test for a swap's
+    // leaving voxel): the small clusters then get the reference's share of the pore.
+    if (largest_size > want) {
+      std::vector<int64_t> edge;
+      for (int64_t i = 0; i < n; ++i)
+        if (owner[std::size_t(i)] == largest) edge.push_back(i);
+      std::stable_sort(edge.begin(), edge.end(),
+                       [&](int64_t a, int64_t b) { return field[std::size_t(a)] > field[std::size_t(b)]; });
+      const int64_t extent[3] = {shape.nx, shape.ny, shape.nz};
+      uint8_t* voxels = out.values().data();
+      // A voxel refused now may pass once its neighbours have gone: a few passes.
+      for (int pass = 0; pass < 4 && largest_size > want; ++pass)
+        for (std::size_t k = 0; k < edge.size() && largest_size > want; ++k) {
+          const int64_t v = edge[k];
+          if (!voxels[v] || !may_leave_pore(voxels, extent, v)) continue;
+          voxels[v] = 0;
+          owner[std::size_t(v)] = 0;
+          --largest_size;
+          ++r.voxels_peeled;
+        }
+    }
     const Philox random(seed ^ 0x434c5354u);  // "CLST": a lane of its own
-    // What the largest leaves (it may hold more than its share already: it keeps it all).
-    int64_t budget = pore - std::max(want, c.sizes[largest - 1]);
+    // What the largest leaves (it may hold more than its share still: it keeps that).
+    int64_t budget = pore - std::max(want, largest_size);
     const int64_t placing = std::llround(clusters.others);
     uint32_t next_label = uint32_t(c.count) + 1;
     uint64_t draw = 0;
@@ -430,36 +465,53 @@ Mask connect_largest_cluster(const Mask& start, const std::vector<float>& field,
         size = clusters.other_sizes[std::size_t(Philox::below(w[0], w[1], clusters.other_sizes.size()))];
       }
       if (size > budget) continue;
-      int64_t origin = -1;
-      for (int tries = 0; tries < 256 && origin < 0; ++tries) {
-        const PhiloxBlock w = random.draw(draw++, 0);
-        const int64_t v = int64_t(Philox::below(w[0], w[1], uint64_t(n)));
-        bool clear = !owner[std::size_t(v)];
-        for_faces(v, [&](int64_t u) { clear = clear && !owner[std::size_t(u)]; });
-        if (clear) origin = v;
+      // A cluster walled in by the others before it reaches its size goes again from another
+      // origin: the sizes placed are the sample's, not cut short (a cut one would be a speck).
+      const uint32_t label = next_label;
+      std::vector<int64_t> grown;
+      for (int attempt = 0; attempt < 8 && int64_t(grown.size()) < size; ++attempt) {
+        for (int64_t v : grown) {
+          owner[std::size_t(v)] = 0;
+          out[std::size_t(v)] = 0;
+        }
+        grown.clear();
+        int64_t origin = -1;
+        for (int tries = 0; tries < 256 && origin < 0; ++tries) {
+          const PhiloxBlock w = random.draw(draw++, 0);
+          const int64_t v = int64_t(Philox::below(w[0], w[1], uint64_t(n)));
+          bool clear = !owner[std::size_t(v)];
+          for_cube(v, [&](int64_t u) { clear = clear && !owner[std::size_t(u)]; });
+          if (clear) origin = v;
+        }
+        if (origin < 0) break;
+        using Entry = std::pair<float, int64_t>;
+        std::priority_queue<Entry, std::vector<Entry>, std::greater<Entry>> front;
+        front.push({field[std::size_t(origin)], origin});
+        while (int64_t(grown.size()) < size && !front.empty()) {
+          const int64_t v = front.top().second;
+          front.pop();
+          if (owner[std::size_t(v)]) continue;
+          bool apart = true;
+          for_cube(v, [&](int64_t u) { apart = apart && (!owner[std::size_t(u)] || owner[std::size_t(u)] == label); });
+          if (!apart) continue;
+          owner[std::size_t(v)] = label;
+          out[std::size_t(v)] = 1;
+          grown.push_back(v);
+          for_faces(v, [&](int64_t u) {
+            if (!owner[std::size_t(u)]) front.push({field[std::size_t(u)], u});
+          });
+        }
       }
-      if (origin < 0) continue;
-      const uint32_t label = next_label++;
-      using Entry = std::pair<float, int64_t>;
-      std::priority_queue<Entry, std::vector<Entry>, std::greater<Entry>> front;
-      front.push({field[std::size_t(origin)], origin});
-      int64_t grown = 0;
-      while (grown < size && !front.empty()) {
-        const int64_t v = front.top().second;
-        front.pop();
-        if (owner[std::size_t(v)]) continue;
-        bool apart = true;
-        for_faces(v, [&](int64_t u) { apart = apart && (!owner[std::size_t(u)] || owner[std::size_t(u)] == label); });
-        if (!apart) continue;
-        owner[std::size_t(v)] = label;
-        out[std::size_t(v)] = 1;
-        ++grown;
-        for_faces(v, [&](int64_t u) {
-          if (!owner[std::size_t(u)]) front.push({field[std::size_t(u)], u});
-        });
+      if (int64_t(grown.size()) < size) {  // no room for it: its voxels go to the largest below
+        for (int64_t v : grown) {
+          owner[std::size_t(v)] = 0;
+          out[std::size_t(v)] = 0;
+        }
+        continue;
       }
-      budget -= grown;
-      others_total += grown;
+      ++next_label;
+      budget -= size;
+      others_total += size;
       ++r.clusters_placed;
     }
   } else {
@@ -487,10 +539,10 @@ Mask connect_largest_cluster(const Mask& start, const std::vector<float>& field,
   }
   // Grow the largest cluster into the field's lowest solid voxels next to it (along its
   // valleys), never touching another cluster, until the pore count is the start's.
-  int64_t deficit = pore - c.sizes[largest - 1] - others_total;
+  int64_t deficit = pore - largest_size - others_total;
   auto touches_other = [&](int64_t v) {
     bool t = false;
-    for_faces(v, [&](int64_t u) {
+    for_cube(v, [&](int64_t u) {
       const uint32_t l = owner[std::size_t(u)];
       t = t || (l != 0 && l != largest);
     });
@@ -527,8 +579,9 @@ Mask connect_largest_cluster(const Mask& start, const std::vector<float>& field,
   return out;
 }
 
-std::vector<float> grain_field(Shape shape, double radius, double porosity, uint64_t seed, Backend backend) {
-  const Mask pack = generate_spheres(shape, porosity, radius, seed);
+std::vector<float> grain_field(Shape shape, double radius, double porosity, uint64_t seed, Backend backend,
+                               double radius_spread) {
+  const Mask pack = generate_spheres(shape, porosity, radius, seed, radius_spread);
   const int64_t pore = count_phase(pack);
   if (pore == 0 || pore == shape.voxels()) {
     char r[32];
@@ -558,12 +611,14 @@ Mask start_from_field(std::vector<float>& field, Shape shape, Spacing spacing, c
 }  // namespace
 
 Mask make_grain_start(Shape shape, Spacing spacing, const Targets& targets, Boundary boundary, double radius,
-                      uint64_t seed, Backend backend, BlobCandidate* report, const ClusterSample* clusters) {
+                      uint64_t seed, Backend backend, BlobCandidate* report, const ClusterSample* clusters,
+                      double radius_spread) {
   validate_shape(shape);
   validate_spacing(spacing);
   BlobCandidate c;
   c.radius = radius;
-  std::vector<float> field = grain_field(shape, radius, targets.porosity, seed, backend);
+  c.radius_spread = radius_spread;
+  std::vector<float> field = grain_field(shape, radius, targets.porosity, seed, backend, radius_spread);
   Mask start = start_from_field(field, shape, spacing, targets, boundary, false, seed, backend, c, clusters);
   if (report) *report = c;
   return start;
@@ -621,46 +676,63 @@ Mask start_from_field(std::vector<float>& field, Shape shape, Spacing spacing, c
 BlobStart choose_blob_start(Shape shape, Spacing spacing, const Targets& targets, Boundary boundary, uint64_t seed,
                             bool plant_large_pores, Backend backend,
                             const std::function<void(const BlobCandidate&)>& tried, const ClusterSample* clusters,
-                            double s2_weight, bool grains) {
+                            StartWeights weights, bool grains, double grain_spread) {
   validate_shape(shape);
   const double unit_sigma = blob_sigma(shape, 1.0);  // σ ∝ 1 / blobiness; a quarter of the extent is 10 units
   BlobStart best;
   best.chosen.score = std::numeric_limits<double>::infinity();
-  // With S2 weighted, each error is measured against a porosity-matched white noise's, as the
-  // run's energy against a random start is: the blob size sets the structure's length scale,
-  // which S2 fixes and the PSD alone does not (small blobs match a PSD's small bins).
+  // Each error is measured against a porosity-matched white noise's, as the run's energy
+  // against a random start is: the size sets the structure's length scale, which S2 fixes and
+  // the PSD alone does not (small blobs match a PSD's small bins); the chords see the grains'
+  // sizes, which a single radius gets wrong (its solid chords pile up at one diameter).
   Quality noise;
-  if (s2_weight > 0) {
+  double noise_chords = 0;
+  if (weights.s2 > 0 || weights.chords > 0) {
     Mask n = generate_noise(shape, targets.porosity, seed);
     n.set_spacing(spacing);
-    noise = quality(n, targets, boundary, backend);
+    if (weights.s2 > 0) noise = quality(n, targets, boundary, backend);
+    if (weights.chords > 0) noise_chords = chords_l1(n, targets);  // 0 (the term left out) without chord targets
   }
-  int worse = 0;
-  // Without planting, three worse sizes in a row end the search (the blobs' error grows past
-  // the best size, if not strictly); with planting it jumps between sizes (small blobs leave
-  // every larger bin to balls, large ones only the tail), so every size up to a quarter of
-  // the extent is tried.
-  for (double sigma = 1.0; (worse < 3 || plant_large_pores) && (sigma <= 10 * unit_sigma || best.tried.empty());
-       sigma *= 1.25) {
-    BlobCandidate c;
-    // Grains: radii from 2 voxels (a sphere of one voxel is no grain) in the same steps.
-    Mask m = grains ? make_grain_start(shape, spacing, targets, boundary, 2 * sigma, seed, backend, &c, clusters)
-                    : make_blob_start(shape, spacing, targets, boundary, unit_sigma / sigma, plant_large_pores, seed,
-                                      backend, &c, clusters);
-    c.score = c.pore_psd_l1;
-    if (s2_weight > 0) {
-      c.s2_rms = s2_rms(m, targets);  // the PSD's L1 the start already measured
+  std::vector<double> spreads{0.0};
+  if (grains) spreads = grain_spread >= 0 ? std::vector<double>{grain_spread}
+                                          : std::vector<double>(std::begin(kGrainSpreads), std::end(kGrainSpreads));
+  for (const double spread : spreads) {
+    int worse = 0;
+    double best_here = std::numeric_limits<double>::infinity();
+    // Without planting, three worse sizes in a row end the search (the error grows past the
+    // best size, if not strictly); with planting it jumps between sizes (small blobs leave
+    // every larger bin to balls, large ones only the tail), so every size up to a quarter of
+    // the extent is tried.
+    for (double sigma = 1.0; (worse < 3 || plant_large_pores) && (sigma <= 10 * unit_sigma || best.tried.empty());
+         sigma *= 1.25) {
+      BlobCandidate c;
+      // Grains: radii from 2 voxels (a sphere of one voxel is no grain) in the same steps.
+      Mask m = grains ? make_grain_start(shape, spacing, targets, boundary, 2 * sigma, seed, backend, &c, clusters, spread)
+                      : make_blob_start(shape, spacing, targets, boundary, unit_sigma / sigma, plant_large_pores, seed,
+                                        backend, &c, clusters);
+      c.score = c.pore_psd_l1;
       auto relative = [](double e, double e0) { return e0 > 0 ? (e / e0) * (e / e0) : 0.0; };
-      c.score = relative(c.pore_psd_l1, noise.pore_psd_l1) + s2_weight * relative(c.s2_rms, noise.s2_rms);
-    }
-    best.tried.push_back(c);
-    if (tried) tried(c);
-    if (c.score < best.chosen.score) {
-      best.chosen = c;
-      best.structure = std::move(m);
-      worse = 0;
-    } else {
-      ++worse;
+      if (weights.s2 > 0 || weights.chords > 0) c.score = relative(c.pore_psd_l1, noise.pore_psd_l1);
+      if (weights.s2 > 0) {
+        c.s2_rms = s2_rms(m, targets);  // the PSD's L1 the start already measured
+        c.score += weights.s2 * relative(c.s2_rms, noise.s2_rms);
+      }
+      if (weights.chords > 0) {
+        c.chords_l1 = chords_l1(m, targets);
+        c.score += weights.chords * relative(c.chords_l1, noise_chords);
+      }
+      best.tried.push_back(c);
+      if (tried) tried(c);
+      if (c.score < best.chosen.score) {
+        best.chosen = c;
+        best.structure = std::move(m);
+      }
+      if (c.score < best_here) {
+        best_here = c.score;
+        worse = 0;
+      } else {
+        ++worse;
+      }
     }
   }
   return best;

@@ -553,7 +553,8 @@ TEST_CASE("anneal.connectivity.removal_test") {
 
 // Swaps under keep_pore_connected never split a 6-connected cluster of either phase nor make
 // one, and leave the pore clusters other than the largest as the start has them: the pore's
-// clusters stay the start's, step after step, and the solid's never grow in number. Free swaps
+// clusters stay the start's, step after step — 26-connected too (none comes to touch the
+// largest at an edge or a corner) — and the solid's never grow in number. Free swaps
 // at a high temperature, from the same start, do fragment the pore (so the check can fail).
 PF_BACKEND_TEST("anneal", "kept_connected_never_splits_a_cluster") {
   const uint64_t seed = testing::fresh_seed();
@@ -573,7 +574,9 @@ PF_BACKEND_TEST("anneal", "kept_connected_never_splits_a_cluster") {
   for (uint64_t s = seed; !c.initial || clusters(*c.initial) < 2; ++s)
     c.initial = make_blob_start(c.shape, {}, c.targets, c.boundary, 0.7, false, s, Backend::cpu, nullptr,
                                 &connected);
+  auto clusters26 = [](const Mask& m) { return label_components(m, Adjacency::full26, Backend::cpu).count; };
   const int64_t pore0 = clusters(*c.initial), solid0 = clusters(complement(*c.initial));
+  const int64_t pore26 = clusters26(*c.initial);
   // The voxels of the clusters other than the largest.
   auto others = [](const Mask& m) {
     const ComponentLabels l = label_components(m, Adjacency::face6, Backend::cpu);
@@ -590,6 +593,7 @@ PF_BACKEND_TEST("anneal", "kept_connected_never_splits_a_cluster") {
     a.advance(10);
     const int64_t p = clusters(a.structure()), s = clusters(complement(a.structure()));
     CHECK(p == pore0);
+    CHECK(clusters26(a.structure()) == pore26);
     CHECK(s <= solid);
     solid = s;
   }
@@ -661,18 +665,30 @@ TEST_CASE("anneal.connect_largest_cluster_places_the_samples_clusters") {
   CHECK(r.clusters_placed == 6);
   const ComponentLabels after = label_components(out, Adjacency::face6, Backend::cpu);
   CHECK(after.count == 7);
+  // Apart at edges and corners too: 26-connected, the same clusters.
+  CHECK(label_components(out, Adjacency::full26, Backend::cpu).count == 7);
   std::vector<int64_t> sizes = after.sizes;
   std::sort(sizes.begin(), sizes.end());
   for (std::size_t k = 0; k + 1 < sizes.size(); ++k) CHECK((sizes[k] == 1 || sizes[k] == 4 || sizes[k] == 9));
   // The same seed places them the same way.
   CHECK(connect_largest_cluster(start, field, sample, seed).values() == out.values());
-  // A largest cluster already above its share keeps it all, and the pore count still holds.
-  sample.largest_share = 0.05;
-  sample.others = 300;
-  sample.other_sizes = {40};  // room for more than the largest leaves
-  const Mask loose = connect_largest_cluster(start, field, sample, seed, Backend::cpu, &r);
-  CHECK(count_phase(loose) == count_phase(start));
-  CHECK(r.largest_share_after >= r.largest_share_before - 1e-12);
+  // A largest cluster above its share gives the excess up without splitting (one cluster and
+  // the placed ones), the placed clusters take it, and the pore count still holds.
+  const Mask dense = lowest_values(field, shape, shape.voxels() * 3 / 10);  // nearly all one cluster
+  REQUIRE(cluster_statistics(label_components(dense, Adjacency::face6, Backend::cpu)).largest_share > 0.6);
+  sample.largest_share = 0.5;
+  sample.others = 100;
+  sample.other_sizes = {40};
+  const Mask loose = connect_largest_cluster(dense, field, sample, seed, Backend::cpu, &r);
+  CHECK(count_phase(loose) == count_phase(dense));
+  CHECK(r.voxels_peeled > 0);
+  const ComponentLabels l = label_components(loose, Adjacency::face6, Backend::cpu);
+  CHECK(l.count == r.clusters_placed + 1);
+  const uint32_t largest = largest_component(l);
+  for (uint32_t k = 1; k <= uint32_t(l.count); ++k)
+    if (k != largest) CHECK(l.sizes[k - 1] == 40);
+  CHECK(r.largest_share_after >= 0.5 - 1e-12);
+  CHECK(r.largest_share_after < r.largest_share_before);
 }
 
 // A start of many small clusters (a checkerboard: every voxel its own cluster) leaves no solid
@@ -717,4 +733,48 @@ TEST_CASE("anneal.grain_start") {
   CHECK(cluster_statistics(label_components(b, Adjacency::face6, Backend::cpu)).largest_share >= 0.98 - 1e-12);
   CHECK(make_grain_start(shape, {}, t, Boundary::open, 6.0, seed, Backend::cpu, nullptr, &connected).values() ==
         b.values());
+}
+
+// The chords term's measure for ranking starts: nothing between a structure and targets drawn
+// from itself, much against white noise, nothing to measure without chord targets.
+TEST_CASE("anneal.chords_l1") {
+  const uint64_t seed = testing::fresh_seed();
+  CAPTURE(seed);
+  const Shape shape{36, 32, 28};
+  const Mask reference = generate_blobs(shape, 0.3, 1.0, seed);
+  Targets t = Targets::from_image(reference, Boundary::open, 8, false, Backend::cpu);
+  CHECK(chords_l1(reference, t) < 1e-12);
+  CHECK(chords_l1(generate_noise(shape, 0.3, seed + 1), t) > 0.2);
+  t.chords = {};
+  CHECK(chords_l1(reference, t) == 0);
+}
+
+// Grains of several sizes: with no spread given every spread of kGrainSpreads is searched, the
+// chosen start is the best-scored of all tried and made again from its radius and spread; a
+// spread given is the only one tried.
+TEST_CASE("anneal.grain_start_chooses_radius_and_spread") {
+  const uint64_t seed = testing::fresh_seed();
+  CAPTURE(seed);
+  const Shape shape{32, 32, 32};
+  const Targets t = Targets::from_image(generate_spheres(shape, 0.25, 3.0, seed ^ 0x5eed, 0.5), Boundary::open, 8,
+                                        false, Backend::cpu);
+  ClusterSample connected;
+  connected.largest_share = 0.95;
+  StartWeights w;
+  w.s2 = 1;
+  w.chords = 1;
+  const BlobStart start =
+      choose_blob_start(shape, {}, t, Boundary::open, seed, false, Backend::cpu, {}, &connected, w, true);
+  for (const double spread : kGrainSpreads)
+    CHECK(std::any_of(start.tried.begin(), start.tried.end(), [&](const BlobCandidate& c) { return c.radius_spread == spread; }));
+  for (const BlobCandidate& c : start.tried) {
+    CHECK(start.chosen.score <= c.score);
+    CHECK(c.chords_l1 > 0);
+  }
+  CHECK(make_grain_start(shape, {}, t, Boundary::open, start.chosen.radius, seed, Backend::cpu, nullptr, &connected,
+                         start.chosen.radius_spread)
+            .values() == start.structure.values());
+  const BlobStart given =
+      choose_blob_start(shape, {}, t, Boundary::open, seed, false, Backend::cpu, {}, &connected, w, true, 0.25);
+  for (const BlobCandidate& c : given.tried) CHECK(c.radius_spread == 0.25);
 }

@@ -4,6 +4,7 @@
 
 #include "poreforge/error.hpp"
 #include "poreforge/generators.hpp"
+#include "poreforge/measures.hpp"
 #include "poreforge/psd.hpp"
 #include "support/random.hpp"
 
@@ -69,6 +70,28 @@ TEST_CASE("generators.spheres") {
   CHECK(porosity > 0.55);  // stops at the first sphere that reaches the target
   CHECK(generate_spheres(shape, 0.6, 4.0, seed).values() == m.values());
   CHECK_THROWS_AS(generate_spheres(shape, 0.6, 0.5, 1), InputError);
+  CHECK_THROWS_AS(generate_spheres(shape, 0.6, 4.0, 1, -0.1), InputError);
+  // Log-normal radii: the same porosity, the same centres drawn, and solid chords of more
+  // varied lengths than one radius gives.
+  const Mask mixed = generate_spheres(shape, 0.6, 4.0, seed, 0.4);
+  CHECK(double(count_phase(mixed)) / double(shape.voxels()) <= 0.6);
+  CHECK(double(count_phase(mixed)) / double(shape.voxels()) > 0.4);  // the last sphere may be a large one
+  CHECK(generate_spheres(shape, 0.6, 4.0, seed, 0.4).values() == mixed.values());
+  CHECK(generate_spheres(shape, 0.6, 4.0, seed, 0.0).values() == m.values());
+  auto chord_cv = [](const Mask& v) {
+    const ChordLengths c = chord_lengths(v, 0);
+    double n = 0, sum = 0, sum2 = 0;
+    for (int a = 0; a < 3; ++a)
+      for (std::size_t l = 1; l < c.histogram[a].size(); ++l) {
+        const double k = double(c.histogram[a][l]);
+        n += k;
+        sum += k * double(l);
+        sum2 += k * double(l) * double(l);
+      }
+    const double mean = sum / n;
+    return std::sqrt(sum2 / n - mean * mean) / mean;
+  };
+  CHECK(chord_cv(mixed) > chord_cv(m));
 }
 
 #include "common/fast_divide.hpp"

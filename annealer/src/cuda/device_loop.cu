@@ -168,7 +168,7 @@ DeviceLoop::DeviceLoop(const Config& config, const Snapshot& start, const Direct
   const Objective& ho = host.objective;
   const int64_t count_values[2] = {ho.euler.value ? *ho.euler.value : 0, ho.surface.value ? *ho.surface.value : 0};
   m.count_values = upload_async(count_values, 2, s, "the Euler and surface counts");
-  const std::vector<double> chord_target = detail::chord_target(config, o.chords);
+  const std::vector<double> chord_target = detail::chord_target(config.targets, o.chords);
   m.chord_counts = upload_async(ho.chords.counts, ho.chords.counts ? std::size_t(6 * ho.chords.stride) : 0, s,
                                 "the chord histograms");
   m.chord_target = upload_async(chord_target.data(), chord_target.size(), s, "the chord target");

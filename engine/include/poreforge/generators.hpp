@@ -28,9 +28,12 @@ double blob_sigma(Shape shape, double blobiness);
 
 /// Overlapping solid spheres of radius `radius` voxels placed uniformly (periodically
 /// wrapped) until the pore fraction drops to `porosity`; pore = 1, like PoreSpy's
-/// `overlapping_spheres`. Throws InputError for porosity outside (0, 1) or radius < 1 (or
-/// not finite); a radius beyond the volume's diagonal covers it all with one sphere.
-Mask generate_spheres(Shape shape, double porosity, double radius, uint64_t seed);
+/// `overlapping_spheres`. With `radius_spread` > 0 the radii are log-normal with mean `radius`
+/// and that coefficient of variation (at least 1 voxel each; the centres are the same as
+/// with one radius), a polydisperse pack. Throws InputError for porosity outside (0, 1),
+/// radius < 1 (or not finite) or a spread outside [0, 10]; a radius beyond the volume's
+/// diagonal covers it all with one sphere.
+Mask generate_spheres(Shape shape, double porosity, double radius, uint64_t seed, double radius_spread = 0);
 
 /// Uniform white noise: each voxel is phase with probability `porosity`.
 Mask generate_noise(Shape shape, double porosity, uint64_t seed);

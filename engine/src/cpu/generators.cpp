@@ -23,6 +23,9 @@ double uniform(uint64_t seed, uint64_t stream, uint64_t n) {
   return (static_cast<double>(h >> 11) + 0.5) * (1.0 / 9007199254740992.0);
 }
 
+// A standard normal value from two uniforms in (0, 1) (Box–Muller).
+double box_muller(double u1, double u2) { return std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586 * u2); }
+
 void check_porosity(double porosity) {
   if (!(porosity > 0 && porosity < 1))
     throw InputError("porosity must lie strictly between 0 and 1 (got " + format_number(porosity) + ")");
@@ -98,10 +101,7 @@ std::vector<float> blob_field(Shape shape, double blobiness, uint64_t seed) {
   const int64_t n = shape.voxels();
   std::vector<float> v(static_cast<std::size_t>(n));
 #pragma omp parallel for schedule(static)
-  for (int64_t i = 0; i < n; ++i) {  // Box–Muller on two counter-based uniforms
-    const double u1 = uniform(seed, 1, i), u2 = uniform(seed, 2, i);
-    v[i] = static_cast<float>(std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586 * u2));
-  }
+  for (int64_t i = 0; i < n; ++i) v[i] = static_cast<float>(box_muller(uniform(seed, 1, i), uniform(seed, 2, i)));
   const double sigma = blob_sigma(shape, blobiness);
   const int64_t radius = static_cast<int64_t>(4.0 * sigma + 0.5);  // scipy's truncate = 4
   std::vector<float> kernel(static_cast<std::size_t>(2 * radius + 1));
@@ -157,11 +157,13 @@ double blob_sigma(Shape shape, double blobiness) {
   return dims ? extent_sum / dims / 40.0 / blobiness : 1.0;
 }
 
-Mask generate_spheres(Shape shape, double porosity, double radius, uint64_t seed) {
+Mask generate_spheres(Shape shape, double porosity, double radius, uint64_t seed, double radius_spread) {
   validate_shape(shape);
   check_porosity(porosity);
   if (!(radius >= 1)) throw InputError("sphere radius must be at least 1 voxel (got " + format_number(radius) + ")");
   if (!std::isfinite(radius)) throw InputError("sphere radius must be finite (got " + format_number(radius) + ")");
+  if (!(radius_spread >= 0 && radius_spread <= 10))
+    throw InputError("sphere radius spread must lie in [0, 10] (got " + format_number(radius_spread) + ")");
   Mask mask(shape, {}, 1);
   int64_t pore = shape.voxels();
   const int64_t target = std::llround(porosity * static_cast<double>(shape.voxels()));
@@ -169,13 +171,19 @@ Mask generate_spheres(Shape shape, double porosity, double radius, uint64_t seed
   // ball that wide covers every voxel), so the walk stops there: the same volume, and a
   // radius of 1e9 no longer visits 1e27 offsets.
   const double diagonal = std::sqrt(double(shape.nx * shape.nx + shape.ny * shape.ny + shape.nz * shape.nz));
-  const int64_t r = static_cast<int64_t>(std::floor(std::min(radius, diagonal + 1)));
-  const double r2 = radius * radius;
+  // Log-normal radii of mean `radius` and coefficient of variation `radius_spread`.
+  const double log_sd = std::sqrt(std::log1p(radius_spread * radius_spread));
+  const double log_mean = std::log(radius) - 0.5 * log_sd * log_sd;
   auto wrap = [](int64_t v, int64_t n) { v %= n; return v < 0 ? v + n : v; };
   for (uint64_t k = 0; pore > target; ++k) {
     const int64_t cx = static_cast<int64_t>(uniform(seed, 3, 3 * k) * static_cast<double>(shape.nx));
     const int64_t cy = static_cast<int64_t>(uniform(seed, 3, 3 * k + 1) * static_cast<double>(shape.ny));
     const int64_t cz = static_cast<int64_t>(uniform(seed, 3, 3 * k + 2) * static_cast<double>(shape.nz));
+    double rk = radius;
+    if (radius_spread > 0)  // a stream of its own: the centres stay those of one radius
+      rk = std::max(1.0, std::exp(log_mean + log_sd * box_muller(uniform(seed, 4, 2 * k), uniform(seed, 4, 2 * k + 1))));
+    const int64_t r = static_cast<int64_t>(std::floor(std::min(rk, diagonal + 1)));
+    const double r2 = rk * rk;
     for (int64_t dz = shape.nz > 1 ? -r : 0; dz <= (shape.nz > 1 ? r : 0); ++dz)
       for (int64_t dy = shape.ny > 1 ? -r : 0; dy <= (shape.ny > 1 ? r : 0); ++dy)
         for (int64_t dx = -r; dx <= r; ++dx) {

@@ -141,6 +141,10 @@ struct Quality {
 Quality quality(const Mask& pore, const Targets& targets, Boundary boundary, Backend backend = Backend::cpu);
 /// RMS error of the directional S2 over the target's x, y, z curves (Quality::s2_rms alone).
 double s2_rms(const Mask& pore, const Targets& targets);
+/// L1 distance between the structure's chord-length shares and the target's as this box would
+/// hold them (the chords term's measure), the mean over both phases along x, y, z; 0 when the
+/// targets hold no chord lengths.
+double chords_l1(const Mask& pore, const Targets& targets);
 /// L1 distance between pore-PSD fractions (on the target's bins) and the target's.
 double pore_psd_l1(const std::vector<double>& fraction, const Targets& targets);
 

@@ -18,6 +18,7 @@ struct ConnectedStart {
   double largest_share_before = 0, largest_share_after = 0;  ///< of the pore, 6-connected in the box
   int64_t clusters_dropped = 0;  ///< other clusters made solid
   int64_t clusters_placed = 0;   ///< the reference's small clusters placed instead
+  int64_t voxels_peeled = 0;     ///< pore voxels the largest cluster gave up (it held more than its share)
   int64_t voxels_grown = 0;      ///< solid voxels the largest cluster took
 };
 
@@ -45,8 +46,10 @@ struct BlobCandidate {
   int planted_balls = 0;
   int64_t planted_voxels = 0;       ///< voxels inside planted balls (pore in the start)
   ConnectedStart connected;         ///< when the start's largest cluster was grown
-  double radius = 0;                 ///< a grains start: the spheres' radius in voxels (blobs: 0)
+  double radius = 0;                ///< a grains start: the spheres' (mean) radius in voxels (blobs: 0)
+  double radius_spread = 0;         ///< a grains start: the radii's coefficient of variation
   double s2_rms = 0;                ///< choose_blob_start with S2 weighted: the start's S2 RMS error
+  double chords_l1 = 0;             ///< choose_blob_start with chords weighted: the start's chords_l1
   double score = 0;                 ///< what choose_blob_start ranks by (lower is nearer)
 };
 
@@ -84,9 +87,11 @@ Mask make_blob_start(Shape shape, Spacing spacing, const Targets& targets, Bound
 /// A start whose pore falls into clusters as a real sample's does (`clusters`): blobs
 /// thresholded at a porosity fall apart into many, and swaps that keep the pore connected
 /// (Moves::keep_pore_connected) keep whatever the start has. The other clusters are replaced:
-/// with sizes in `clusters`, by clusters.others of the real sample's own, sizes drawn from
-/// `seed`, each grown from a voxel clear of all pore along the lowest values of `field` (the
-/// blobs' field: pore where lowest), none touching another; without sizes, the largest other
+/// with sizes in `clusters`, first the largest gives up what it holds beyond its share (its
+/// voxels where `field` is highest, each where that splits nothing), then clusters.others of
+/// the real sample's own take that pore, sizes drawn from `seed`, each grown from a voxel clear of all pore along the lowest values of `field` (the
+/// blobs' field: pore where lowest), none touching another or the largest, not even at an
+/// edge or a corner (26-connected they would be one); without sizes, the largest other
 /// clusters are made solid until the others fit in 1 − largest_share (the small ones stay).
 /// Then the largest grows by the voxels that frees into the solid next to it where `field` is
 /// lowest, never touching another cluster — along the field's valleys, so the throats it opens
@@ -95,37 +100,48 @@ Mask make_blob_start(Shape shape, Spacing spacing, const Targets& targets, Bound
 Mask connect_largest_cluster(const Mask& start, const std::vector<float>& field, const ClusterSample& clusters,
                              uint64_t seed, Backend backend = Backend::cpu, ConnectedStart* report = nullptr);
 
+/// What choose_blob_start ranks by besides the pore PSD's L1 distance: the weights of the S2
+/// RMS error and of chords_l1, each error over a porosity-matched white noise's (as the run's
+/// energy is measured against a random start's), all relative to the PSD's weight.
+struct StartWeights {
+  double s2 = 0, chords = 0;
+};
+
 /// The blobs start nearest the targets: tries σ = 1, 1.25, 1.25², … voxels up to a quarter of the
 /// mean extent — without planting stopping three sizes past the best, with planting every size
 /// (its error jumps between sizes); each candidate is a make_blob_start from `seed` (connected
-/// with `clusters`); `tried` (optional) hears of each. Ranked by the pore-PSD
-/// L1 distance alone, or with `s2_weight` > 0 by (L1/L1₀)² + s2_weight·(RMS/RMS₀)² — each
-/// error over a porosity-matched white noise's, as the run's energy against a random start.
-/// With `grains`, make_grain_start's instead, radii 2, 2.5, 3.1, … voxels.
+/// with `clusters`); `tried` (optional) hears of each. Ranked by the pore-PSD L1 distance
+/// alone, or with `weights` by (L1/L1₀)² + w_s2·(RMS/RMS₀)² + w_chords·(C/C₀)², the ₀ errors a
+/// porosity-matched white noise's. With `grains`, make_grain_start's instead, radii 2, 2.5,
+/// 3.1, … voxels, the same search for each radius spread of kGrainSpreads (or only
+/// `grain_spread` when that is ≥ 0): one size of grain, or sizes as varied as a sandstone's.
 struct BlobStart {
   Mask structure;
   BlobCandidate chosen;
   std::vector<BlobCandidate> tried;
 };
+inline constexpr double kGrainSpreads[] = {0.0, 0.25, 0.5};
 BlobStart choose_blob_start(Shape shape, Spacing spacing, const Targets& targets, Boundary boundary, uint64_t seed,
                             bool plant_large_pores, Backend backend = Backend::cpu,
                             const std::function<void(const BlobCandidate&)>& tried = {},
-                            const ClusterSample* clusters = nullptr, double s2_weight = 0, bool grains = false);
+                            const ClusterSample* clusters = nullptr, StartWeights weights = {}, bool grains = false,
+                            double grain_spread = -1);
 
-/// The field of a grains start: overlapping solid spheres of `radius` voxels at `porosity`
-/// (generate_spheres, from `seed`) as the signed distance to their surface — minus the distance
+/// The field of a grains start: overlapping solid spheres of `radius` voxels (log-normal of
+/// that mean and coefficient of variation `radius_spread`) at `porosity` (generate_spheres,
+/// from `seed`) as the signed distance to their surface — minus the distance
 /// to the solid in the pore, the distance to the pore in the solid — plus a jitter below 10⁻³
 /// voxel from the seed, so that its lowest values are the pack's pore and a count cuts it
 /// without ties. Sandstone is grains: the pore is the space between them, angular pores with
 /// sheet-like throats, which blobs' rounded bodies and tubular necks are not.
 std::vector<float> grain_field(Shape shape, double radius, double porosity, uint64_t seed,
-                               Backend backend = Backend::cpu);
+                               Backend backend = Backend::cpu, double radius_spread = 0);
 
 /// A grains start: the lowest values of grain_field, exactly the target's pore count, connected
 /// with `clusters` as make_blob_start's (no planting).
 Mask make_grain_start(Shape shape, Spacing spacing, const Targets& targets, Boundary boundary, double radius,
                       uint64_t seed, Backend backend = Backend::cpu, BlobCandidate* report = nullptr,
-                      const ClusterSample* clusters = nullptr);
+                      const ClusterSample* clusters = nullptr, double radius_spread = 0);
 
 /// A start from an existing structure (pore = 1), e.g. a coarser reconstruction of the same
 /// region: resampled onto `shape` by fractional position (both boxes are the same region, so a

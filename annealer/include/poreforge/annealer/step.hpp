@@ -35,7 +35,8 @@ struct Step {
   double interface_bias = 0;
   bool keep_pore_connected = false;  ///< proposals pass connectivity.hpp's tests
   /// With keep_pore_connected: voxels never proposed (null: none) — the pore clusters other
-  /// than the largest and the solid touching them, so that they stay as the start has them.
+  /// than the largest and every voxel within their 26-neighbourhoods, so that they stay as the
+  /// start has them.
   const uint8_t* frozen = nullptr;
   Philox random{0};
   Objective objective;
