@@ -420,8 +420,7 @@ Mask connect_largest_cluster(const Mask& start, const std::vector<float>& field,
   if (place) {
     // Every other cluster goes; the reference's own small clusters take their place: as many
     // as its sub-volumes hold on average, sizes drawn from theirs, each grown from a voxel
-    // clear of all pore along the blob field's valleys, none touching another (nor the
-    // largest) even at an edge or a corner.
+    // clear of all pore, none touching another (nor the largest) even at an edge or a corner.
     for (int64_t i = 0; i < n; ++i)
       if (owner[std::size_t(i)] && owner[std::size_t(i)] != largest) {
         owner[std::size_t(i)] = 0;
@@ -484,9 +483,17 @@ Mask connect_largest_cluster(const Mask& start, const std::vector<float>& field,
           if (clear) origin = v;
         }
         if (origin < 0) break;
+        // Grown nearest the origin first, the field breaking ties: a compact pore, as a real
+        // sample's isolated ones are. Along the field's valleys it would creep round the
+        // largest at the one-voxel gap it must keep, a shell no rock has.
+        const int64_t ox = origin % shape.nx, oy = (origin / shape.nx) % shape.ny, oz = origin / (shape.nx * shape.ny);
+        auto priority = [&](int64_t v) {
+          const int64_t dx = v % shape.nx - ox, dy = (v / shape.nx) % shape.ny - oy, dz = v / (shape.nx * shape.ny) - oz;
+          return float(dx * dx + dy * dy + dz * dz) + 1e-3f * std::tanh(field[std::size_t(v)]);
+        };
         using Entry = std::pair<float, int64_t>;
         std::priority_queue<Entry, std::vector<Entry>, std::greater<Entry>> front;
-        front.push({field[std::size_t(origin)], origin});
+        front.push({priority(origin), origin});
         while (int64_t(grown.size()) < size && !front.empty()) {
           const int64_t v = front.top().second;
           front.pop();
@@ -498,7 +505,7 @@ Mask connect_largest_cluster(const Mask& start, const std::vector<float>& field,
           out[std::size_t(v)] = 1;
           grown.push_back(v);
           for_faces(v, [&](int64_t u) {
-            if (!owner[std::size_t(u)]) front.push({field[std::size_t(u)], u});
+            if (!owner[std::size_t(u)]) front.push({priority(u), u});
           });
         }
       }

@@ -89,9 +89,9 @@ Mask make_blob_start(Shape shape, Spacing spacing, const Targets& targets, Bound
 /// (Moves::keep_pore_connected) keep whatever the start has. The other clusters are replaced:
 /// with sizes in `clusters`, first the largest gives up what it holds beyond its share (its
 /// voxels where `field` is highest, each where that splits nothing), then clusters.others of
-/// the real sample's own take that pore, sizes drawn from `seed`, each grown from a voxel clear of all pore along the lowest values of `field` (the
-/// blobs' field: pore where lowest), none touching another or the largest, not even at an
-/// edge or a corner (26-connected they would be one); without sizes, the largest other
+/// the real sample's own take that pore, sizes drawn from `seed`, each grown compact (nearest
+/// first) from a voxel clear of all pore, none touching another or the largest, not even at
+/// an edge or a corner (26-connected they would be one); without sizes, the largest other
 /// clusters are made solid until the others fit in 1 − largest_share (the small ones stay).
 /// Then the largest grows by the voxels that frees into the solid next to it where `field` is
 /// lowest, never touching another cluster — along the field's valleys, so the throats it opens
