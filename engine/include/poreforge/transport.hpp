@@ -49,12 +49,13 @@ struct FormationFactorResult {
 /// joined by conductance g_d = (area of the face normal to d) / (spacing along d), in the
 /// mask's spacing; a voxel on the inlet (outlet) face is joined to a reservoir at potential
 /// 1 (0) half a voxel outside by 2·g_axis; no flux crosses any other face. The linear system
-/// (symmetric positive definite) is solved by Jacobi-preconditioned conjugate gradients in
-/// double precision (CPU: matrix-free over the cluster's voxels, OpenMP; CUDA: 7-point stencil
-/// kernels over the box). F = 1/φ for straight tubes along the axis, 1 for an all-pore box.
-/// Cost: O(cluster voxels) per iteration (CUDA: O(box voxels)), iterations ~ the extent along
-/// the axis × tortuosity; memory about 80 bytes a cluster voxel and 6 a box voxel (CUDA: 41 bytes
-/// a box voxel on the device).
+/// (symmetric positive definite) is solved by preconditioned conjugate gradients in double
+/// precision — CPU: matrix-free over the cluster's voxels, OpenMP, preconditioned by one
+/// aggregation multigrid V-cycle (2×2×2 blocks, Galerkin coarse operators; tens of
+/// iterations); CUDA: 7-point stencil kernels over the box, Jacobi-preconditioned (iterations ~
+/// 15 × the extent along the axis on rock). F = 1/φ for straight tubes along the axis, 1 for an
+/// all-pore box. Cost: O(cluster voxels) per iteration (CUDA: O(box voxels)); memory about 170
+/// bytes a cluster voxel and 6 a box voxel (CUDA: 41 bytes a box voxel on the device).
 /// Synchronous. Throws InputError for a bad shape or spacing, a bad axis or options; a mask
 /// without pore is +infinity.
 FormationFactorResult formation_factor(const Mask& pore, int axis, const FormationFactorOptions& options = {},

@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "../transport_backends.hpp"
+#include "multigrid.hpp"
 #include "poreforge/error.hpp"
 
 namespace poreforge {
@@ -220,38 +221,49 @@ FormationFactorResult formation_factor(const Mask& pore, int axis, const Formati
   const int64_t stride[3] = {1, s.nx, s.nx * s.ny};
   const int64_t extent[3] = {s.nx, s.ny, s.nz};
 
-  // The cluster's voxels in index order, their neighbours (6 a voxel, -1 for none) and the
-  // diagonal: the operator is applied from these, without a stored matrix.
+  // The cluster's voxels in index order, their neighbours (6 a voxel, -1 for none), the faces'
+  // conductances and the diagonal: the operator is applied from these, without a stored matrix.
+  CellOperator op;
+  op.extent = {s.nx, s.ny, s.nz};
+  op.cell.resize(un);
   std::vector<int32_t> compact(static_cast<std::size_t>(N), -1);
-  std::vector<int64_t> where(un);
   {
     int32_t k = 0;
     for (int64_t i = 0; i < N; ++i)
-      if (sc.cluster[std::size_t(i)]) where[std::size_t(k)] = i, compact[std::size_t(i)] = k++;
+      if (sc.cluster[std::size_t(i)]) op.cell[std::size_t(k)] = i, compact[std::size_t(i)] = k++;
   }
-  std::vector<int32_t> nb(6 * un);
-  std::vector<double> diag(un), b(un, 0.0);
+  op.nb.resize(6 * un);
+  op.w.resize(6 * un);
+  op.diag.resize(un);
+  std::vector<double> b(un, 0.0);
   const double g_res = grid.g_reservoir();
 #pragma omp parallel for schedule(static)
   for (int64_t k = 0; k < n; ++k) {
-    const int64_t i = where[std::size_t(k)];
+    const int64_t i = op.cell[std::size_t(k)];
     const int64_t c[3] = {i % s.nx, (i / s.nx) % s.ny, i / (s.nx * s.ny)};
     for (int a = 0; a < 3; ++a) {
-      nb[std::size_t(6 * k + 2 * a)] = c[a] > 0 ? compact[std::size_t(i - stride[a])] : -1;
-      nb[std::size_t(6 * k + 2 * a + 1)] = c[a] < extent[a] - 1 ? compact[std::size_t(i + stride[a])] : -1;
+      const int32_t lo = c[a] > 0 ? compact[std::size_t(i - stride[a])] : -1;
+      const int32_t hi = c[a] < extent[a] - 1 ? compact[std::size_t(i + stride[a])] : -1;
+      op.nb[std::size_t(6 * k + 2 * a)] = lo;
+      op.nb[std::size_t(6 * k + 2 * a + 1)] = hi;
+      op.w[std::size_t(6 * k + 2 * a)] = lo >= 0 ? grid.g[a] : 0.0;
+      op.w[std::size_t(6 * k + 2 * a + 1)] = hi >= 0 ? grid.g[a] : 0.0;
     }
-    diag[std::size_t(k)] = detail::laplace_diagonal(grid, sc.cluster.data(), c[0], c[1], c[2]);
+    op.diag[std::size_t(k)] = detail::laplace_diagonal(grid, sc.cluster.data(), c[0], c[1], c[2]);
     if (c[axis] == 0) b[std::size_t(k)] = g_res;
   }
   std::vector<int32_t>().swap(compact);
+  const Multigrid mg(std::move(op));
+  const CellOperator& a = mg.fine();
 
-  // Jacobi-preconditioned conjugate gradients.
-  std::vector<double> x(un, 0.0), res = b, p(un), q(un);
+  // Conjugate gradients preconditioned by one multigrid V-cycle.
+  std::vector<double> x(un, 0.0), res = b, z(un), p(un), q(un);
+  mg.apply(res.data(), z.data());
   double rz = 0, bb = 0;
 #pragma omp parallel for reduction(+ : rz, bb) schedule(static) if (n >= kParallelVoxels)
   for (int64_t k = 0; k < n; ++k) {
-    p[std::size_t(k)] = res[std::size_t(k)] / diag[std::size_t(k)];
-    rz += res[std::size_t(k)] * p[std::size_t(k)];
+    p[std::size_t(k)] = z[std::size_t(k)];
+    rz += res[std::size_t(k)] * z[std::size_t(k)];
     bb += b[std::size_t(k)] * b[std::size_t(k)];
   }
   const double b_norm = std::sqrt(bb);
@@ -259,33 +271,28 @@ FormationFactorResult formation_factor(const Mask& pore, int axis, const Formati
   double rr = bb;
   int64_t it = 0;
   while (std::sqrt(rr) > options.tolerance * b_norm && it < max_iterations) {
+    a.apply(p.data(), q.data());
     double pq = 0;
 #pragma omp parallel for reduction(+ : pq) schedule(static) if (n >= kParallelVoxels)
-    for (int64_t k = 0; k < n; ++k) {
-      double v = diag[std::size_t(k)] * p[std::size_t(k)];
-      for (int e = 0; e < 6; ++e) {
-        const int32_t j = nb[std::size_t(6 * k + e)];
-        if (j >= 0) v -= grid.g[e / 2] * p[std::size_t(j)];
-      }
-      q[std::size_t(k)] = v;
-      pq += p[std::size_t(k)] * v;
-    }
+    for (int64_t k = 0; k < n; ++k) pq += p[std::size_t(k)] * q[std::size_t(k)];
     const double alpha = rz / pq;
-    double rz_new = 0, rr_new = 0;
-#pragma omp parallel for reduction(+ : rz_new, rr_new) schedule(static) if (n >= kParallelVoxels)
+    double rr_new = 0;
+#pragma omp parallel for reduction(+ : rr_new) schedule(static) if (n >= kParallelVoxels)
     for (int64_t k = 0; k < n; ++k) {
       x[std::size_t(k)] += alpha * p[std::size_t(k)];
       const double rk = res[std::size_t(k)] - alpha * q[std::size_t(k)];
       res[std::size_t(k)] = rk;
-      rz_new += rk * rk / diag[std::size_t(k)];
       rr_new += rk * rk;
     }
+    mg.apply(res.data(), z.data());
+    double rz_new = 0;
+#pragma omp parallel for reduction(+ : rz_new) schedule(static) if (n >= kParallelVoxels)
+    for (int64_t k = 0; k < n; ++k) rz_new += res[std::size_t(k)] * z[std::size_t(k)];
     const double beta = rz_new / rz;
     rz = rz_new;
     rr = rr_new;
 #pragma omp parallel for schedule(static) if (n >= kParallelVoxels)
-    for (int64_t k = 0; k < n; ++k)
-      p[std::size_t(k)] = res[std::size_t(k)] / diag[std::size_t(k)] + beta * p[std::size_t(k)];
+    for (int64_t k = 0; k < n; ++k) p[std::size_t(k)] = z[std::size_t(k)] + beta * p[std::size_t(k)];
     ++it;
   }
   double current = 0;

@@ -1,0 +1,153 @@
+#include "multigrid.hpp"
+
+#include <Eigen/Dense>
+
+#include <algorithm>
+#include <stdexcept>
+#include <utility>
+
+namespace poreforge::cpu {
+namespace {
+
+// Below this many unknowns a loop runs on one thread (a parallel region per sweep would cost
+// more than the sweep).
+constexpr int64_t kParallelUnknowns = 1 << 15;
+// The coarsest level is solved exactly, by a dense Cholesky factor.
+constexpr int64_t kCoarsestUnknowns = 800;
+// Damped Jacobi sweeps before and after the coarse correction, and their damping (below 1,
+// so that each sweep converges on its own and the cycle stays positive definite).
+constexpr int kSweeps = 2;
+constexpr double kDamping = 0.9;
+// Unsmoothed aggregation's coarse correction is too small on smooth errors: scaled up, as
+// Braess and Notay scale it, below 2 (where the cycle would stop being definite). Measured on
+// a 128³ sandstone: 80 iterations unscaled, 38 at 1.8 (one sweep: 69; three: no faster).
+constexpr double kCorrection = 1.8;
+
+CellOperator coarsen(const CellOperator& fine, std::vector<int32_t>& parent) {
+  CellOperator c;
+  for (int a = 0; a < 3; ++a) c.extent[std::size_t(a)] = (fine.extent[std::size_t(a)] + 1) / 2;
+  const int64_t fnx = fine.extent[0], fny = fine.extent[1];
+  const int64_t cnx = c.extent[0], cny = c.extent[1];
+  std::vector<int32_t> index(std::size_t(cnx * cny * c.extent[2]), -1);
+  const int64_t n = fine.size();
+  parent.assign(std::size_t(n), -1);
+  for (int64_t k = 0; k < n; ++k) {
+    const int64_t i = fine.cell[std::size_t(k)];
+    const int64_t x = i % fnx, y = (i / fnx) % fny, z = i / (fnx * fny);
+    const int64_t ci = x / 2 + cnx * (y / 2 + cny * (z / 2));
+    int32_t& slot = index[std::size_t(ci)];
+    if (slot < 0) {
+      slot = int32_t(c.cell.size());
+      c.cell.push_back(ci);
+    }
+    parent[std::size_t(k)] = slot;
+  }
+  const int64_t m = int64_t(c.cell.size());
+  c.nb.assign(std::size_t(6 * m), -1);
+  c.w.assign(std::size_t(6 * m), 0.0);
+  c.diag.assign(std::size_t(m), 0.0);
+  // Serial: faces of one block's unknowns add into the same coarse entries.
+  for (int64_t k = 0; k < n; ++k) {
+    const int32_t p = parent[std::size_t(k)];
+    c.diag[std::size_t(p)] += fine.diag[std::size_t(k)];
+    for (int e = 0; e < 6; ++e) {
+      const int32_t j = fine.nb[std::size_t(6 * k + e)];
+      if (j < 0) continue;
+      const int32_t q = parent[std::size_t(j)];
+      const double g = fine.w[std::size_t(6 * k + e)];
+      if (q == p) {
+        c.diag[std::size_t(p)] -= g;  // a face inside the block: P^T A P's diagonal loses it
+      } else {
+        c.nb[std::size_t(6 * p + e)] = q;
+        c.w[std::size_t(6 * p + e)] += g;
+      }
+    }
+  }
+  return c;
+}
+
+}  // namespace
+
+void CellOperator::apply(const double* x, double* y) const {
+  const int64_t n = size();
+#pragma omp parallel for schedule(static) if (n >= kParallelUnknowns)
+  for (int64_t k = 0; k < n; ++k) {
+    double v = diag[std::size_t(k)] * x[k];
+    for (int e = 0; e < 6; ++e) {
+      const int32_t j = nb[std::size_t(6 * k + e)];
+      if (j >= 0) v -= w[std::size_t(6 * k + e)] * x[j];
+    }
+    y[k] = v;
+  }
+}
+
+Multigrid::Multigrid(CellOperator fine) {
+  m_levels.push_back(std::move(fine));
+  while (m_levels.back().size() > kCoarsestUnknowns) {
+    const CellOperator& f = m_levels.back();
+    if (f.extent[0] <= 1 && f.extent[1] <= 1 && f.extent[2] <= 1) break;
+    std::vector<int32_t> parent;
+    CellOperator c = coarsen(f, parent);
+    m_parent.push_back(std::move(parent));
+    m_levels.push_back(std::move(c));
+  }
+  const CellOperator& last = m_levels.back();
+  const int64_t m = last.size();
+  Eigen::MatrixXd a = Eigen::MatrixXd::Zero(m, m);
+  for (int64_t k = 0; k < m; ++k) {
+    a(k, k) = last.diag[std::size_t(k)];
+    for (int e = 0; e < 6; ++e) {
+      const int32_t j = last.nb[std::size_t(6 * k + e)];
+      if (j >= 0) a(k, j) -= last.w[std::size_t(6 * k + e)];
+    }
+  }
+  Eigen::LLT<Eigen::MatrixXd> llt(a);
+  if (llt.info() != Eigen::Success) throw std::runtime_error("multigrid: the coarsest operator is not positive definite");
+  const Eigen::MatrixXd l = llt.matrixL();
+  m_coarsest.assign(l.data(), l.data() + l.size());  // column-major, as Eigen keeps it
+  m_r.resize(m_levels.size());
+  m_b.resize(m_levels.size());
+  m_x.resize(m_levels.size());
+  for (std::size_t k = 0; k < m_levels.size(); ++k) {
+    m_r[k].resize(std::size_t(m_levels[k].size()));
+    m_b[k].resize(std::size_t(m_levels[k].size()));
+    m_x[k].resize(std::size_t(m_levels[k].size()));
+  }
+}
+
+void Multigrid::apply(const double* r, double* z) const { cycle(0, r, z); }
+
+void Multigrid::cycle(int level, const double* b, double* x) const {
+  const CellOperator& a = m_levels[std::size_t(level)];
+  const int64_t n = a.size();
+  if (level + 1 == int(m_levels.size())) {
+    const Eigen::Map<const Eigen::MatrixXd> l(m_coarsest.data(), n, n);
+    Eigen::Map<Eigen::VectorXd> out(x, n);
+    out = Eigen::Map<const Eigen::VectorXd>(b, n);
+    l.triangularView<Eigen::Lower>().solveInPlace(out);
+    l.transpose().triangularView<Eigen::Upper>().solveInPlace(out);
+    return;
+  }
+  std::vector<double>& r = m_r[std::size_t(level)];
+  auto smooth = [&] {
+    a.apply(x, r.data());
+#pragma omp parallel for schedule(static) if (n >= kParallelUnknowns)
+    for (int64_t k = 0; k < n; ++k) x[k] += kDamping * (b[k] - r[std::size_t(k)]) / a.diag[std::size_t(k)];
+  };
+#pragma omp parallel for schedule(static) if (n >= kParallelUnknowns)
+  for (int64_t k = 0; k < n; ++k) x[k] = kDamping * b[k] / a.diag[std::size_t(k)];
+  for (int s = 1; s < kSweeps; ++s) smooth();
+  // The residual, summed over each block: the coarse right-hand side.
+  a.apply(x, r.data());
+  const std::vector<int32_t>& parent = m_parent[std::size_t(level)];
+  std::vector<double>& bc = m_b[std::size_t(level) + 1];
+  std::vector<double>& xc = m_x[std::size_t(level) + 1];
+  std::fill(bc.begin(), bc.end(), 0.0);
+  for (int64_t k = 0; k < n; ++k) bc[std::size_t(parent[std::size_t(k)])] += b[k] - r[std::size_t(k)];
+  cycle(level + 1, bc.data(), xc.data());
+#pragma omp parallel for schedule(static) if (n >= kParallelUnknowns)
+  for (int64_t k = 0; k < n; ++k) x[k] += kCorrection * xc[std::size_t(parent[std::size_t(k)])];
+  for (int s = 0; s < kSweeps; ++s) smooth();
+}
+
+}  // namespace poreforge::cpu
