@@ -432,7 +432,13 @@ Mask connect_largest_cluster(const Mask& start, const std::vector<float>& field,
     // highest first (the pore's edges, away from its valleys), each only where it splits the
     // largest nowhere and starts no solid cluster (connectivity.hpp's test for a swap's
     // leaving voxel): the small clusters then get the reference's share of the pore.
-    if (largest_size > want) {
+    // No more than the placed clusters can take: what the largest gives up beyond that would
+    // only be grown back below.
+    const double mean_size =
+        double(std::accumulate(clusters.other_sizes.begin(), clusters.other_sizes.end(), int64_t(0))) /
+        double(clusters.other_sizes.size());
+    const int64_t keep = std::max<int64_t>(want, largest_size - std::llround(std::round(clusters.others) * mean_size));
+    if (largest_size > keep) {
       std::vector<int64_t> edge;
       for (int64_t i = 0; i < n; ++i)
         if (owner[std::size_t(i)] == largest) edge.push_back(i);
@@ -441,8 +447,8 @@ Mask connect_largest_cluster(const Mask& start, const std::vector<float>& field,
       const int64_t extent[3] = {shape.nx, shape.ny, shape.nz};
       uint8_t* voxels = out.values().data();
       // A voxel refused now may pass once its neighbours have gone: a few passes.
-      for (int pass = 0; pass < 4 && largest_size > want; ++pass)
-        for (std::size_t k = 0; k < edge.size() && largest_size > want; ++k) {
+      for (int pass = 0; pass < 4 && largest_size > keep; ++pass)
+        for (std::size_t k = 0; k < edge.size() && largest_size > keep; ++k) {
           const int64_t v = edge[k];
           if (!voxels[v] || !may_leave_pore(voxels, extent, v)) continue;
           voxels[v] = 0;
@@ -697,21 +703,21 @@ BlobStart choose_blob_start(Shape shape, Spacing spacing, const Targets& targets
   if (weights.s2 > 0 || weights.chords > 0) {
     Mask n = generate_noise(shape, targets.porosity, seed);
     n.set_spacing(spacing);
-    if (weights.s2 > 0) noise = quality(n, targets, boundary, backend);
+    noise = quality(n, targets, boundary, backend);  // the PSD's L1₀ is wanted whichever term is weighted
     if (weights.chords > 0) noise_chords = chords_l1(n, targets);  // 0 (the term left out) without chord targets
   }
   std::vector<double> spreads{0.0};
   if (grains) spreads = grain_spread >= 0 ? std::vector<double>{grain_spread}
                                           : std::vector<double>(std::begin(kGrainSpreads), std::end(kGrainSpreads));
   for (const double spread : spreads) {
-    int worse = 0;
+    int worse = 0, tried_here = 0;
     double best_here = std::numeric_limits<double>::infinity();
     // Without planting, three worse sizes in a row end the search (the error grows past the
     // best size, if not strictly); with planting it jumps between sizes (small blobs leave
     // every larger bin to balls, large ones only the tail), so every size up to a quarter of
     // the extent is tried.
-    for (double sigma = 1.0; (worse < 3 || plant_large_pores) && (sigma <= 10 * unit_sigma || best.tried.empty());
-         sigma *= 1.25) {
+    for (double sigma = 1.0; (worse < 3 || plant_large_pores) && (sigma <= 10 * unit_sigma || tried_here == 0);
+         sigma *= 1.25, ++tried_here) {
       BlobCandidate c;
       // Grains: radii from 2 voxels (a sphere of one voxel is no grain) in the same steps.
       Mask m = grains ? make_grain_start(shape, spacing, targets, boundary, 2 * sigma, seed, backend, &c, clusters, spread)

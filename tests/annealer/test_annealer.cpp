@@ -777,4 +777,15 @@ TEST_CASE("anneal.grain_start_chooses_radius_and_spread") {
   const BlobStart given =
       choose_blob_start(shape, {}, t, Boundary::open, seed, false, Backend::cpu, {}, &connected, w, true, 0.25);
   for (const BlobCandidate& c : given.tried) CHECK(c.radius_spread == 0.25);
+  // The chords weighted without S2: each score is still the PSD's and the chords' errors, each
+  // over the same white noise's.
+  StartWeights chords_only;
+  chords_only.chords = 1;
+  const BlobStart by_chords =
+      choose_blob_start(shape, {}, t, Boundary::open, seed, false, Backend::cpu, {}, &connected, chords_only, true, 0.0);
+  const Mask noise = generate_noise(shape, t.porosity, seed);
+  const double psd0 = quality(noise, t, Boundary::open).pore_psd_l1, chords0 = chords_l1(noise, t);
+  for (const BlobCandidate& c : by_chords.tried)
+    CHECK(c.score == doctest::Approx((c.pore_psd_l1 / psd0) * (c.pore_psd_l1 / psd0) +
+                                     (c.chords_l1 / chords0) * (c.chords_l1 / chords0)));
 }

@@ -91,7 +91,16 @@ TEST_CASE("generators.spheres") {
     const double mean = sum / n;
     return std::sqrt(sum2 / n - mean * mean) / mean;
   };
-  CHECK(chord_cv(mixed) > chord_cv(m));
+  // A statistical property, so on fixed seeds (one in a few hundred single draws at this size
+  // has it the other way round): summed over three.
+  double cv_one = 0, cv_mixed = 0;
+  for (uint64_t s : {1u, 2u, 3u}) {
+    cv_one += chord_cv(generate_spheres(shape, 0.6, 4.0, s));
+    cv_mixed += chord_cv(generate_spheres(shape, 0.6, 4.0, s, 0.4));
+  }
+  CAPTURE(cv_one);
+  CAPTURE(cv_mixed);
+  CHECK(cv_mixed > cv_one + 0.05);
 }
 
 #include "common/fast_divide.hpp"
