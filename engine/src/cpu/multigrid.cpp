@@ -88,7 +88,14 @@ Multigrid::Multigrid(CellOperator fine) {
     if (f.extent[0] <= 1 && f.extent[1] <= 1 && f.extent[2] <= 1) break;
     std::vector<int32_t> parent;
     CellOperator c = coarsen(f, parent);
+    std::vector<int32_t> first(std::size_t(c.size()) + 1, 0), children(parent.size());
+    for (int32_t p : parent) ++first[std::size_t(p) + 1];
+    for (std::size_t k = 1; k < first.size(); ++k) first[k] += first[k - 1];
+    std::vector<int32_t> next(first.begin(), first.end() - 1);
+    for (std::size_t k = 0; k < parent.size(); ++k) children[std::size_t(next[std::size_t(parent[k])]++)] = int32_t(k);
     m_parent.push_back(std::move(parent));
+    m_first.push_back(std::move(first));
+    m_children.push_back(std::move(children));
     m_levels.push_back(std::move(c));
   }
   const CellOperator& last = m_levels.back();
@@ -142,8 +149,18 @@ void Multigrid::cycle(int level, const double* b, double* x) const {
   const std::vector<int32_t>& parent = m_parent[std::size_t(level)];
   std::vector<double>& bc = m_b[std::size_t(level) + 1];
   std::vector<double>& xc = m_x[std::size_t(level) + 1];
-  std::fill(bc.begin(), bc.end(), 0.0);
-  for (int64_t k = 0; k < n; ++k) bc[std::size_t(parent[std::size_t(k)])] += b[k] - r[std::size_t(k)];
+  const std::vector<int32_t>& first = m_first[std::size_t(level)];
+  const std::vector<int32_t>& children = m_children[std::size_t(level)];
+  const int64_t m = int64_t(bc.size());
+#pragma omp parallel for schedule(static) if (n >= kParallelUnknowns)
+  for (int64_t c = 0; c < m; ++c) {
+    double sum = 0;
+    for (int32_t j = first[std::size_t(c)]; j < first[std::size_t(c) + 1]; ++j) {
+      const int32_t k = children[std::size_t(j)];
+      sum += b[k] - r[std::size_t(k)];
+    }
+    bc[std::size_t(c)] = sum;
+  }
   cycle(level + 1, bc.data(), xc.data());
 #pragma omp parallel for schedule(static) if (n >= kParallelUnknowns)
   for (int64_t k = 0; k < n; ++k) x[k] += kCorrection * xc[std::size_t(parent[std::size_t(k)])];
