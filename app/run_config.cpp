@@ -197,7 +197,7 @@ RunConfig parse_run_config(const std::string& text, const std::string& source, c
     // Checked as text: a negative number would otherwise wrap to 2^64 - 1.
     if (v.IsScalar() && !v.Scalar().empty() && v.Scalar()[0] == '-')
       doc.fail(k, v, "must be a non-negative integer (got '" + v.Scalar() + "')");
-    c.seed = doc.scalar<uint64_t>(v, k, "a non-negative integer");
+    c.loop.seed = doc.scalar<uint64_t>(v, k, "a non-negative integer");
   });
   doc.optional("backend", [&](auto& v, auto& k) { c.backend = one_of(doc, v, k, {"auto", "cpu", "cuda"}); });
 
@@ -218,30 +218,32 @@ RunConfig parse_run_config(const std::string& text, const std::string& source, c
   ranged(desc, "bins", c.bins, 1, 100000);
   desc.optional("log_bins", [&](auto& v, auto& k) { c.log_bins = desc.scalar<bool>(v, k, "true or false"); });
   Section weights = desc.child("weights");
-  ranged(weights, "pore_psd", c.weights.pore_psd, 0.0, 1e9);
-  ranged(weights, "solid_psd", c.weights.solid_psd, 0.0, 1e9);
-  ranged(weights, "s2", c.weights.s2, 0.0, 1e9);
-  ranged(weights, "euler", c.weights.euler, 0.0, 1e9);
-  ranged(weights, "surface", c.weights.surface, 0.0, 1e9);
-  ranged(weights, "chords", c.weights.chords, 0.0, 1e9);
+  ranged(weights, "pore_psd", c.loop.weights.pore_psd, 0.0, 1e9);
+  ranged(weights, "solid_psd", c.loop.weights.solid_psd, 0.0, 1e9);
+  ranged(weights, "s2", c.loop.weights.s2, 0.0, 1e9);
+  ranged(weights, "euler", c.loop.weights.euler, 0.0, 1e9);
+  ranged(weights, "surface", c.loop.weights.surface, 0.0, 1e9);
+  ranged(weights, "chords", c.loop.weights.chords, 0.0, 1e9);
   weights.finish();
   desc.finish();
 
   Section domain = doc.child("domain");
-  domain.optional("shape", [&](auto& v, auto& k) { c.shape = shape_of(domain, v, k); });
+  domain.optional("shape", [&](auto& v, auto& k) { c.loop.shape = shape_of(domain, v, k); });
   domain.optional("spacing", [&](auto& v, auto& k) {
     if (!v.IsSequence() || v.size() != 3) domain.fail(k, v, "must be a list [SX, SY, SZ]");
-    c.spacing = {domain.scalar<double>(v[0], k, "a number"), domain.scalar<double>(v[1], k, "a number"),
+    c.loop.spacing = {domain.scalar<double>(v[0], k, "a number"), domain.scalar<double>(v[1], k, "a number"),
                  domain.scalar<double>(v[2], k, "a number")};
-    for (double s : {c.spacing.x, c.spacing.y, c.spacing.z}) in_range(domain, v, k, s, min_spacing, max_spacing);
+    for (double s : {c.loop.spacing.x, c.loop.spacing.y, c.loop.spacing.z}) in_range(domain, v, k, s, min_spacing, max_spacing);
     c.spacing_given = true;
   });
-  domain.optional("boundary", [&](auto& v, auto& k) { c.boundary = one_of(domain, v, k, {"open", "wall", "periodic"}); });
+  domain.optional("boundary", [&](auto& v, auto& k) {
+    c.loop.boundary = parse_boundary(one_of(domain, v, k, {"open", "wall", "periodic"}));
+  });
   domain.finish();
 
   Section an = doc.child("annealing");
-  auto& s = c.schedule;
-  auto& stop = c.stopping;
+  auto& s = c.loop.schedule;
+  auto& stop = c.loop.stopping;
   an.optional("schedule", [&](auto& v, auto& k) {
     s.kind = one_of(an, v, k, {"exponential", "aarts_korst"}) == "exponential" ? anneal::Schedule::Kind::exponential
                                                                                : anneal::Schedule::Kind::aarts_korst;
@@ -266,9 +268,9 @@ RunConfig parse_run_config(const std::string& text, const std::string& source, c
   an.finish();
 
   Section moves = doc.child("moves");
-  ranged(moves, "interface_bias", c.moves.interface_bias, 0.0, 1e6);
+  ranged(moves, "interface_bias", c.loop.moves.interface_bias, 0.0, 1e6);
   moves.optional("keep_pore_connected", [&](auto& v, auto& k) {
-    c.moves.keep_pore_connected = moves.scalar<bool>(v, k, "true or false");
+    c.loop.moves.keep_pore_connected = moves.scalar<bool>(v, k, "true or false");
     c.keep_pore_connected_given = true;
   });
   moves.finish();
@@ -327,7 +329,7 @@ RunConfig parse_run_config(const std::string& text, const std::string& source, c
              "connected pore space and a connected start replaces them); set one of them to false");
   // Connected moves need a connected start: on by default exactly when the start is one.
   if (!c.keep_pore_connected_given)
-    c.moves.keep_pore_connected = (c.initial == "blobs" || c.initial == "grains") && c.initial_connect;
+    c.loop.moves.keep_pore_connected = (c.initial == "blobs" || c.initial == "grains") && c.initial_connect;
   if (c.initial == "file" && c.initial_file.empty())
     doc.fail("initial", static_cast<const YAML::Node&>(root)["initial"], "structure: file needs initial.file");
 
@@ -369,7 +371,7 @@ RunConfig load_run_config(const std::string& path, const std::vector<std::string
 std::string RunConfig::to_yaml() const {
   YAML::Emitter y;
   y << YAML::BeginMap << YAML::Key << "name" << YAML::Value << name;
-  y << YAML::Key << "seed" << YAML::Value << seed << YAML::Key << "backend" << YAML::Value << backend;
+  y << YAML::Key << "seed" << YAML::Value << loop.seed << YAML::Key << "backend" << YAML::Value << backend;
   y << YAML::Key << "target" << YAML::Value << YAML::BeginMap;
   if (!target_image.empty()) {
     y << YAML::Key << "image" << YAML::Value << target_image << YAML::Key << "format" << YAML::Value << target_format;
@@ -384,25 +386,25 @@ std::string RunConfig::to_yaml() const {
   y << YAML::EndMap;
   y << YAML::Key << "descriptors" << YAML::Value << YAML::BeginMap << YAML::Key << "bins" << YAML::Value << bins
     << YAML::Key << "log_bins" << YAML::Value << log_bins << YAML::Key << "weights" << YAML::Value << YAML::BeginMap
-    << YAML::Key << "pore_psd" << YAML::Value << weights.pore_psd << YAML::Key << "solid_psd" << YAML::Value
-    << weights.solid_psd << YAML::Key << "s2" << YAML::Value << weights.s2 << YAML::Key << "euler" << YAML::Value
-    << weights.euler << YAML::Key << "surface" << YAML::Value << weights.surface << YAML::Key << "chords"
-    << YAML::Value << weights.chords << YAML::EndMap << YAML::EndMap;
+    << YAML::Key << "pore_psd" << YAML::Value << loop.weights.pore_psd << YAML::Key << "solid_psd" << YAML::Value
+    << loop.weights.solid_psd << YAML::Key << "s2" << YAML::Value << loop.weights.s2 << YAML::Key << "euler" << YAML::Value
+    << loop.weights.euler << YAML::Key << "surface" << YAML::Value << loop.weights.surface << YAML::Key << "chords"
+    << YAML::Value << loop.weights.chords << YAML::EndMap << YAML::EndMap;
   y << YAML::Key << "domain" << YAML::Value << YAML::BeginMap << YAML::Key << "shape" << YAML::Value << YAML::Flow
-    << std::vector<int64_t>{shape.nx, shape.ny, shape.nz} << YAML::Key << "spacing" << YAML::Value << YAML::Flow
-    << std::vector<double>{spacing.x, spacing.y, spacing.z} << YAML::Key << "boundary" << YAML::Value << boundary
+    << std::vector<int64_t>{loop.shape.nx, loop.shape.ny, loop.shape.nz} << YAML::Key << "spacing" << YAML::Value << YAML::Flow
+    << std::vector<double>{loop.spacing.x, loop.spacing.y, loop.spacing.z} << YAML::Key << "boundary" << YAML::Value << to_string(loop.boundary)
     << YAML::EndMap;
   y << YAML::Key << "annealing" << YAML::Value << YAML::BeginMap << YAML::Key << "schedule" << YAML::Value
-    << (schedule.kind == anneal::Schedule::Kind::exponential ? "exponential" : "aarts_korst") << YAML::Key << "t0"
-    << YAML::Value << schedule.t0 << YAML::Key << "initial_acceptance" << YAML::Value << schedule.initial_acceptance
-    << YAML::Key << "trial_moves" << YAML::Value << schedule.trial_moves << YAML::Key << "alpha" << YAML::Value
-    << schedule.alpha << YAML::Key << "stage_length" << YAML::Value << schedule.stage_length << YAML::Key << "delta"
-    << YAML::Value << schedule.delta << YAML::Key << "max_evaluations" << YAML::Value << stopping.max_evaluations
-    << YAML::Key << "energy_tolerance" << YAML::Value << stopping.energy_tolerance << YAML::Key << "stall_stages"
-    << YAML::Value << stopping.stall_stages << YAML::Key << "max_seconds" << YAML::Value << max_seconds
+    << (loop.schedule.kind == anneal::Schedule::Kind::exponential ? "exponential" : "aarts_korst") << YAML::Key << "t0"
+    << YAML::Value << loop.schedule.t0 << YAML::Key << "initial_acceptance" << YAML::Value << loop.schedule.initial_acceptance
+    << YAML::Key << "trial_moves" << YAML::Value << loop.schedule.trial_moves << YAML::Key << "alpha" << YAML::Value
+    << loop.schedule.alpha << YAML::Key << "stage_length" << YAML::Value << loop.schedule.stage_length << YAML::Key << "delta"
+    << YAML::Value << loop.schedule.delta << YAML::Key << "max_evaluations" << YAML::Value << loop.stopping.max_evaluations
+    << YAML::Key << "energy_tolerance" << YAML::Value << loop.stopping.energy_tolerance << YAML::Key << "stall_stages"
+    << YAML::Value << loop.stopping.stall_stages << YAML::Key << "max_seconds" << YAML::Value << max_seconds
     << YAML::EndMap;
   y << YAML::Key << "moves" << YAML::Value << YAML::BeginMap << YAML::Key << "interface_bias" << YAML::Value
-    << moves.interface_bias << YAML::Key << "keep_pore_connected" << YAML::Value << moves.keep_pore_connected
+    << loop.moves.interface_bias << YAML::Key << "keep_pore_connected" << YAML::Value << loop.moves.keep_pore_connected
     << YAML::EndMap;
   y << YAML::Key << "initial" << YAML::Value << YAML::BeginMap << YAML::Key << "structure" << YAML::Value << initial
     << YAML::Key << "blobiness" << YAML::Value;

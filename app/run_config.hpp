@@ -1,6 +1,6 @@
 #pragma once
 // The YAML run configuration: schema, defaults, validation with the dotted path and line of
-// every offending key, and the conversion into an annealer configuration.
+// every offending key, read straight into the annealer's configuration (RunConfig::loop).
 #include <optional>
 #include <string>
 #include <vector>
@@ -21,16 +21,14 @@ struct RunConfig {
   // descriptors
   int bins = 20;
   bool log_bins = false;
-  anneal::Weights weights;
-  // domain
-  Shape shape{64, 64, 64};
-  Spacing spacing;
+  /// The loop's configuration — descriptors.weights, domain (shape, spacing, boundary),
+  /// annealing, moves and seed as read; the targets, the start and the backend once resolved.
+  anneal::Config loop = [] {
+    anneal::Config c;
+    c.shape = {64, 64, 64};
+    return c;
+  }();
   bool spacing_given = false;  ///< false: the reference's spacing, set once the target is read
-  std::string boundary = "periodic";
-  // annealing, moves, seed, backend
-  anneal::Schedule schedule;
-  anneal::Stopping stopping;
-  anneal::Moves moves;
   bool keep_pore_connected_given = false;  ///< false: on exactly for a connected blobs or grains start
   /// Wall-clock limit of one session of the loop (run, or each resume), 0: none. Stops with
   /// `time_limit` and the full outputs; the seed's run is then cut where the clock says.
@@ -52,7 +50,6 @@ struct RunConfig {
   /// the domain and cut at the target's pore count; its dataset and the label of its pores.
   std::string initial_file, initial_dataset;
   double initial_phase = 1;
-  uint64_t seed = 1;
   std::string backend = "auto";
   // output
   std::string output_directory = "results";

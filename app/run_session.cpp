@@ -66,8 +66,7 @@ extern "C" void on_signal(int sig) { g_signal = sig; }
 
 // A run in progress: its folder, its history and its checkpoints.
 struct Session {
-  RunConfig rc;
-  anneal::Config config;
+  RunConfig rc;  // rc.loop: the annealer's configuration, its targets and start filled in here
   Backend backend = Backend::cpu;
   std::optional<anneal::BlobCandidate> blob_start;  // a blobs start: its size and how near the target
   bool blob_size_searched = false;                   // `blobiness: auto`
@@ -100,7 +99,7 @@ struct Session {
     char name[64];
     std::snprintf(name, sizeof name, "evaluation-%012lld.h5", static_cast<long long>(a.progress().evaluations));
     write_checkpoint((folder / name).string(),
-                     {kCheckpointSchema, rc.to_yaml(), config.targets, a.snapshot(), history, run_start}, command_line);
+                     {kCheckpointSchema, rc.to_yaml(), rc.loop.targets, a.snapshot(), history, run_start}, command_line);
     // Keep the newest `keep`, by the evaluations in their names (`step-N.h5`: a folder of a
     // poreforge that named checkpoints so, resumed).
     std::vector<std::pair<long long, fs::path>> all;
@@ -122,7 +121,7 @@ struct Session {
     const auto loop_start = std::chrono::steady_clock::now();
     auto last_checkpoint = loop_start;
     const int64_t first = first_evaluation = a.progress().evaluations;
-    start_quality = anneal::quality(a.structure(), config.targets, config.boundary, backend);
+    start_quality = anneal::quality(a.structure(), rc.loop.targets, rc.loop.boundary, backend);
     if (first == 0) run_start = start_quality;
     started = loop_start;
     const std::string mode = quiet ? "none" : progress == "auto" ? (::isatty(1) ? "live" : "plain") : progress;
@@ -132,7 +131,7 @@ struct Session {
       const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - loop_start).count();
       const double rate = elapsed > 0 ? double(p.evaluations - first) / elapsed : 0;
       const double share = p.evaluations ? double(p.accepted) / double(p.evaluations) : 0;
-      double eta = rate > 0 ? double(config.stopping.max_evaluations - p.evaluations) / rate : 0;
+      double eta = rate > 0 ? double(rc.loop.stopping.max_evaluations - p.evaluations) / rate : 0;
       if (rc.max_seconds > 0) eta = std::min(eta, rc.max_seconds - elapsed);
       char line[320];
       if (json)
@@ -240,27 +239,27 @@ struct Session {
       final_h5.set_attribute("energy", p.energy.total);
       final_h5.set_attribute("stop_reason", to_string(p.stopped));
       final_h5.set_attribute("evaluations", double(p.evaluations));
-      final_h5.set_attribute("seed", double(rc.seed));
+      final_h5.set_attribute("seed", double(rc.loop.seed));
       final_h5.set_attribute("labels", std::string("1 = pore, 0 = solid"));
       final_h5.set_provenance(command_line);
       final_h5.commit();
     }
-    write_text(dir / "final.xdmf", xdmf_for(config.shape, config.spacing, "final.h5", "/volume"));
+    write_text(dir / "final.xdmf", xdmf_for(rc.loop.shape, rc.loop.spacing, "final.h5", "/volume"));
     if (rc.tiff) write_tiff((dir / "final.tif").string(), a.structure());
     {
       OutputFile d((dir / "descriptors.h5").string(), true);
       const Mask& m = a.structure();
-      const auto& t = config.targets;
+      const auto& t = rc.loop.targets;
       d.write_vector("/target/psd/pore/edges", t.pore_edges);
       d.write_vector("/target/psd/pore/fraction", t.pore_psd);
       d.write_vector("/achieved/psd/pore/edges", t.pore_edges);
       d.write_vector("/achieved/psd/pore/fraction",
-                     pore_size_distribution(m, config.boundary, Bins::from_edges(t.pore_edges), backend).fraction);
+                     pore_size_distribution(m, rc.loop.boundary, Bins::from_edges(t.pore_edges), backend).fraction);
       if (!t.solid_edges.empty()) {
         d.write_vector("/target/psd/solid/edges", t.solid_edges);
         d.write_vector("/target/psd/solid/fraction", t.solid_psd);
         d.write_vector("/achieved/psd/solid/fraction",
-                       pore_size_distribution(complement(m), config.boundary, Bins::from_edges(t.solid_edges), backend)
+                       pore_size_distribution(complement(m), rc.loop.boundary, Bins::from_edges(t.solid_edges), backend)
                            .fraction);
       }
       const auto s2 = two_point_correlation(m).directional;
@@ -272,7 +271,7 @@ struct Session {
       d.set_provenance(command_line);
       d.commit();
     }
-    const anneal::Quality final_quality = anneal::quality(a.structure(), config.targets, config.boundary, backend);
+    const anneal::Quality final_quality = anneal::quality(a.structure(), rc.loop.targets, rc.loop.boundary, backend);
     auto quality_json = [](const anneal::Quality& q) {
       std::ostringstream o;
       o << "{\"pore_psd_l1\": " << q.pore_psd_l1 << ", \"s2_rms\": " << q.s2_rms << "}";
@@ -282,7 +281,7 @@ struct Session {
     j << "{\n  \"name\": \"" << rc.name << "\",\n  \"version\": \"" << version_string() << "\",\n  \"backend\": \""
       << to_string(backend) << "\",\n  \"device\": \""
       << backend_description(backend)
-      << "\",\n  \"seed\": " << rc.seed << ",\n  \"evaluations\": " << p.evaluations << ",\n  \"accepted\": "
+      << "\",\n  \"seed\": " << rc.loop.seed << ",\n  \"evaluations\": " << p.evaluations << ",\n  \"accepted\": "
       << p.accepted << ",\n  \"stop_reason\": \"" << to_string(p.stopped) << "\",\n  \"energy\": " << p.energy.total
       << ",\n  \"best_energy\": " << p.best.total << ",\n  \"energy_against_random_start\": "
       << a.energy_against_random_start() << ",\n  \"loop_seconds_this_session\": " << seconds
@@ -302,20 +301,6 @@ struct Session {
   }
 };
 
-anneal::Config annealer_config(const RunConfig& rc, Backend backend) {
-  anneal::Config c;
-  c.shape = rc.shape;
-  c.spacing = rc.spacing;
-  c.boundary = parse_boundary(rc.boundary);
-  c.weights = rc.weights;
-  c.schedule = rc.schedule;
-  c.stopping = rc.stopping;
-  c.moves = rc.moves;
-  c.seed = rc.seed;
-  c.backend = backend;
-  return c;
-}
-
 }  // namespace
 
 int start_run(const RunOptions& o, const std::string& command_line) {
@@ -326,12 +311,13 @@ int start_run(const RunOptions& o, const std::string& command_line) {
   if (o.max_seconds >= 0) sets.push_back("annealing.max_seconds=" + std::to_string(o.max_seconds));
   Session run;
   run.rc = load_run_config(o.config, sets);
+  anneal::Config& loop = run.rc.loop;
   run.quiet = o.quiet;
   run.progress = o.progress;
   run.command_line = command_line;
   run.backend = resolve_backend(parse_backend(run.rc.backend), Operation::pore_size_distribution);
-  run.config = annealer_config(run.rc, run.backend);
-  require_memory(run_memory(run.rc.shape, run.rc.spacing, parse_boundary(run.rc.boundary), run.backend));
+  loop.backend = run.backend;
+  require_memory(run_memory(loop.shape, loop.spacing, loop.boundary, run.backend));
   // Targets first: a bad reference fails before anything is written.
   std::optional<Mask> reference;  // kept for the clusters of a connected start
   if (!run.rc.target_image.empty()) {
@@ -345,25 +331,24 @@ int start_run(const RunOptions& o, const std::string& command_line) {
                                       run.backend, true));
     };
     reference = phase_mask(read_image(run.rc.target_image, ro), run.rc.target_phase);
-    run.config.targets = anneal::Targets::from_image(*reference, parse_boundary(run.rc.target_boundary), run.rc.bins,
-                                                     run.rc.log_bins, run.backend);
+    loop.targets = anneal::Targets::from_image(*reference, parse_boundary(run.rc.target_boundary), run.rc.bins,
+                                               run.rc.log_bins, run.backend);
   } else {
-    run.config.targets = anneal::Targets::from_descriptor_file(run.rc.target_descriptors);
+    loop.targets = anneal::Targets::from_descriptor_file(run.rc.target_descriptors);
   }
   if (!run.rc.spacing_given) {  // the reference's voxel size unless the domain names its own
-    run.rc.spacing = run.config.targets.spacing;
+    loop.spacing = loop.targets.spacing;
     run.rc.spacing_given = true;
-    run.config.spacing = run.rc.spacing;
   }
   if (!o.quiet) std::fprintf(run.text_stream(), "resolved configuration:\n%s\n", run.rc.to_yaml().c_str());
   // A grid finer or coarser than the reference: the PSDs compare in physical units, the
   // target S2 is resampled at this grid's lags (the checkpoint keeps the resampled one).
-  if (!(run.config.targets.spacing == run.config.spacing)) {
-    const Spacing from = run.config.targets.spacing;
-    run.config.targets = run.config.targets.at_spacing(run.config.spacing);
+  if (!(loop.targets.spacing == loop.spacing)) {
+    const Spacing from = loop.targets.spacing;
+    loop.targets = loop.targets.at_spacing(loop.spacing);
     if (!o.quiet)
       std::fprintf(run.text_stream(), "target S2 resampled from the reference's spacing %s to the domain's %s\n",
-                   to_string(from).c_str(), to_string(run.config.spacing).c_str());
+                   to_string(from).c_str(), to_string(loop.spacing).c_str());
   }
   // Blobs are seeded from the run's seed, with exactly the target's pore count. `auto`
   // measures a range of blob sizes against the target PSD and keeps the nearest; the
@@ -378,12 +363,12 @@ int start_run(const RunOptions& o, const std::string& command_line) {
     if (run.rc.initial_connect && reference) {
       int64_t sub[3];
       for (int a = 0; a < 3; ++a)
-        sub[a] = std::max<int64_t>(1, std::llround(double(run.config.shape.extent(a)) * run.config.spacing.along(a) /
+        sub[a] = std::max<int64_t>(1, std::llround(double(loop.shape.extent(a)) * loop.spacing.along(a) /
                                                    reference->spacing().along(a)));
-      clusters = anneal::sample_clusters(*reference, Shape{sub[0], sub[1], sub[2]}, 12, run.rc.seed, run.backend);
+      clusters = anneal::sample_clusters(*reference, Shape{sub[0], sub[1], sub[2]}, 12, loop.seed, run.backend);
       // Sizes in the domain's voxels: the same physical volume on another grid; clusters below
       // half a voxel of it do not show there, and their share of the count goes with them.
-      const Spacing rs = reference->spacing(), ds = run.config.spacing;
+      const Spacing rs = reference->spacing(), ds = loop.spacing;
       const double scale = (rs.x * rs.y * rs.z) / (ds.x * ds.y * ds.z);
       if (scale != 1.0) {
         std::vector<int64_t> shown;
@@ -394,8 +379,8 @@ int start_run(const RunOptions& o, const std::string& command_line) {
         clusters->other_sizes = std::move(shown);
         if (clusters->other_sizes.empty()) clusters->others = 0;
       }
-    } else if (run.rc.initial_connect && run.config.targets.largest_cluster_share > 0) {
-      clusters = anneal::ClusterSample{run.config.targets.largest_cluster_share, 0, {}};
+    } else if (run.rc.initial_connect && loop.targets.largest_cluster_share > 0) {
+      clusters = anneal::ClusterSample{loop.targets.largest_cluster_share, 0, {}};
     } else if (run.rc.initial_connect && !o.quiet) {
       std::fprintf(run.text_stream(), "initial.connect: the target names no largest-cluster share (a descriptor file "
                                       "without `describe --measures`); the blobs start as drawn\n");
@@ -403,16 +388,16 @@ int start_run(const RunOptions& o, const std::string& command_line) {
     const anneal::ClusterSample* cl = clusters ? &*clusters : nullptr;
     anneal::BlobCandidate chosen;
     anneal::StartWeights start_weights;  // relative to the PSD's, as the run weighs them
-    if (run.config.weights.pore_psd > 0) {
-      start_weights.s2 = run.config.weights.s2 / run.config.weights.pore_psd;
-      start_weights.chords = run.config.weights.chords / run.config.weights.pore_psd;
+    if (loop.weights.pore_psd > 0) {
+      start_weights.s2 = loop.weights.s2 / loop.weights.pore_psd;
+      start_weights.chords = loop.weights.chords / loop.weights.pore_psd;
     }
     if (grains ? run.rc.initial_grain_radius_auto : run.rc.initial_blobiness_auto) {
       if (!o.quiet)
         std::fprintf(run.text_stream(), "choosing the %s by the targets:\n", grains ? "grain radius" : "blob size");
       anneal::BlobStart start = anneal::choose_blob_start(
-          run.config.shape, run.config.spacing, run.config.targets, run.config.boundary, run.rc.seed, plant,
-          run.backend, [&](const anneal::BlobCandidate& c) {
+          loop.shape, loop.spacing, loop.targets, loop.boundary, loop.seed, plant, run.backend,
+          [&](const anneal::BlobCandidate& c) {
             if (o.quiet) return;
             if (grains)
               std::fprintf(run.text_stream(), "  grain radius %.3g voxels, spread %.2g: pore-PSD L1 %.4f", c.radius,
@@ -428,7 +413,7 @@ int start_run(const RunOptions& o, const std::string& command_line) {
             std::fprintf(run.text_stream(), "\n");
           },
           cl, start_weights, grains, run.rc.initial_grain_spread_auto ? -1.0 : run.rc.initial_grain_spread);
-      run.config.initial = std::move(start.structure);
+      loop.initial = std::move(start.structure);
       chosen = start.chosen;
       if (grains) {
         run.rc.initial_grain_radius = chosen.radius;
@@ -441,14 +426,12 @@ int start_run(const RunOptions& o, const std::string& command_line) {
       }
       run.blob_size_searched = true;
     } else if (grains) {
-      run.config.initial = anneal::make_grain_start(run.config.shape, run.config.spacing, run.config.targets,
-                                                    run.config.boundary, run.rc.initial_grain_radius, run.rc.seed,
-                                                    run.backend, &chosen, cl,
-                                                    run.rc.initial_grain_spread_auto ? 0.0 : run.rc.initial_grain_spread);
+      loop.initial = anneal::make_grain_start(loop.shape, loop.spacing, loop.targets, loop.boundary,
+                                              run.rc.initial_grain_radius, loop.seed, run.backend, &chosen, cl,
+                                              run.rc.initial_grain_spread_auto ? 0.0 : run.rc.initial_grain_spread);
     } else {
-      run.config.initial = anneal::make_blob_start(run.config.shape, run.config.spacing, run.config.targets,
-                                                   run.config.boundary, run.rc.initial_blobiness, plant, run.rc.seed,
-                                                   run.backend, &chosen, cl);
+      loop.initial = anneal::make_blob_start(loop.shape, loop.spacing, loop.targets, loop.boundary,
+                                             run.rc.initial_blobiness, plant, loop.seed, run.backend, &chosen, cl);
     }
     run.blob_start = chosen;
     const anneal::ConnectedStart& cs = chosen.connected;
@@ -475,20 +458,20 @@ int start_run(const RunOptions& o, const std::string& command_line) {
     ro.dataset = run.rc.initial_dataset;
     const LabelImage image = read_image(run.rc.initial_file, ro);
     const Mask given = phase_mask(image, run.rc.initial_phase);
-    const int64_t pore_voxels = std::llround(run.config.targets.porosity * double(run.config.shape.voxels()));
-    run.config.initial = anneal::resample_start(given, run.config.shape, run.config.spacing, pore_voxels);
+    const int64_t pore_voxels = std::llround(loop.targets.porosity * double(loop.shape.voxels()));
+    loop.initial = anneal::resample_start(given, loop.shape, loop.spacing, pore_voxels);
     const double given_porosity = double(count_phase(given)) / double(given.voxels());
     char line[512];
     std::snprintf(line, sizeof line, "initial   %s (%s, spacing %s, porosity %.4f)%s, porosity %.4f",
                   run.rc.initial_file.c_str(), to_string(given.shape()).c_str(), to_string(given.spacing()).c_str(),
                   given_porosity,
-                  given.shape() == run.config.shape ? "" : (" resampled to " + to_string(run.config.shape)).c_str(),
-                  run.config.targets.porosity);
+                  given.shape() == loop.shape ? "" : (" resampled to " + to_string(loop.shape)).c_str(),
+                  loop.targets.porosity);
     file_start = line;
     if (run.rc.initial_plant_large_pores) {
       if (!o.quiet) std::fprintf(run.text_stream(), "planting balls for the large-pore bins the structure lacks:\n");
       const anneal::RefinedStart refined = anneal::plant_into_structure(
-          *run.config.initial, run.config.targets, run.config.boundary, run.rc.seed, run.backend,
+          *loop.initial, loop.targets, loop.boundary, loop.seed, run.backend,
           [&](const anneal::RefinedStart& r) {
             if (o.quiet) return;
             const anneal::PlantedBall& b = r.balls.back();
@@ -496,7 +479,7 @@ int start_run(const RunOptions& o, const std::string& command_line) {
                          b.radius, static_cast<long long>(b.centre[0]), static_cast<long long>(b.centre[1]),
                          static_cast<long long>(b.centre[2]), static_cast<long long>(b.inside), r.pore_psd_l1_after);
           });
-      run.config.initial = refined.structure;
+      loop.initial = refined.structure;
       std::snprintf(line, sizeof line,
                     "\nplanted   %zu balls for the large-pore bins (%lld voxels made pore, as many of the thinnest given "
                     "up; %d candidates tried): pore-PSD L1 %.4f -> %.4f",
@@ -507,7 +490,7 @@ int start_run(const RunOptions& o, const std::string& command_line) {
     // Resampling maps box onto box: say so when the two boxes differ in physical size.
     for (int a = 0; a < 3; ++a) {
       const double size = double(given.shape().extent(a)) * given.spacing().along(a);
-      const double domain = double(run.config.shape.extent(a)) * run.config.spacing.along(a);
+      const double domain = double(loop.shape.extent(a)) * loop.spacing.along(a);
       if (std::abs(size - domain) > 0.01 * domain) {
         std::snprintf(line, sizeof line,
                       "\nnote      along %c the file's box is %g long, the domain's %g: resampled box onto box, "
@@ -517,7 +500,7 @@ int start_run(const RunOptions& o, const std::string& command_line) {
       }
     }
   }
-  anneal::Annealer annealer(run.config);  // validates before the run directory exists
+  anneal::Annealer annealer(loop);  // validates before the run directory exists
 
   OwnedFolder folder = claim_folder(run.rc.output_directory, run.rc.name, "name", kRunMarker, "run", o.force);
   run.dir = fs::path(run.rc.output_directory) / run.rc.name;
@@ -544,7 +527,7 @@ int start_run(const RunOptions& o, const std::string& command_line) {
   }
   char start_line[128];
   std::snprintf(start_line, sizeof start_line, "start     T0 %.4g, energy %.5f, porosity %.4f",
-                annealer.progress().temperature, annealer.progress().energy.total, run.config.targets.porosity);
+                annealer.progress().temperature, annealer.progress().energy.total, loop.targets.porosity);
   run.say(start_line);
   if (run.lock.taken_over())
     run.say("lock      taken over from process " + std::to_string(run.lock.taken_over()) + ", no longer running");
@@ -570,7 +553,7 @@ int resume_run(const ResumeOptions& o, const std::string& command_line) {
   // between its last checkpoint and its results): a plain resume finishes the outputs.
   anneal::StopReason finished = ck.snapshot.progress.stopped;
   if (finished == anneal::StopReason::time_limit) finished = anneal::StopReason::none;  // counted afresh
-  if (at >= run.rc.stopping.max_evaluations) finished = anneal::StopReason::max_evaluations;
+  if (at >= run.rc.loop.stopping.max_evaluations) finished = anneal::StopReason::max_evaluations;
   if (o.max_evaluations) {
     if (o.max_evaluations <= at)
       throw InputError("the checkpoint is at " + std::to_string(at) + " evaluations already; give a larger --max-evals");
@@ -580,11 +563,11 @@ int resume_run(const ResumeOptions& o, const std::string& command_line) {
   run.progress = o.progress;
   run.command_line = command_line;
   run.backend = resolve_backend(parse_backend(run.rc.backend), Operation::pore_size_distribution);
-  run.config = annealer_config(run.rc, run.backend);
-  run.config.targets = ck.targets;
+  run.rc.loop.backend = run.backend;
+  run.rc.loop.targets = ck.targets;
   run.history = ck.history;
   run.run_start = ck.run_start;
-  anneal::Annealer annealer(run.config, std::move(ck.snapshot));
+  anneal::Annealer annealer(run.rc.loop, std::move(ck.snapshot));
   if (finished != anneal::StopReason::none) annealer.stop(finished);
   const fs::path parent = fs::absolute(o.checkpoint).parent_path();
   run.dir = parent.filename() == "checkpoints" ? parent.parent_path() : parent;

@@ -59,15 +59,15 @@ void described_reference(const fs::path& dir, const std::string& generate_option
 TEST_CASE("config.defaults_and_overrides") {
   const auto c = parse_run_config(minimal, "run.yaml",
                                   {"annealing.alpha=0.97", "domain.shape=[32, 16, 8]", "annealing.host_loop=false"});
-  CHECK(c.schedule.alpha == 0.97);
-  CHECK(c.shape == Shape{32, 16, 8});
-  CHECK(c.boundary == "periodic");
-  CHECK(c.stopping.max_evaluations == 200000);
+  CHECK(c.loop.schedule.alpha == 0.97);
+  CHECK(c.loop.shape == Shape{32, 16, 8});
+  CHECK(c.loop.boundary == Boundary::periodic);
+  CHECK(c.loop.stopping.max_evaluations == 200000);
   CHECK(c.initial == "noise");
   // The resolved config parses back to the same values.
   const auto again = parse_run_config(c.to_yaml(), "resolved.yaml");
-  CHECK(again.schedule.alpha == 0.97);
-  CHECK(again.shape == c.shape);
+  CHECK(again.loop.schedule.alpha == 0.97);
+  CHECK(again.loop.shape == c.loop.shape);
   CHECK(again.target_descriptors == "d.h5");
   CHECK(again.to_yaml().find("host_loop") == std::string::npos);
   const auto automatic = parse_run_config(minimal, "run.yaml", {"initial.structure=blobs", "initial.blobiness=auto"});
