@@ -47,8 +47,9 @@ class Multigrid {
   /// Level l + 1's unknown c → its unknowns on level l: m_children[l][m_first[l][c] …
   /// m_first[l][c + 1]), so that the restriction runs in parallel over the coarse unknowns.
   std::vector<std::vector<int32_t>> m_first, m_children;
-  std::vector<double> m_coarsest;              ///< the coarsest operator's Cholesky factor, dense, row-major
-  mutable std::vector<std::vector<double>> m_r, m_b, m_x;  ///< per-level work
+  std::vector<double> m_coarsest;              ///< the coarsest operator's Cholesky factor, dense, column-major
+  /// Per-level work: apply() is not re-entrant (one solve, one thread calling it).
+  mutable std::vector<std::vector<double>> m_r, m_b, m_x;
 };
 
 }  // namespace poreforge::cpu
