@@ -200,7 +200,7 @@ void write_checkpoint(const std::string& path, const Checkpoint& c, const std::s
   number("target_euler_density", t.euler_density);
   vector("/targets/face_area_density", std::vector<double>(t.face_area_density.begin(), t.face_area_density.end()));
   for (int a = 0; a < 3; ++a)
-    for (int p = 0; p < 2; ++p) vector(chord_target_name(a, p), t.chords[a][p]);
+    for (int phase = 0; phase < 2; ++phase) vector(chord_target_name(a, phase), t.chords[a][phase]);
   // The describe-file layout under /targets, read back by Targets::from_descriptor_file.
   const std::vector<double>* target_vectors[7] = {&t.pore_edges, &t.pore_psd, &t.solid_edges, &t.solid_psd,
                                                   &t.s2[0],       &t.s2[1],    &t.s2[2]};
@@ -277,7 +277,7 @@ Checkpoint read_checkpoint(const std::string& path) {
   }
   if (hdf5_has_object(path, chord_target_name(0, 0)))
     for (int a = 0; a < 3; ++a)
-      for (int p = 0; p < 2; ++p) c.targets.chords[a][p] = in.vector(chord_target_name(a, p));
+      for (int phase = 0; phase < 2; ++phase) c.targets.chords[a][phase] = in.vector(chord_target_name(a, phase));
   // A run with chords weighted ran on the grid they were counted on: the stored one.
   c.targets.chord_spacing = c.targets.spacing;
   if (hdf5_has_attribute(path, "start_pore_psd_l1"))

@@ -698,7 +698,7 @@ TEST_CASE("anneal.kept_connected_refuses_a_start_it_cannot_move") {
   Mask checker(shape);
   for (int64_t z = 0; z < 8; ++z)
     for (int64_t y = 0; y < 8; ++y)
-      for (int64_t x = 0; x < 8; ++x) checker[std::size_t((z * 8 + y) * 8 + x)] = (x + y + z) % 2;
+      for (int64_t x = 0; x < 8; ++x) checker[std::size_t((z * 8 + y) * 8 + x)] = uint8_t((x + y + z) % 2);
   Config c;
   c.shape = shape;
   c.boundary = Boundary::open;

@@ -22,6 +22,18 @@ using namespace poreforge;
 
 namespace {
 
+// A context's configuration by field name (the tuning fields left unset).
+cuda::ContextConfig context_config(Shape shape, Spacing spacing, Boundary boundary, std::vector<double> psd_edges,
+                                   double centre_capacity = 0.125) {
+  cuda::ContextConfig c;
+  c.shape = shape;
+  c.spacing = spacing;
+  c.boundary = boundary;
+  c.psd_edges = std::move(psd_edges);
+  c.centre_capacity = centre_capacity;
+  return c;
+}
+
 #define CUDA_OK(call) REQUIRE((call) == cudaSuccess)
 
 template <class T>
@@ -66,7 +78,7 @@ void check_parity(const Mask& phase, Boundary boundary) {
   const bool iso = phase.spacing().isotropic();
   const bool valid = valid_for_thickness(phase, boundary);
   const Bins bins = Bins::linear(0.0, 12.0, 9);
-  cuda::ContextConfig config{phase.shape(), phase.spacing(), boundary, bins.edges(), 1.0};
+  cuda::ContextConfig config = context_config(phase.shape(), phase.spacing(), boundary, bins.edges(), 1.0);
   cuda::ThicknessContext context(config);
   Device<uint8_t> mask(n);
   mask.upload(phase.values());
@@ -157,7 +169,7 @@ void check_parity(const Mask& phase, Boundary boundary) {
     check_psd(small_grid, bins);
   }
   const Bins narrow = Bins::logarithmic(1.5, 2.5, 5);
-  cuda::ThicknessContext narrow_context({phase.shape(), phase.spacing(), boundary, narrow.edges(), 1.0});
+  cuda::ThicknessContext narrow_context(context_config(phase.shape(), phase.spacing(), boundary, narrow.edges(), 1.0));
   check_psd(narrow_context, narrow);
 }
 
@@ -195,7 +207,7 @@ TEST_CASE("local_thickness.cuda.loop_stays_flat" * PF_GPU_DECORATORS) {
   // context: the device memory in use must not move; per-call times are reported, not asserted.
   const Mask blobs = generate_blobs({96, 96, 96}, 0.4, 1.0, testing::fresh_seed());
   const Bins bins = Bins::linear(0.0, 10.0, 20);
-  cuda::ThicknessContext context({blobs.shape(), {}, Boundary::periodic, bins.edges()});
+  cuda::ThicknessContext context(context_config(blobs.shape(), {}, Boundary::periodic, bins.edges()));
   const cudaStream_t s = static_cast<cudaStream_t>(context.stream());
   Device<uint8_t> mask(blobs.voxels());
   mask.upload(blobs.values());
@@ -253,7 +265,7 @@ TEST_CASE("local_thickness.cuda.errors" * PF_GPU_DECORATORS) {
   // such context takes ~130 GB, which a 141 GB card holds: contexts are made until one does
   // not fit.
   {
-    cuda::ContextConfig huge{{1300, 1300, 2400}, {1.0, 1.0, 1.5}, Boundary::open, {1.0, 2.0}, 1.0};
+    cuda::ContextConfig huge = context_config({1300, 1300, 2400}, {1.0, 1.0, 1.5}, Boundary::open, {1.0, 2.0}, 1.0);
     std::vector<std::unique_ptr<cuda::ThicknessContext>> held;
     std::string message;
     try {
@@ -266,7 +278,7 @@ TEST_CASE("local_thickness.cuda.errors" * PF_GPU_DECORATORS) {
   }
   // Centres beyond capacity are reported, never written out of bounds.
   const Mask noise = generate_noise({64, 64, 64}, 0.9, 7);
-  cuda::ThicknessContext small({noise.shape(), {}, Boundary::open, {}, 0.001});
+  cuda::ThicknessContext small(context_config(noise.shape(), {}, Boundary::open, {}, 0.001));
   Device<uint8_t> mask(noise.voxels());
   mask.upload(noise.values());
   Device<float> lt(noise.voxels());
@@ -275,14 +287,14 @@ TEST_CASE("local_thickness.cuda.errors" * PF_GPU_DECORATORS) {
   // The one-shot path retries with room for every centre.
   CHECK(local_thickness(noise, Boundary::open, Backend::cuda).values() ==
         local_thickness(noise, Boundary::open, Backend::cpu).values());
-  CHECK_THROWS_AS(cuda::ThicknessContext({{0, 4, 4}, {}, Boundary::open, {}}), InputError);
+  CHECK_THROWS_AS(cuda::ThicknessContext(context_config({0, 4, 4}, {}, Boundary::open, {})), InputError);
   for (double step : {1.0, 0.5, 4.5}) {
-    cuda::ContextConfig bad{{8, 8, 8}, {}, Boundary::open, {}};
+    cuda::ContextConfig bad = context_config({8, 8, 8}, {}, Boundary::open, {});
     bad.band_step = step;
     CHECK_THROWS_WITH_AS(cuda::ThicknessContext{bad}, doctest::Contains("band step"), InputError);
   }
   for (int blocks : {0, -3, (1 << 20) + 1}) {
-    cuda::ContextConfig bad{{8, 8, 8}, {}, Boundary::open, {}};
+    cuda::ContextConfig bad = context_config({8, 8, 8}, {}, Boundary::open, {});
     bad.painter_blocks = blocks;
     CHECK_THROWS_WITH_AS(cuda::ThicknessContext{bad}, doctest::Contains("painter blocks"), InputError);
   }
