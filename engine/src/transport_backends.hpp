@@ -2,6 +2,7 @@
 // The transport measures' backend twins and the host steps both share (spanning cluster,
 // validation, the lattice set-up); the public functions of transport.hpp dispatch here.
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "common/transport_stencils.hpp"
@@ -41,6 +42,11 @@ void finish_permeability(PermeabilityResult& r, const PermeabilityOptions& optio
 /// cluster spans; when none does, `r` is the final (zero) result and false is returned.
 bool start_permeability(PermeabilityResult& r, const Mask& pore, int axis, const PermeabilityOptions& options,
                         Backend backend);
+/// The start of either backend's formation factor: options checked, porosity, the open box's
+/// conductance and the spanning cluster; when none spans, `r` is the final (infinite) result
+/// and nothing comes back.
+std::optional<SpanningCluster> start_formation_factor(FormationFactorResult& r, const Mask& pore, int axis,
+                                                      const FormationFactorOptions& options, Backend backend);
 /// A formation factor from the solve's end: the inlet current, the iterations and residuals.
 void finish_formation_factor(FormationFactorResult& r, double current, int64_t iterations, double residual_norm,
                              double b_norm, const FormationFactorOptions& options);

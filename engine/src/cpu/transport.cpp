@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -183,6 +184,22 @@ bool start_permeability(PermeabilityResult& r, const Mask& pore, int axis, const
   return r.spans;
 }
 
+std::optional<SpanningCluster> start_formation_factor(FormationFactorResult& r, const Mask& pore, int axis,
+                                                      const FormationFactorOptions& options, Backend backend) {
+  validate_formation_factor(pore, axis, options);
+  r.backend = backend;
+  r.porosity = double(count_phase(pore)) / double(pore.voxels());
+  r.open_conductance = open_conductance(pore, axis);
+  SpanningCluster sc = spanning_cluster(pore, axis);
+  if (sc.voxels == 0) {
+    r.formation_factor = std::numeric_limits<double>::infinity();
+    r.converged = true;
+    return std::nullopt;
+  }
+  r.spanning_porosity = double(sc.voxels) / double(pore.voxels());
+  return sc;
+}
+
 void finish_formation_factor(FormationFactorResult& r, double current, int64_t iterations, double residual_norm,
                              double b_norm, const FormationFactorOptions& options) {
   r.iterations = iterations;
@@ -202,18 +219,11 @@ constexpr int64_t kParallelVoxels = 1 << 15;
 }  // namespace
 
 FormationFactorResult formation_factor(const Mask& pore, int axis, const FormationFactorOptions& options) {
-  detail::validate_formation_factor(pore, axis, options);
   FormationFactorResult r;
-  r.backend = Backend::cpu;
-  r.porosity = double(count_phase(pore)) / double(pore.voxels());
-  r.open_conductance = detail::open_conductance(pore, axis);
-  const detail::SpanningCluster sc = detail::spanning_cluster(pore, axis);
-  if (sc.voxels == 0) {
-    r.formation_factor = std::numeric_limits<double>::infinity();
-    r.converged = true;
-    return r;
-  }
-  r.spanning_porosity = double(sc.voxels) / double(pore.voxels());
+  const std::optional<detail::SpanningCluster> spanning =
+      detail::start_formation_factor(r, pore, axis, options, Backend::cpu);
+  if (!spanning) return r;
+  const detail::SpanningCluster& sc = *spanning;
   const detail::LaplaceGrid grid = detail::laplace_grid(pore, axis);
   const Shape s = pore.shape();
   const int64_t N = s.voxels(), n = sc.voxels;

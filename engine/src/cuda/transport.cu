@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cub/block/block_reduce.cuh>
 #include <limits>
+#include <optional>
 #include <utility>
 
 #include "../transport_backends.hpp"
@@ -167,19 +168,12 @@ double read_scalar(const double* d_value, cudaStream_t stream) {
 }  // namespace
 
 FormationFactorResult formation_factor(const Mask& pore, int axis, const FormationFactorOptions& options) {
-  detail::validate_formation_factor(pore, axis, options);
   FormationFactorResult r;
-  r.backend = Backend::cuda;
-  r.porosity = double(count_phase(pore)) / double(pore.voxels());
-  r.open_conductance = detail::open_conductance(pore, axis);
   // The spanning cluster is found on the host (two breadth-first searches, shared with the CPU).
-  const detail::SpanningCluster sc = detail::spanning_cluster(pore, axis);
-  if (sc.voxels == 0) {
-    r.formation_factor = std::numeric_limits<double>::infinity();
-    r.converged = true;
-    return r;
-  }
-  r.spanning_porosity = double(sc.voxels) / double(pore.voxels());
+  const std::optional<detail::SpanningCluster> spanning =
+      detail::start_formation_factor(r, pore, axis, options, Backend::cuda);
+  if (!spanning) return r;
+  const detail::SpanningCluster& sc = *spanning;
   const LaplaceGrid grid = detail::laplace_grid(pore, axis);
   const int64_t n = pore.voxels();
   const std::size_t un = static_cast<std::size_t>(n);
