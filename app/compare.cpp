@@ -18,6 +18,7 @@
 #include "poreforge/edt.hpp"
 #include "poreforge/error.hpp"
 #include "poreforge/io.hpp"
+#include "poreforge/memory.hpp"
 #include "poreforge/realism.hpp"
 
 namespace poreforge::app {
@@ -125,8 +126,17 @@ Runner add_compare_command(CLI::App& app, const std::string& command_line) {
       require_writable_folder(o->output);
     }
     o->realism.check();
-    const LabelImage recon_image = o->recon.read();
-    const LabelImage ref_image = o->reference.read();
+    // Each image and its mask, refused before it is read when they would not fit.
+    auto reading = [](const std::string& which) {
+      return [which](const Shape& shape, std::size_t bytes, const Spacing&) {
+        MemoryEstimate e;
+        e.what = "compare: reading the " + which + " (" + to_string(shape) + ")";
+        e.host_bytes = double(shape.voxels()) * (double(bytes) + 1);
+        return e;
+      };
+    };
+    const LabelImage recon_image = o->recon.read(reading("reconstruction"));
+    const LabelImage ref_image = o->reference.read(reading("reference"));
     Mask recon = binary_phase(recon_image, o->phase, "the reconstruction '" + o->recon.path + "'");
     const Mask reference =
         binary_phase(ref_image, o->reference_phase.value_or(o->phase), "the reference '" + o->reference.path + "'");
@@ -154,12 +164,14 @@ Runner add_compare_command(CLI::App& app, const std::string& command_line) {
     const std::vector<Shape> corners = same_size ? std::vector<Shape>{Shape{0, 0, 0}}
                                                  : subvolume_corners(reference.shape(), shape, o->subvolumes, o->seed);
     std::vector<Mask> real;
+    double pore_fraction = double(count_phase(recon)) / double(recon.voxels());
     for (const Shape& c : corners) {
       real.push_back(crop(reference, c, shape));
       const int64_t n = count_phase(real.back());
       if (n == 0 || n == real.back().voxels())
         throw InputError("the reference's sub-volume at " + to_string(c) + " holds only one phase: the reference is "
                          "too uniform for sub-volumes of " + to_string(shape));
+      pore_fraction = std::max(pore_fraction, double(n) / double(real.back().voxels()));
     }
 
     // PSD bins shared by every volume: from one voxel to the largest inscribed radius of any
@@ -177,6 +189,7 @@ Runner add_compare_command(CLI::App& app, const std::string& command_line) {
     options.psd_bins = Bins::linear(smallest, std::max(largest, 2 * smallest), o->bins);
     options.permeability = o->realism.permeability_on(backend);
     options.unit_metres = unit_metres;
+    require_memory(compare_memory(shape, spacing, pore_fraction, options.permeability, backend));
 
     std::fprintf(stderr, "compare   %s (%s, spacing %s%s) against %s of %s (%s), backend %s%s\n",
                  o->recon.path.c_str(), to_string(shape).c_str(),

@@ -94,6 +94,23 @@ MemoryEstimate run_memory(const Shape& domain, const Spacing& spacing, Boundary 
   return e;
 }
 
+MemoryEstimate compare_memory(const Shape& shape, const Spacing& spacing, double pore_fraction, bool permeability,
+                              Backend backend) {
+  const double n = double(shape.voxels());
+  MemoryEstimate e;
+  e.what = std::string("compare of ") + describe_shape(shape) + " volumes" + (permeability ? " with permeability" : "");
+  e.host_bytes = n * memory_per_voxel::compare_measures;
+  if (backend == Backend::cuda) {
+    const double lattice = permeability ? memory_per_voxel::permeability : 0;
+    e.device_bytes = cuda_thickness_bytes(shape, spacing, Boundary::open) +
+                     n * (memory_per_voxel::formation_factor_cuda_device + lattice);
+  } else {
+    e.host_bytes += n * (std::clamp(pore_fraction, 0.0, 1.0) * memory_per_voxel::formation_factor_cluster_cpu +
+                         (permeability ? memory_per_voxel::permeability : 0));
+  }
+  return e;
+}
+
 double host_memory_available(std::string* source) {
   double available = -1;
   std::string from;

@@ -244,6 +244,9 @@ const std::vector<BadInput>& table() {
       {"range printed short", "run {ws}/run.yaml --max-seconds -1", 2, "Value -1 not in range"},
       {"run: missing config says so", "run {ws}/nope.yaml", 2, "config '{ws}/nope.yaml' does not exist"},
       // compare: shapes that do not fit, images that are not pore/solid, outputs that exist.
+      {"compare: a reference declaring 20000^3 voxels", "compare {ws}/m.h5 --reference {ws}/big.h5", 2,
+       "compare: reading the reference (20000x20000x20000)",
+       [](const Workspace& ws) { declaring_hdf5(ws / "big.h5", {20000, 20000, 20000}, true); }},
       {"compare: reconstruction larger than the reference", "compare {ws}/big.h5 --reference {ws}/m.h5", 2,
        "does not fit inside the reference",
        [](const Workspace& ws) {

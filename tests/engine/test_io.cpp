@@ -178,6 +178,15 @@ TEST_CASE("memory.estimates_and_refusals") {
   CHECK(thickness_memory(s, 1, {}, Boundary::open, Backend::cpu).device_bytes == 0);
   CHECK(generate_memory(s, true).host_bytes == 1e6 * memory_per_voxel::generate_blobs);
   CHECK(generate_memory(s, false).host_bytes == 1e6 * memory_per_voxel::generate_spheres);
+  // compare: the formation factor's share grows with the pore, the permeability's lattice
+  // comes on top, and on CUDA both sit on the device.
+  const MemoryEstimate sparse = compare_memory(s, {}, 0.2, false, Backend::cpu);
+  const MemoryEstimate dense = compare_memory(s, {}, 0.8, false, Backend::cpu);
+  CHECK(dense.host_bytes - sparse.host_bytes ==
+        doctest::Approx(1e6 * 0.6 * memory_per_voxel::formation_factor_cluster_cpu));
+  CHECK(compare_memory(s, {}, 0.2, true, Backend::cpu).host_bytes - sparse.host_bytes ==
+        doctest::Approx(1e6 * memory_per_voxel::permeability));
+  CHECK(sparse.device_bytes == 0);
   CHECK(morph_memory(s, 4, Backend::cpu).host_bytes == 1e6 * (4 + memory_per_voxel::morph_cpu));
   CHECK(run_memory(s, {}, Boundary::periodic, Backend::cpu).host_bytes == 1e6 * memory_per_voxel::run_cpu);
   CHECK(format_bytes(512) == "512 bytes");

@@ -47,6 +47,17 @@ inline constexpr double run_cpu = 72;
 inline constexpr double run_cuda_host = 8;
 /// run on CUDA, device side besides the thickness context: structure, candidate, map.
 inline constexpr double run_cuda_device = 12;
+/// compare, per voxel of one volume measured: the structure measures and local thickness
+/// (describe's), and the formation factor's box-sized arrays.
+inline constexpr double compare_measures = 42;
+/// compare, per voxel of the formation factor's spanning cluster on the CPU: operator,
+/// multigrid hierarchy and CG vectors (a 200³ crop of Berea measured 204).
+inline constexpr double formation_factor_cluster_cpu = 210;
+/// compare on CUDA, device side per voxel: the formation factor's box-sized CG vectors.
+inline constexpr double formation_factor_cuda_device = 41;
+/// compare with permeability, per voxel: two sets of 19 double populations on the lattice,
+/// mirrored along the flow (twice the voxels); on the device with CUDA.
+inline constexpr double permeability = 608;
 }  // namespace memory_per_voxel
 
 /// What a command is about to need, in bytes.
@@ -67,6 +78,12 @@ MemoryEstimate generate_memory(const Shape& shape, bool blobs);
 /// `run` on a domain of `domain` voxels; the target image (if any) is measured first, so its
 /// own `describe` estimate counts when it is the larger.
 MemoryEstimate run_memory(const Shape& domain, const Spacing& spacing, Boundary boundary, Backend backend);
+
+/// `compare`, once its images are read and cut: one volume of `shape` measured at a time —
+/// the structure measures, the formation factor over at most `pore_fraction` of the voxels
+/// (the largest of any volume's) and, with `permeability`, the lattice Boltzmann populations.
+MemoryEstimate compare_memory(const Shape& shape, const Spacing& spacing, double pore_fraction, bool permeability,
+                              Backend backend);
 
 /// Bytes of host memory this process may still take: the smaller of the kernel's
 /// MemAvailable (/proc/meminfo; sysconf's available pages where there is none) and the
