@@ -258,6 +258,7 @@ RunConfig parse_run_config(const std::string& text, const std::string& source, c
   ranged(an, "energy_tolerance", stop.energy_tolerance, 0.0, 1e12);
   ranged(an, "stall_stages", stop.stall_stages, 1, 1 << 30);
   ranged(an, "max_seconds", c.max_seconds, 0.0, 1e9);
+  ranged<int64_t>(an, "verify_every", c.verify_every, 0, int64_t(1) << 50);
   // Not a setting: on CUDA the loop runs on the device (the host-driven loop was measured
   // slower and stays for cross-checks in the tests and bench_anneal --loop host). Configs that
   // poreforge stored with `host_loop: false` still read.
@@ -402,6 +403,7 @@ std::string RunConfig::to_yaml() const {
     << YAML::Value << loop.schedule.delta << YAML::Key << "max_evaluations" << YAML::Value << loop.stopping.max_evaluations
     << YAML::Key << "energy_tolerance" << YAML::Value << loop.stopping.energy_tolerance << YAML::Key << "stall_stages"
     << YAML::Value << loop.stopping.stall_stages << YAML::Key << "max_seconds" << YAML::Value << max_seconds
+    << YAML::Key << "verify_every" << YAML::Value << verify_every
     << YAML::EndMap;
   y << YAML::Key << "moves" << YAML::Value << YAML::BeginMap << YAML::Key << "interface_bias" << YAML::Value
     << loop.moves.interface_bias << YAML::Key << "keep_pore_connected" << YAML::Value << loop.moves.keep_pore_connected

@@ -33,6 +33,10 @@ struct RunConfig {
   /// Wall-clock limit of one session of the loop (run, or each resume), 0: none. Stops with
   /// `time_limit` and the full outputs; the seed's run is then cut where the clock says.
   double max_seconds = 0;
+  /// A check while the loop runs (0: off): every this many evaluations the running energy, kept
+  /// by each term's incremental update, is compared with every term recounted from scratch,
+  /// and the run stops with an error naming the term when they differ.
+  int64_t verify_every = 0;
   std::string initial = "noise";  ///< noise | blobs | file: the starting structure, porosity-matched
   double initial_blobiness = 1.0; ///< blobs: PoreSpy's blobiness (larger, smaller features)
   bool initial_blobiness_auto = false;  ///< blobs, `blobiness: auto`: the size nearest the target PSD

@@ -113,6 +113,26 @@ struct Session {
     for (std::size_t k = 0; k + std::size_t(rc.checkpoint_keep) < all.size(); ++k) fs::remove(all[k].second);
   }
 
+  // annealing.verify_every: the running energy against every term recounted from scratch.
+  void verify(const anneal::Annealer& a) {
+    static const char* const names[anneal::kTermCount] = {"pore_psd", "solid_psd", "s2", "euler", "surface", "chords"};
+    const anneal::Energy& running = a.progress().energy;
+    const anneal::Energy scratch = a.evaluate_from_scratch();
+    for (int k = 0; k < anneal::kTermCount; ++k) {
+      const double x = running.term(k), y = scratch.term(k);
+      if (std::fabs(x - y) > 1e-9 * std::max(1.0, std::fabs(y))) {
+        char line[256];
+        std::snprintf(line, sizeof line,
+                      "annealing.verify_every: at %lld evaluations the running energy's %s term is %.17g, a recount "
+                      "gives %.17g",
+                      static_cast<long long>(a.progress().evaluations), names[k], x, y);
+        throw RuntimeError(line);
+      }
+    }
+    log << "verified  " << a.progress().evaluations << " evaluations: the running energy equals a recount\n";
+    log.flush();
+  }
+
   // The loop: reports, checkpoints, signals; then the final outputs. Returns the exit code.
   int drive(anneal::Annealer& a) {
     g_signal = 0;
@@ -181,8 +201,10 @@ struct Session {
       int64_t batch = std::min(longest, rc.report_every - done % rc.report_every);
       if (rc.checkpoint_every_evaluations > 0)
         batch = std::min(batch, rc.checkpoint_every_evaluations - done % rc.checkpoint_every_evaluations);
+      if (rc.verify_every > 0) batch = std::min(batch, rc.verify_every - done % rc.verify_every);
       a.advance(batch);
       const auto& p = a.progress();
+      if (rc.verify_every > 0 && p.evaluations % rc.verify_every == 0) verify(a);
       if (rc.max_seconds > 0 && p.stopped == anneal::StopReason::none &&
           std::chrono::duration<double>(std::chrono::steady_clock::now() - loop_start).count() >= rc.max_seconds)
         a.stop(anneal::StopReason::time_limit);

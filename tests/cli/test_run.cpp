@@ -129,6 +129,28 @@ TEST_CASE("config.repeated_keys_and_whole_documents") {
   refused(minimal, "domain.spacing must lie in [1e-30", {"domain.spacing=[1e-320, 1, 1]"});
 }
 
+// annealing.verify_every: the running energy is recounted every K evaluations (a mismatch
+// stops the run with an error), and the check leaves the chain as it was.
+TEST_CASE("cli.run.verify_every") {
+  const fs::path dir = fs::temp_directory_path() / ("poreforge-verify-" + std::to_string(testing::fresh_seed()));
+  fs::create_directories(dir);
+  const std::string cli = POREFORGE_CLI;
+  described_reference(dir, "--shape 24,24,24 --porosity 0.35 --seed 4");
+  std::ofstream(dir / "v.yaml") << "name: v\nbackend: cpu\ntarget:\n  descriptors: desc.h5\n"
+                                   "domain:\n  shape: [16, 16, 16]\nannealing:\n  trial_moves: 20\n"
+                                   "  max_evaluations: 400\n  stage_length: 50\noutput:\n  report_every: 100\n";
+  const std::string run = cli + " run " + (dir / "v.yaml").string() + " --quiet";
+  REQUIRE(shell(run + " --output " + (dir / "plain").string() + " > /dev/null") == 0);
+  REQUIRE(shell(run + " --output " + (dir / "checked").string() + " --set annealing.verify_every=150 > /dev/null") == 0);
+  const std::string log = slurp(dir / "checked" / "v" / "run.log");
+  CHECK(log.find("verified  150 evaluations: the running energy equals a recount") != std::string::npos);
+  CHECK(log.find("verified  300 evaluations") != std::string::npos);
+  CHECK(read_hdf5((dir / "checked" / "v" / "final.h5").string(), "/volume").bytes ==
+        read_hdf5((dir / "plain" / "v" / "final.h5").string(), "/volume").bytes);
+  CHECK(slurp(dir / "checked" / "v" / "config.yaml").find("verify_every: 150") != std::string::npos);
+  fs::remove_all(dir);
+}
+
 TEST_CASE("cli.run.end_to_end") {
   const fs::path dir = fs::temp_directory_path() / ("poreforge-run-" + std::to_string(testing::fresh_seed()));
   fs::create_directories(dir);
