@@ -284,32 +284,25 @@ RunConfig parse_run_config(const std::string& text, const std::string& source, c
   });
   init.optional("dataset", [&](auto& v, auto& k) { c.initial_dataset = init.scalar<std::string>(v, k, "a string"); });
   init.optional("phase", [&](auto& v, auto& k) { c.initial_phase = init.scalar<double>(v, k, "a number"); });
-  init.optional("blobiness", [&](const YAML::Node& v, const std::string& k) {
-    if (v.IsScalar() && v.Scalar() == "auto") {
-      c.initial_blobiness_auto = true;
-      return;
-    }
-    c.initial_blobiness = init.scalar<double>(v, k, "a number or auto");
-    in_range(init, v, k, c.initial_blobiness, 0.0, 1e6, true);
-  });
-  init.optional("grain_radius", [&](const YAML::Node& v, const std::string& k) {
-    if (v.IsScalar() && v.Scalar() == "auto") {
-      c.initial_grain_radius_auto = true;
-      return;
-    }
-    c.initial_grain_radius = init.scalar<double>(v, k, "a number of voxels or auto");
-    in_range(init, v, k, c.initial_grain_radius, 1.0, 1e6);
-    c.initial_grain_radius_auto = false;
-  });
-  init.optional("grain_spread", [&](const YAML::Node& v, const std::string& k) {
-    if (v.IsScalar() && v.Scalar() == "auto") {
-      c.initial_grain_spread_auto = true;
-      return;
-    }
-    c.initial_grain_spread = init.scalar<double>(v, k, "a coefficient of variation or auto");
-    in_range(init, v, k, c.initial_grain_spread, 0.0, 10.0);
-    c.initial_grain_spread_auto = false;
-  });
+  // A number, or `auto`: chosen by the targets when the run starts (the resolved config then
+  // names the value chosen).
+  auto number_or_auto = [&](const char* key, double& value, bool& is_auto, double lo, double hi, bool open_lo,
+                            const char* what) {
+    init.optional(key, [&](const YAML::Node& v, const std::string& k) {
+      if (v.IsScalar() && v.Scalar() == "auto") {
+        is_auto = true;
+        return;
+      }
+      value = init.scalar<double>(v, k, what);
+      in_range(init, v, k, value, lo, hi, open_lo);
+      is_auto = false;
+    });
+  };
+  number_or_auto("blobiness", c.initial_blobiness, c.initial_blobiness_auto, 0.0, 1e6, true, "a number or auto");
+  number_or_auto("grain_radius", c.initial_grain_radius, c.initial_grain_radius_auto, 1.0, 1e6, false,
+                 "a number of voxels or auto");
+  number_or_auto("grain_spread", c.initial_grain_spread, c.initial_grain_spread_auto, 0.0, 10.0, false,
+                 "a coefficient of variation or auto");
   bool connect_given = false;
   init.optional("connect", [&](const YAML::Node& v, const std::string& k) {
     c.initial_connect = init.scalar<bool>(v, k, "true or false");
@@ -391,34 +384,34 @@ std::string RunConfig::to_yaml() const {
     << loop.weights.solid_psd << YAML::Key << "s2" << YAML::Value << loop.weights.s2 << YAML::Key << "euler" << YAML::Value
     << loop.weights.euler << YAML::Key << "surface" << YAML::Value << loop.weights.surface << YAML::Key << "chords"
     << YAML::Value << loop.weights.chords << YAML::EndMap << YAML::EndMap;
+  const anneal::Schedule& sc = loop.schedule;
+  const anneal::Stopping& stop = loop.stopping;
   y << YAML::Key << "domain" << YAML::Value << YAML::BeginMap << YAML::Key << "shape" << YAML::Value << YAML::Flow
-    << std::vector<int64_t>{loop.shape.nx, loop.shape.ny, loop.shape.nz} << YAML::Key << "spacing" << YAML::Value << YAML::Flow
-    << std::vector<double>{loop.spacing.x, loop.spacing.y, loop.spacing.z} << YAML::Key << "boundary" << YAML::Value << to_string(loop.boundary)
-    << YAML::EndMap;
+    << std::vector<int64_t>{loop.shape.nx, loop.shape.ny, loop.shape.nz} << YAML::Key << "spacing" << YAML::Value
+    << YAML::Flow << std::vector<double>{loop.spacing.x, loop.spacing.y, loop.spacing.z} << YAML::Key << "boundary"
+    << YAML::Value << to_string(loop.boundary) << YAML::EndMap;
   y << YAML::Key << "annealing" << YAML::Value << YAML::BeginMap << YAML::Key << "schedule" << YAML::Value
-    << (loop.schedule.kind == anneal::Schedule::Kind::exponential ? "exponential" : "aarts_korst") << YAML::Key << "t0"
-    << YAML::Value << loop.schedule.t0 << YAML::Key << "initial_acceptance" << YAML::Value << loop.schedule.initial_acceptance
-    << YAML::Key << "trial_moves" << YAML::Value << loop.schedule.trial_moves << YAML::Key << "alpha" << YAML::Value
-    << loop.schedule.alpha << YAML::Key << "stage_length" << YAML::Value << loop.schedule.stage_length << YAML::Key << "delta"
-    << YAML::Value << loop.schedule.delta << YAML::Key << "max_evaluations" << YAML::Value << loop.stopping.max_evaluations
-    << YAML::Key << "energy_tolerance" << YAML::Value << loop.stopping.energy_tolerance << YAML::Key << "stall_stages"
-    << YAML::Value << loop.stopping.stall_stages << YAML::Key << "max_seconds" << YAML::Value << max_seconds
-    << YAML::Key << "verify_every" << YAML::Value << verify_every
+    << (sc.kind == anneal::Schedule::Kind::exponential ? "exponential" : "aarts_korst") << YAML::Key << "t0"
+    << YAML::Value << sc.t0 << YAML::Key << "initial_acceptance" << YAML::Value << sc.initial_acceptance << YAML::Key
+    << "trial_moves" << YAML::Value << sc.trial_moves << YAML::Key << "alpha" << YAML::Value << sc.alpha << YAML::Key
+    << "stage_length" << YAML::Value << sc.stage_length << YAML::Key << "delta" << YAML::Value << sc.delta << YAML::Key
+    << "max_evaluations" << YAML::Value << stop.max_evaluations << YAML::Key << "energy_tolerance" << YAML::Value
+    << stop.energy_tolerance << YAML::Key << "stall_stages" << YAML::Value << stop.stall_stages << YAML::Key
+    << "max_seconds" << YAML::Value << max_seconds << YAML::Key << "verify_every" << YAML::Value << verify_every
     << YAML::EndMap;
   y << YAML::Key << "moves" << YAML::Value << YAML::BeginMap << YAML::Key << "interface_bias" << YAML::Value
     << loop.moves.interface_bias << YAML::Key << "keep_pore_connected" << YAML::Value << loop.moves.keep_pore_connected
     << YAML::EndMap;
-  y << YAML::Key << "initial" << YAML::Value << YAML::BeginMap << YAML::Key << "structure" << YAML::Value << initial
-    << YAML::Key << "blobiness" << YAML::Value;
-  if (initial_blobiness_auto) y << "auto";
-  else y << initial_blobiness;
+  auto number_or_auto = [&](const char* key, double value, bool is_auto) {
+    y << YAML::Key << key << YAML::Value;
+    if (is_auto) y << "auto";
+    else y << value;
+  };
+  y << YAML::Key << "initial" << YAML::Value << YAML::BeginMap << YAML::Key << "structure" << YAML::Value << initial;
+  number_or_auto("blobiness", initial_blobiness, initial_blobiness_auto);
   if (initial == "grains") {
-    y << YAML::Key << "grain_radius" << YAML::Value;
-    if (initial_grain_radius_auto) y << "auto";
-    else y << initial_grain_radius;
-    y << YAML::Key << "grain_spread" << YAML::Value;
-    if (initial_grain_spread_auto) y << "auto";
-    else y << initial_grain_spread;
+    number_or_auto("grain_radius", initial_grain_radius, initial_grain_radius_auto);
+    number_or_auto("grain_spread", initial_grain_spread, initial_grain_spread_auto);
   }
   if (initial == "blobs" || initial == "grains") y << YAML::Key << "connect" << YAML::Value << initial_connect;
   y << YAML::Key << "plant_large_pores" << YAML::Value << initial_plant_large_pores;

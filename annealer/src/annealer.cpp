@@ -12,6 +12,7 @@
 #include "poreforge/measures.hpp"
 
 #include "device_loop.hpp"
+#include "poreforge/annealer/connectivity.hpp"
 
 namespace poreforge::anneal {
 namespace {
@@ -33,6 +34,19 @@ std::array<int64_t, 2> count_values(const Mask& pore, const Objective& o) {
     v[1] = faces[0] + faces[1] + faces[2];
   }
   return v;
+}
+
+// The chords term's layout on `shape` (no counts or target attached); `on`: the term is weighted
+// (else it holds no entries and nothing is counted).
+terms::Chords chord_layout(const Shape& shape, bool on) {
+  terms::Chords ch;
+  for (int a = 0; a < 3; ++a) {
+    ch.extent[a] = shape.extent(a);
+    ch.step[a] = a == 0 ? 1 : a == 1 ? shape.nx : shape.nx * shape.ny;
+    ch.stride = std::max<int>(ch.stride, int(std::max<int64_t>(shape.extent(a) - 1, 1)));
+  }
+  ch.entries = on ? 6 * ch.stride : 0;
+  return ch;
 }
 
 // The chords term's histograms of a structure from scratch, in terms::Chords's layout (empty
@@ -67,17 +81,12 @@ std::vector<uint8_t> frozen_voxels(const Mask& pore, bool keep_pore_connected) {
   if (c.count < 2) return {};
   const uint32_t largest = largest_component(c);
   const Shape shape = pore.shape();
+  const int64_t extent[3] = {shape.nx, shape.ny, shape.nz};
   std::vector<uint8_t> frozen(std::size_t(shape.voxels()), 0);
-  for (int64_t z = 0; z < shape.nz; ++z)
-    for (int64_t y = 0; y < shape.ny; ++y)
-      for (int64_t x = 0; x < shape.nx; ++x) {
-        const uint32_t l = c.labels[std::size_t((z * shape.ny + y) * shape.nx + x)];
-        if (!l || l == largest) continue;
-        for (int64_t w = std::max<int64_t>(z - 1, 0); w <= std::min(z + 1, shape.nz - 1); ++w)
-          for (int64_t v = std::max<int64_t>(y - 1, 0); v <= std::min(y + 1, shape.ny - 1); ++v)
-            for (int64_t u = std::max<int64_t>(x - 1, 0); u <= std::min(x + 1, shape.nx - 1); ++u)
-              frozen[std::size_t((w * shape.ny + v) * shape.nx + u)] = 1;
-      }
+  for (int64_t i = 0; i < shape.voxels(); ++i) {
+    const uint32_t l = c.labels[std::size_t(i)];
+    if (l && l != largest) for_each_in_cube(extent, i, [&](int64_t u) { frozen[std::size_t(u)] = 1; });
+  }
   return frozen;
 }
 
@@ -430,13 +439,7 @@ Step detail::step_of(const Config& c) {
   o.weight[kEuler] = w.euler;
   o.weight[kSurface] = w.surface;
   o.weight[kChords] = w.chords;
-  terms::Chords& ch = o.chords;
-  for (int a = 0; a < 3; ++a) {
-    ch.extent[a] = shape.extent(a);
-    ch.step[a] = a == 0 ? 1 : a == 1 ? shape.nx : shape.nx * shape.ny;
-    ch.stride = std::max<int>(ch.stride, int(std::max<int64_t>(shape.extent(a) - 1, 1)));
-  }
-  ch.entries = w.chords > 0 ? 6 * ch.stride : 0;
+  o.chords = chord_layout(shape, w.chords > 0);
   // The count terms' targets on this grid: the reference's densities times this box's volume
   // (faces: over the area of one face normal to each axis).
   const Spacing sp = c.spacing;
@@ -718,13 +721,7 @@ double s2_rms(const Mask& pore, const Targets& targets) {
 double chords_l1(const Mask& pore, const Targets& targets) {
   for (const auto& axis : targets.chords)
     if (axis[0].empty() || axis[1].empty()) return 0;
-  const Shape shape = pore.shape();
-  terms::Chords layout;
-  for (int a = 0; a < 3; ++a) {
-    layout.extent[a] = shape.extent(a);
-    layout.stride = std::max<int>(layout.stride, int(std::max<int64_t>(shape.extent(a) - 1, 1)));
-  }
-  layout.entries = 6 * layout.stride;
+  const terms::Chords layout = chord_layout(pore.shape(), true);
   const std::vector<int64_t> counts = chord_counts(pore, layout);
   const std::vector<double> target = detail::chord_target(targets, layout);
   double l1 = 0;

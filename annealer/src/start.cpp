@@ -406,13 +406,8 @@ Mask connect_largest_cluster(const Mask& start, const std::vector<float>& field,
   };
   // Clusters are kept apart by their 26-neighbourhoods: touching at an edge or a corner they
   // would be one cluster to a 26-connected count (compare's, and the Euler characteristic's).
-  auto for_cube = [&](int64_t v, auto&& f) {
-    const int64_t x = v % shape.nx, y = (v / shape.nx) % shape.ny, z = v / (shape.nx * shape.ny);
-    for (int64_t w = std::max<int64_t>(z - 1, 0); w <= std::min(z + 1, shape.nz - 1); ++w)
-      for (int64_t u = std::max<int64_t>(y - 1, 0); u <= std::min(y + 1, shape.ny - 1); ++u)
-        for (int64_t t = std::max<int64_t>(x - 1, 0); t <= std::min(x + 1, shape.nx - 1); ++t)
-          if (t != x || u != y || w != z) f((w * shape.ny + u) * shape.nx + t);
-  };
+  const int64_t extent[3] = {shape.nx, shape.ny, shape.nz};
+  auto for_cube = [&](int64_t v, auto&& f) { for_each_in_cube(extent, v, f); };
   Mask out = start;
   std::vector<uint32_t>& owner = c.labels.values();  // 0 solid; the largest's label; other clusters' labels
   int64_t others_total = pore - c.sizes[largest - 1];
@@ -444,7 +439,6 @@ Mask connect_largest_cluster(const Mask& start, const std::vector<float>& field,
         if (owner[std::size_t(i)] == largest) edge.push_back(i);
       std::stable_sort(edge.begin(), edge.end(),
                        [&](int64_t a, int64_t b) { return field[std::size_t(a)] > field[std::size_t(b)]; });
-      const int64_t extent[3] = {shape.nx, shape.ny, shape.nz};
       uint8_t* voxels = out.values().data();
       // A voxel refused now may pass once its neighbours have gone: a few passes.
       for (int pass = 0; pass < 4 && largest_size > keep; ++pass)

@@ -49,6 +49,16 @@ PF_HD Neighbourhood neighbourhood(const uint8_t* pore, const int64_t* extent, in
   return n;
 }
 
+/// Calls f(u) for every voxel u of v's 3×3×3 cube that lies in the box, v itself included.
+template <class F>
+PF_HD void for_each_in_cube(const int64_t* extent, int64_t v, F&& f) {
+  const int64_t nx = extent[0], ny = extent[1], nz = extent[2];
+  const int64_t x = v % nx, y = (v / nx) % ny, z = v / (nx * ny);
+  for (int64_t w = z > 0 ? z - 1 : 0; w <= (z + 1 < nz ? z + 1 : z); ++w)
+    for (int64_t u = y > 0 ? y - 1 : 0; u <= (y + 1 < ny ? y + 1 : y); ++u)
+      for (int64_t t = x > 0 ? x - 1 : 0; t <= (x + 1 < nx ? x + 1 : x); ++t) f((w * ny + u) * nx + t);
+}
+
 /// The cells of the 3×3×3 cube that share a face with cell c (as bits).
 PF_HD uint32_t cube_face_neighbours(int c) {
   const int x = c % 3, y = (c / 3) % 3, z = c / 9;
