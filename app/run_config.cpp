@@ -259,6 +259,7 @@ RunConfig parse_run_config(const std::string& text, const std::string& source, c
   ranged(an, "stall_stages", stop.stall_stages, 1, 1 << 30);
   ranged(an, "max_seconds", c.max_seconds, 0.0, 1e9);
   ranged<int64_t>(an, "verify_every", c.verify_every, 0, int64_t(1) << 50);
+  ranged(an, "levels", c.levels, 1, 6);
   // Not a setting: on CUDA the loop runs on the device (the host-driven loop was measured
   // slower and stays for cross-checks in the tests and bench_anneal --loop host). Configs that
   // poreforge stored with `host_loop: false` still read.
@@ -326,6 +327,26 @@ RunConfig parse_run_config(const std::string& text, const std::string& source, c
     c.loop.moves.keep_pore_connected = (c.initial == "blobs" || c.initial == "grains") && c.initial_connect;
   if (c.initial == "file" && c.initial_file.empty())
     doc.fail("initial", static_cast<const YAML::Node&>(root)["initial"], "structure: file needs initial.file");
+  // Each coarser level halves the grid: the targets come from the reference image coarsened
+  // as much, and every level's box is the same, so each extent must halve exactly.
+  if (c.levels > 1) {
+    const YAML::Node node = static_cast<const YAML::Node&>(root)["annealing"]["levels"];
+    if (c.target_image.empty())
+      doc.fail("annealing.levels", node, "= " + std::to_string(c.levels) + " needs target.image: the coarser levels' targets "
+                                  "come from the reference image coarsened, which a descriptor file cannot give");
+    if (c.initial == "file")
+      doc.fail("annealing.levels", node, "= " + std::to_string(c.levels) + " builds its own coarse-to-fine chain: start "
+                                  "the coarsest level from grains, blobs or noise (initial.structure), not a file");
+    const int64_t factor = int64_t(1) << (c.levels - 1);
+    for (int a = 0; a < 3; ++a) {
+      const int64_t n = c.loop.shape.extent(a);
+      if (n > 1 && (n % factor != 0 || n / factor < 4))
+        doc.fail("annealing.levels", node, "= " + std::to_string(c.levels) + " halves the domain " +
+                                    std::to_string(c.levels - 1) + " times: each extent of domain.shape must be a multiple of " +
+                                    std::to_string(factor) + " and at least " + std::to_string(4 * factor) + " (got " +
+                                    std::to_string(n) + " along " + "xyz"[a] + ")");
+    }
+  }
 
   Section output = doc.child("output");
   output.optional("directory", [&](auto& v, auto& k) { c.output_directory = output.scalar<std::string>(v, k, "a path"); });
@@ -398,7 +419,7 @@ std::string RunConfig::to_yaml() const {
     << "max_evaluations" << YAML::Value << stop.max_evaluations << YAML::Key << "energy_tolerance" << YAML::Value
     << stop.energy_tolerance << YAML::Key << "stall_stages" << YAML::Value << stop.stall_stages << YAML::Key
     << "max_seconds" << YAML::Value << max_seconds << YAML::Key << "verify_every" << YAML::Value << verify_every
-    << YAML::EndMap;
+    << YAML::Key << "levels" << YAML::Value << levels << YAML::EndMap;
   y << YAML::Key << "moves" << YAML::Value << YAML::BeginMap << YAML::Key << "interface_bias" << YAML::Value
     << loop.moves.interface_bias << YAML::Key << "keep_pore_connected" << YAML::Value << loop.moves.keep_pore_connected
     << YAML::EndMap;

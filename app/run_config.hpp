@@ -37,6 +37,12 @@ struct RunConfig {
   /// by each term's incremental update, is compared with every term recounted from scratch,
   /// and the run stops with an error naming the term when they differ.
   int64_t verify_every = 0;
+  /// Coarse-to-fine levels (1: none). With n levels the run first reconstructs the same box on
+  /// grids 2^(n−1), …, 2 times coarser, each level's targets from the reference coarsened as
+  /// much and each level started from the one before, refined; the start named under
+  /// `initial` is built at the coarsest level. The coarser levels share max_seconds and
+  /// max_evaluations evenly, the finest takes what they leave of max_seconds.
+  int levels = 1;
   std::string initial = "noise";  ///< noise | blobs | file: the starting structure, porosity-matched
   double initial_blobiness = 1.0; ///< blobs: PoreSpy's blobiness (larger, smaller features)
   bool initial_blobiness_auto = false;  ///< blobs, `blobiness: auto`: the size nearest the target PSD

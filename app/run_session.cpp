@@ -23,6 +23,7 @@
 #include "poreforge/correlation.hpp"
 #include "poreforge/durable_file.hpp"
 #include "poreforge/error.hpp"
+#include "poreforge/generators.hpp"
 #include "poreforge/io.hpp"
 #include "poreforge/local_thickness.hpp"
 #include "checkpoint.hpp"
@@ -46,6 +47,13 @@ std::string xdmf_for(const Shape& s, const Spacing& sp, const std::string& h5, c
     << "\" NumberType=\"UChar\" Precision=\"1\" Format=\"HDF\">" << h5 << ":" << dataset << "</DataItem>\n"
     << "   </Attribute>\n  </Grid>\n </Domain>\n</Xdmf>\n";
   return x.str();
+}
+
+// A spacing for people to read (to_string keeps every digit, for files).
+std::string spacing_text(const Spacing& s) {
+  char text[96];
+  std::snprintf(text, sizeof text, "%.6g,%.6g,%.6g", s.x, s.y, s.z);
+  return text;
 }
 
 std::string hms(double seconds) {
@@ -81,6 +89,11 @@ struct Session {
   anneal::Quality start_quality;  // of the structure this session's loop began from
   std::optional<anneal::Quality> run_start;  // of the run's first structure (a resume: from the checkpoint)
   std::ofstream log;
+  /// The loop's wall-clock limit this session when coarser levels (annealing.levels) took
+  /// part of rc.max_seconds; < 0: rc.max_seconds itself (0 there: none).
+  double loop_seconds = -1;
+  std::vector<Mask> coarse_levels;        // annealing.levels: each coarser level's result, coarsest first
+  std::vector<std::string> early_lines;   // said before run.log was open
 
   // Informational lines; with --progress json they go to stderr so stdout stays JSON lines.
   std::FILE* text_stream() const { return progress == "json" ? stderr : stdout; }
@@ -91,6 +104,15 @@ struct Session {
     }
     log << line << "\n";
     log.flush();
+  }
+  double seconds_limit() const { return loop_seconds >= 0 ? loop_seconds : rc.max_seconds; }
+  // A line said before the run folder exists: on screen now, into run.log once it is open.
+  void note(const std::string& line) {
+    if (!quiet) {
+      std::fprintf(text_stream(), "%s\n", line.c_str());
+      std::fflush(text_stream());
+    }
+    early_lines.push_back(line);
   }
 
   void checkpoint(const anneal::Annealer& a) {
@@ -152,7 +174,7 @@ struct Session {
       const double rate = elapsed > 0 ? double(p.evaluations - first) / elapsed : 0;
       const double share = p.evaluations ? double(p.accepted) / double(p.evaluations) : 0;
       double eta = rate > 0 ? double(rc.loop.stopping.max_evaluations - p.evaluations) / rate : 0;
-      if (rc.max_seconds > 0) eta = std::min(eta, rc.max_seconds - elapsed);
+      if (seconds_limit() > 0) eta = std::min(eta, seconds_limit() - elapsed);
       char line[320];
       if (json)
         std::snprintf(line, sizeof line,
@@ -205,8 +227,8 @@ struct Session {
       a.advance(batch);
       const auto& p = a.progress();
       if (rc.verify_every > 0 && p.evaluations % rc.verify_every == 0) verify(a);
-      if (rc.max_seconds > 0 && p.stopped == anneal::StopReason::none &&
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - loop_start).count() >= rc.max_seconds)
+      if (seconds_limit() > 0 && p.stopped == anneal::StopReason::none &&
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - loop_start).count() >= seconds_limit())
         a.stop(anneal::StopReason::time_limit);
       const bool at_record = p.evaluations % rc.report_every == 0;
       if (at_record) {
@@ -323,6 +345,212 @@ struct Session {
   }
 };
 
+// A connected start's clusters: those of the reference's sub-volumes of this domain's physical
+// size (as `compare` draws them), or a descriptor file's largest share alone; none when the
+// start is not connected.
+std::optional<anneal::ClusterSample> cluster_sample(Session& run, const anneal::Config& loop, const Mask* reference,
+                                                    bool quiet) {
+  std::optional<anneal::ClusterSample> clusters;
+  if (run.rc.initial_connect && reference) {
+    int64_t sub[3];
+    for (int a = 0; a < 3; ++a)
+      sub[a] = std::max<int64_t>(1, std::llround(double(loop.shape.extent(a)) * loop.spacing.along(a) /
+                                                 reference->spacing().along(a)));
+    clusters = anneal::sample_clusters(*reference, Shape{sub[0], sub[1], sub[2]}, 12, loop.seed, run.backend);
+    // Sizes in the domain's voxels: the same physical volume on another grid; clusters below
+    // half a voxel of it do not show there, and their share of the count goes with them.
+    const Spacing rs = reference->spacing(), ds = loop.spacing;
+    const double scale = (rs.x * rs.y * rs.z) / (ds.x * ds.y * ds.z);
+    if (scale != 1.0) {
+      std::vector<int64_t> shown;
+      for (int64_t size : clusters->other_sizes)
+        if (const int64_t s = std::llround(double(size) * scale); s > 0) shown.push_back(s);
+      if (!clusters->other_sizes.empty())
+        clusters->others *= double(shown.size()) / double(clusters->other_sizes.size());
+      clusters->other_sizes = std::move(shown);
+      if (clusters->other_sizes.empty()) clusters->others = 0;
+    }
+  } else if (run.rc.initial_connect && loop.targets.largest_cluster_share > 0) {
+    clusters = anneal::ClusterSample{loop.targets.largest_cluster_share, 0, {}};
+  } else if (run.rc.initial_connect && !quiet) {
+    std::fprintf(run.text_stream(), "initial.connect: the target names no largest-cluster share (a descriptor file "
+                                    "without `describe --measures`); the blobs start as drawn\n");
+  }
+  return clusters;
+}
+
+// A blobs or grains start at `loop`'s grid, connected as the reference's clusters are
+// (initial.connect); `auto` sizes chosen by the targets and written back into run.rc, so the
+// resolved config makes the same start again.
+void build_start(Session& run, anneal::Config& loop, const Mask* reference, bool quiet) {
+  const bool grains = run.rc.initial == "grains";
+  const bool plant = run.rc.initial_plant_large_pores;
+  const std::optional<anneal::ClusterSample> clusters = cluster_sample(run, loop, reference, quiet);
+  const anneal::ClusterSample* cl = clusters ? &*clusters : nullptr;
+  anneal::BlobCandidate chosen;
+  anneal::StartWeights start_weights;  // relative to the PSD's, as the run weighs them
+  if (loop.weights.pore_psd > 0) {
+    start_weights.s2 = loop.weights.s2 / loop.weights.pore_psd;
+    start_weights.chords = loop.weights.chords / loop.weights.pore_psd;
+  }
+  if (grains ? run.rc.initial_grain_radius_auto : run.rc.initial_blobiness_auto) {
+    if (!quiet)
+      std::fprintf(run.text_stream(), "choosing the %s by the targets:\n", grains ? "grain radius" : "blob size");
+    anneal::BlobStart start = anneal::choose_blob_start(
+        loop.shape, loop.spacing, loop.targets, loop.boundary, loop.seed, plant, run.backend,
+        [&](const anneal::BlobCandidate& c) {
+          if (quiet) return;
+          if (grains)
+            std::fprintf(run.text_stream(), "  grain radius %.3g voxels, spread %.2g: pore-PSD L1 %.4f", c.radius,
+                         c.radius_spread, c.blobs_psd_l1);
+          else
+            std::fprintf(run.text_stream(), "  blobiness %.4g (sigma %.3g voxels): pore-PSD L1 %.4f", c.blobiness,
+                         c.sigma, c.blobs_psd_l1);
+          if (c.connected.voxels_grown) std::fprintf(run.text_stream(), ", %.4f connected", c.pore_psd_l1);
+          if (c.s2_rms > 0) std::fprintf(run.text_stream(), ", S2 RMS %.4g", c.s2_rms);
+          if (c.chords_l1 > 0) std::fprintf(run.text_stream(), ", chords L1 %.4f", c.chords_l1);
+          if (c.planted_balls)
+            std::fprintf(run.text_stream(), ", %.4f with %d large pores planted", c.pore_psd_l1, c.planted_balls);
+          std::fprintf(run.text_stream(), "\n");
+        },
+        cl, start_weights, grains, run.rc.initial_grain_spread_auto ? -1.0 : run.rc.initial_grain_spread);
+    loop.initial = std::move(start.structure);
+    chosen = start.chosen;
+    if (grains) {
+      run.rc.initial_grain_radius = chosen.radius;
+      run.rc.initial_grain_radius_auto = false;
+      run.rc.initial_grain_spread = chosen.radius_spread;
+      run.rc.initial_grain_spread_auto = false;
+    } else {
+      run.rc.initial_blobiness = chosen.blobiness;
+      run.rc.initial_blobiness_auto = false;
+    }
+    run.blob_size_searched = true;
+  } else if (grains) {
+    loop.initial = anneal::make_grain_start(loop.shape, loop.spacing, loop.targets, loop.boundary,
+                                            run.rc.initial_grain_radius, loop.seed, run.backend, &chosen, cl,
+                                            run.rc.initial_grain_spread_auto ? 0.0 : run.rc.initial_grain_spread);
+  } else {
+    loop.initial = anneal::make_blob_start(loop.shape, loop.spacing, loop.targets, loop.boundary,
+                                           run.rc.initial_blobiness, plant, loop.seed, run.backend, &chosen, cl);
+  }
+  run.blob_start = chosen;
+  const anneal::ConnectedStart& cs = chosen.connected;
+  if (cl && !quiet) {
+    std::fprintf(run.text_stream(),
+                 "connected start: largest pore cluster %.4f -> %.4f of the pore (reference %.4f), %lld other "
+                 "clusters made solid, ",
+                 cs.largest_share_before, cs.largest_share_after, cl->largest_share,
+                 static_cast<long long>(cs.clusters_dropped));
+    if (cl->other_sizes.empty())
+      std::fprintf(run.text_stream(), "the blobs' smaller ones kept (the target names the share only)");
+    else
+      std::fprintf(run.text_stream(), "%lld of the reference's small clusters placed (it has %.1f on average)",
+                   static_cast<long long>(cs.clusters_placed), cl->others);
+    if (cs.voxels_peeled) std::fprintf(run.text_stream(), ", %lld voxels peeled", static_cast<long long>(cs.voxels_peeled));
+    std::fprintf(run.text_stream(), ", %lld voxels grown\n", static_cast<long long>(cs.voxels_grown));
+  }
+}
+
+// A finer level's start: the coarser level's structure refined onto `loop`'s grid
+// (anneal::refine_field), cut at the target's pore count, and connected as the reference's
+// clusters are on this grid — clusters too small to show on the coarser grid placed here.
+Mask refine_start(Session& run, const anneal::Config& loop, const Mask& coarser, const Mask& reference, bool quiet) {
+  const std::vector<float> field = anneal::refine_field(coarser, loop.shape);
+  const int64_t pore_voxels = std::llround(loop.targets.porosity * double(loop.shape.voxels()));
+  Mask start = lowest_values(field, loop.shape, pore_voxels);
+  start.set_spacing(loop.spacing);
+  const std::optional<anneal::ClusterSample> clusters = cluster_sample(run, loop, &reference, quiet);
+  if (!clusters) return start;
+  anneal::ConnectedStart cs;
+  Mask connected = anneal::connect_largest_cluster(start, field, *clusters, loop.seed, run.backend, &cs);
+  connected.set_spacing(loop.spacing);
+  char line[320];
+  std::snprintf(line, sizeof line,
+                "refined   onto %s: largest pore cluster %.4f -> %.4f of the pore (reference %.4f), %lld of the "
+                "reference's small clusters placed (it has %.1f on average)",
+                to_string(loop.shape).c_str(), cs.largest_share_before, cs.largest_share_after, clusters->largest_share,
+                static_cast<long long>(cs.clusters_placed), clusters->others);
+  run.note(line);
+  return connected;
+}
+
+// annealing.levels: the coarser levels, coarsest first, each its own annealing of the same box
+// on a grid 2^j times coarser against the reference coarsened as much, the coarsest started
+// as `initial` says and each other from the one before; the finest level's start goes into
+// `loop.initial`. They keep no checkpoint (they are the finest level's start, minutes at most),
+// so a signal ends the run before anything is written; returns 128 + the signal then, else 0.
+int run_coarse_levels(Session& run, anneal::Config& loop, const Mask& reference, bool quiet) {
+  const int levels = run.rc.levels;
+  g_signal = 0;
+  std::signal(SIGINT, on_signal);
+  std::signal(SIGTERM, on_signal);
+  const auto began = std::chrono::steady_clock::now();
+  auto since = [](std::chrono::steady_clock::time_point t) {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+  };
+  std::optional<Mask> previous;
+  for (int j = levels - 1; j >= 1; --j) {
+    const int factor = 1 << j;
+    const Mask level_reference = anneal::coarsen(reference, factor);
+    anneal::Config lc = loop;
+    for (int a = 0; a < 3; ++a) {
+      const int64_t n = loop.shape.extent(a);
+      (a == 0 ? lc.shape.nx : a == 1 ? lc.shape.ny : lc.shape.nz) = n > 1 ? n / factor : 1;
+      (a == 0 ? lc.spacing.x : a == 1 ? lc.spacing.y : lc.spacing.z) = loop.spacing.along(a) * (n > 1 ? factor : 1);
+    }
+    lc.targets = anneal::Targets::from_image(level_reference, parse_boundary(run.rc.target_boundary), run.rc.bins,
+                                             run.rc.log_bins, run.backend);
+    if (!(lc.targets.spacing == lc.spacing)) lc.targets = lc.targets.at_spacing(lc.spacing);
+    lc.stopping.max_evaluations = std::max<int64_t>(1, loop.stopping.max_evaluations / levels);
+    const int number = levels - j;
+    char line[320];
+    std::snprintf(line, sizeof line, "level     %d of %d: %s at spacing %s, the reference coarsened %dx (porosity %.4f)",
+                  number, levels, to_string(lc.shape).c_str(), spacing_text(lc.spacing).c_str(), factor,
+                  lc.targets.porosity);
+    run.note(line);
+    if (previous) lc.initial = refine_start(run, lc, *previous, level_reference, quiet);
+    else if (run.rc.initial == "blobs" || run.rc.initial == "grains") build_start(run, lc, &level_reference, quiet);
+    anneal::Annealer a(lc);
+    const auto level_began = std::chrono::steady_clock::now();
+    const double budget = run.rc.max_seconds > 0 ? run.rc.max_seconds / levels : 0;
+    auto shown = level_began;
+    while (a.progress().stopped == anneal::StopReason::none) {
+      a.advance(256);
+      if (budget > 0 && a.progress().stopped == anneal::StopReason::none && since(level_began) >= budget)
+        a.stop(anneal::StopReason::time_limit);
+      if (g_signal) {
+        run.note("interrupted by signal " + std::to_string(int(g_signal)) + " in level " + std::to_string(number) +
+                 " of " + std::to_string(levels) + "; the coarser levels keep no checkpoint and nothing was written");
+        return 128 + int(g_signal);
+      }
+      if (!quiet && since(shown) >= 5.0) {
+        const anneal::Progress& p = a.progress();
+        std::fprintf(run.text_stream(), "  level %d: %lld evaluations  E %.5f  %.0f eval/s\n", number,
+                     static_cast<long long>(p.evaluations), p.energy.total, double(p.evaluations) / since(level_began));
+        std::fflush(run.text_stream());
+        shown = std::chrono::steady_clock::now();
+      }
+    }
+    const anneal::Progress& p = a.progress();
+    std::snprintf(line, sizeof line, "level     %d of %d: %s after %lld evaluations in %.1f s, energy %.5f", number, levels,
+                  to_string(p.stopped).c_str(), static_cast<long long>(p.evaluations), since(level_began),
+                  p.energy.total);
+    run.note(line);
+    previous = a.structure();
+    run.coarse_levels.push_back(*previous);
+  }
+  std::signal(SIGINT, SIG_DFL);
+  std::signal(SIGTERM, SIG_DFL);
+  char line[160];
+  std::snprintf(line, sizeof line, "level     %d of %d: %s at spacing %s", levels, levels, to_string(loop.shape).c_str(),
+                spacing_text(loop.spacing).c_str());
+  run.note(line);
+  loop.initial = refine_start(run, loop, *previous, reference, quiet);
+  // max_seconds bounds the whole run: the finest level has what the coarser ones left.
+  if (run.rc.max_seconds > 0) run.loop_seconds = std::max(1.0, run.rc.max_seconds - since(began));
+  return 0;
+}
 }  // namespace
 
 int start_run(const RunOptions& o, const std::string& command_line) {
@@ -337,6 +565,10 @@ int start_run(const RunOptions& o, const std::string& command_line) {
   run.quiet = o.quiet;
   run.progress = o.progress;
   run.command_line = command_line;
+  // The start (and any coarser levels) takes minutes: they must not end at a folder that was
+  // there all along. claim_folder checks again, and what --force may replace, once they are done.
+  if (const fs::path folder = fs::path(run.rc.output_directory) / run.rc.name; !o.force && fs::exists(folder))
+    throw InputError("run folder '" + folder.string() + "' already exists (use --force to replace it)");
   run.backend = resolve_backend(parse_backend(run.rc.backend), Operation::pore_size_distribution);
   loop.backend = run.backend;
   require_memory(run_memory(loop.shape, loop.spacing, loop.boundary, run.backend));
@@ -370,107 +602,16 @@ int start_run(const RunOptions& o, const std::string& command_line) {
     loop.targets = loop.targets.at_spacing(loop.spacing);
     if (!o.quiet)
       std::fprintf(run.text_stream(), "target S2 resampled from the reference's spacing %s to the domain's %s\n",
-                   to_string(from).c_str(), to_string(loop.spacing).c_str());
+                   spacing_text(from).c_str(), spacing_text(loop.spacing).c_str());
   }
   // Blobs are seeded from the run's seed, with exactly the target's pore count. `auto`
   // measures a range of blob sizes against the target PSD and keeps the nearest; the
   // resolved config written with the run then names the size chosen, so it makes the
   // same start again (planting, if asked, is a function of the same seed and targets).
-  if (run.rc.initial == "blobs" || run.rc.initial == "grains") {
-    const bool grains = run.rc.initial == "grains";
-    const bool plant = run.rc.initial_plant_large_pores;
-    // A connected start's clusters: those of the reference's sub-volumes of this domain's
-    // physical size (as `compare` draws them), or a descriptor file's largest share alone.
-    std::optional<anneal::ClusterSample> clusters;
-    if (run.rc.initial_connect && reference) {
-      int64_t sub[3];
-      for (int a = 0; a < 3; ++a)
-        sub[a] = std::max<int64_t>(1, std::llround(double(loop.shape.extent(a)) * loop.spacing.along(a) /
-                                                   reference->spacing().along(a)));
-      clusters = anneal::sample_clusters(*reference, Shape{sub[0], sub[1], sub[2]}, 12, loop.seed, run.backend);
-      // Sizes in the domain's voxels: the same physical volume on another grid; clusters below
-      // half a voxel of it do not show there, and their share of the count goes with them.
-      const Spacing rs = reference->spacing(), ds = loop.spacing;
-      const double scale = (rs.x * rs.y * rs.z) / (ds.x * ds.y * ds.z);
-      if (scale != 1.0) {
-        std::vector<int64_t> shown;
-        for (int64_t size : clusters->other_sizes)
-          if (const int64_t s = std::llround(double(size) * scale); s > 0) shown.push_back(s);
-        if (!clusters->other_sizes.empty())
-          clusters->others *= double(shown.size()) / double(clusters->other_sizes.size());
-        clusters->other_sizes = std::move(shown);
-        if (clusters->other_sizes.empty()) clusters->others = 0;
-      }
-    } else if (run.rc.initial_connect && loop.targets.largest_cluster_share > 0) {
-      clusters = anneal::ClusterSample{loop.targets.largest_cluster_share, 0, {}};
-    } else if (run.rc.initial_connect && !o.quiet) {
-      std::fprintf(run.text_stream(), "initial.connect: the target names no largest-cluster share (a descriptor file "
-                                      "without `describe --measures`); the blobs start as drawn\n");
-    }
-    const anneal::ClusterSample* cl = clusters ? &*clusters : nullptr;
-    anneal::BlobCandidate chosen;
-    anneal::StartWeights start_weights;  // relative to the PSD's, as the run weighs them
-    if (loop.weights.pore_psd > 0) {
-      start_weights.s2 = loop.weights.s2 / loop.weights.pore_psd;
-      start_weights.chords = loop.weights.chords / loop.weights.pore_psd;
-    }
-    if (grains ? run.rc.initial_grain_radius_auto : run.rc.initial_blobiness_auto) {
-      if (!o.quiet)
-        std::fprintf(run.text_stream(), "choosing the %s by the targets:\n", grains ? "grain radius" : "blob size");
-      anneal::BlobStart start = anneal::choose_blob_start(
-          loop.shape, loop.spacing, loop.targets, loop.boundary, loop.seed, plant, run.backend,
-          [&](const anneal::BlobCandidate& c) {
-            if (o.quiet) return;
-            if (grains)
-              std::fprintf(run.text_stream(), "  grain radius %.3g voxels, spread %.2g: pore-PSD L1 %.4f", c.radius,
-                           c.radius_spread, c.blobs_psd_l1);
-            else
-              std::fprintf(run.text_stream(), "  blobiness %.4g (sigma %.3g voxels): pore-PSD L1 %.4f", c.blobiness,
-                           c.sigma, c.blobs_psd_l1);
-            if (c.connected.voxels_grown) std::fprintf(run.text_stream(), ", %.4f connected", c.pore_psd_l1);
-            if (c.s2_rms > 0) std::fprintf(run.text_stream(), ", S2 RMS %.4g", c.s2_rms);
-            if (c.chords_l1 > 0) std::fprintf(run.text_stream(), ", chords L1 %.4f", c.chords_l1);
-            if (c.planted_balls)
-              std::fprintf(run.text_stream(), ", %.4f with %d large pores planted", c.pore_psd_l1, c.planted_balls);
-            std::fprintf(run.text_stream(), "\n");
-          },
-          cl, start_weights, grains, run.rc.initial_grain_spread_auto ? -1.0 : run.rc.initial_grain_spread);
-      loop.initial = std::move(start.structure);
-      chosen = start.chosen;
-      if (grains) {
-        run.rc.initial_grain_radius = chosen.radius;
-        run.rc.initial_grain_radius_auto = false;
-        run.rc.initial_grain_spread = chosen.radius_spread;
-        run.rc.initial_grain_spread_auto = false;
-      } else {
-        run.rc.initial_blobiness = chosen.blobiness;
-        run.rc.initial_blobiness_auto = false;
-      }
-      run.blob_size_searched = true;
-    } else if (grains) {
-      loop.initial = anneal::make_grain_start(loop.shape, loop.spacing, loop.targets, loop.boundary,
-                                              run.rc.initial_grain_radius, loop.seed, run.backend, &chosen, cl,
-                                              run.rc.initial_grain_spread_auto ? 0.0 : run.rc.initial_grain_spread);
-    } else {
-      loop.initial = anneal::make_blob_start(loop.shape, loop.spacing, loop.targets, loop.boundary,
-                                             run.rc.initial_blobiness, plant, loop.seed, run.backend, &chosen, cl);
-    }
-    run.blob_start = chosen;
-    const anneal::ConnectedStart& cs = chosen.connected;
-    if (cl && !o.quiet) {
-      std::fprintf(run.text_stream(),
-                   "connected start: largest pore cluster %.4f -> %.4f of the pore (reference %.4f), %lld other "
-                   "clusters made solid, ",
-                   cs.largest_share_before, cs.largest_share_after, cl->largest_share,
-                   static_cast<long long>(cs.clusters_dropped));
-      if (cl->other_sizes.empty())
-        std::fprintf(run.text_stream(), "the blobs' smaller ones kept (the target names the share only)");
-      else
-        std::fprintf(run.text_stream(), "%lld of the reference's small clusters placed (it has %.1f on average)",
-                     static_cast<long long>(cs.clusters_placed), cl->others);
-      if (cs.voxels_peeled) std::fprintf(run.text_stream(), ", %lld voxels peeled", static_cast<long long>(cs.voxels_peeled));
-      std::fprintf(run.text_stream(), ", %lld voxels grown\n", static_cast<long long>(cs.voxels_grown));
-    }
+  if (run.rc.levels > 1) {
+    if (const int code = run_coarse_levels(run, loop, *reference, o.quiet)) return code;
+  } else if (run.rc.initial == "blobs" || run.rc.initial == "grains") {
+    build_start(run, loop, reference ? &*reference : nullptr, o.quiet);
   }
   // A structure from a file (a coarser run's final.h5: multi-scale reconstruction), resampled
   // onto this grid and cut at the target's pore count.
@@ -485,7 +626,7 @@ int start_run(const RunOptions& o, const std::string& command_line) {
     const double given_porosity = double(count_phase(given)) / double(given.voxels());
     char line[512];
     std::snprintf(line, sizeof line, "initial   %s (%s, spacing %s, porosity %.4f)%s, porosity %.4f",
-                  run.rc.initial_file.c_str(), to_string(given.shape()).c_str(), to_string(given.spacing()).c_str(),
+                  run.rc.initial_file.c_str(), to_string(given.shape()).c_str(), spacing_text(given.spacing()).c_str(),
                   given_porosity,
                   given.shape() == loop.shape ? "" : (" resampled to " + to_string(loop.shape)).c_str(),
                   loop.targets.porosity);
@@ -529,6 +670,22 @@ int start_run(const RunOptions& o, const std::string& command_line) {
   run.lock = std::move(folder.lock);
   write_text(run.dir / "config.yaml", run.rc.to_yaml());  // with a chosen blob size, if any
   run.log.open(run.dir / "run.log");
+  for (const std::string& line : run.early_lines) run.log << line << "\n";
+  // Each coarser level's result beside the run's, for a look at what the finer ones began from.
+  for (std::size_t k = 0; k < run.coarse_levels.size(); ++k) {
+    const Mask& level = run.coarse_levels[k];
+    fs::create_directories(run.dir / "levels");
+    const std::string file = "level-" + std::to_string(k + 1) + ".h5";
+    OutputFile out((run.dir / "levels" / file).string(), true);
+    out.write_volume("/volume", level);
+    out.set_attribute("level", double(k + 1));
+    out.set_attribute("levels", double(run.rc.levels));
+    out.set_attribute("labels", std::string("1 = pore, 0 = solid"));
+    out.set_provenance(command_line);
+    out.commit();
+    run.say("wrote     levels/" + file + " (" + to_string(level.shape()) + ", level " + std::to_string(k + 1) + " of " +
+            std::to_string(run.rc.levels) + ")");
+  }
   run.say("target    " + (run.rc.target_image.empty() ? run.rc.target_descriptors : run.rc.target_image));
   run.say("backend   " + backend_description(run.backend) +
           (annealer.device_loop() ? ", the loop on the device" : ", the loop on the host"));
@@ -540,8 +697,9 @@ int start_run(const RunOptions& o, const std::string& command_line) {
     if (b.radius > 0)
       std::snprintf(size, sizeof size, "grains, radius %.3g voxels (spread %.2g)", b.radius, b.radius_spread);
     else std::snprintf(size, sizeof size, "blobs, blobiness %.4g (sigma %.3g voxels)", b.blobiness, b.sigma);
-    int n = std::snprintf(line, sizeof line, "initial   %s%s: pore-PSD L1 %.4f", size,
-                          run.blob_size_searched ? " chosen by the targets" : "", b.blobs_psd_l1);
+    int n = std::snprintf(line, sizeof line, "initial   %s%s%s: pore-PSD L1 %.4f", size,
+                          run.blob_size_searched ? " chosen by the targets" : "",
+                          run.rc.levels > 1 ? " at the coarsest level" : "", b.blobs_psd_l1);
     if (b.planted_balls)
       std::snprintf(line + n, sizeof line - std::size_t(n), "; %d large pores planted (%lld voxels): L1 %.4f",
                     b.planted_balls, static_cast<long long>(b.planted_voxels), b.pore_psd_l1);

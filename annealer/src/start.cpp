@@ -714,9 +714,17 @@ BlobStart choose_blob_start(Shape shape, Spacing spacing, const Targets& targets
          sigma *= 1.25, ++tried_here) {
       BlobCandidate c;
       // Grains: radii from 2 voxels (a sphere of one voxel is no grain) in the same steps.
-      Mask m = grains ? make_grain_start(shape, spacing, targets, boundary, 2 * sigma, seed, backend, &c, clusters, spread)
-                      : make_blob_start(shape, spacing, targets, boundary, unit_sigma / sigma, plant_large_pores, seed,
-                                        backend, &c, clusters);
+      Mask m;
+      try {
+        m = grains ? make_grain_start(shape, spacing, targets, boundary, 2 * sigma, seed, backend, &c, clusters, spread)
+                   : make_blob_start(shape, spacing, targets, boundary, unit_sigma / sigma, plant_large_pores, seed,
+                                     backend, &c, clusters);
+      } catch (const InputError&) {
+        // Grains as large as a small domain leave it no pore: the sizes past that are no start
+        // either (the smallest one failing is the caller's error).
+        if (tried_here == 0) throw;
+        break;
+      }
       c.score = c.pore_psd_l1;
       auto relative = [](double e, double e0) { return e0 > 0 ? (e / e0) * (e / e0) : 0.0; };
       if (weights.s2 > 0 || weights.chords > 0) c.score = relative(c.pore_psd_l1, noise.pore_psd_l1);
@@ -745,10 +753,11 @@ BlobStart choose_blob_start(Shape shape, Spacing spacing, const Targets& targets
   return best;
 }
 
-Mask resample_start(const Mask& structure, Shape shape, Spacing spacing, int64_t pore_voxels) {
-  validate_shape(shape);
-  if (pore_voxels < 0 || pore_voxels > shape.voxels())
-    throw InputError("resample_start: " + std::to_string(pore_voxels) + " pore voxels asked of " + to_string(shape));
+namespace {
+
+// `structure`'s pore indicator at the cell centres of `shape` over the same box, trilinear
+// (edges clamped): 1 deep in the pore, 0 deep in the solid, between near the interface.
+std::vector<float> interpolated_pore(const Mask& structure, Shape shape) {
   const Shape from = structure.shape();
   // Source position of target index i along an axis: cell centres of the same box; the two
   // neighbouring source indices and the weight of the upper one.
@@ -767,7 +776,7 @@ Mask resample_start(const Mask& structure, Shape shape, Spacing spacing, int64_t
   };
   const auto tx = taps(shape.nx, from.nx), ty = taps(shape.ny, from.ny), tz = taps(shape.nz, from.nz);
   auto pore_at = [&](int64_t x, int64_t y, int64_t z) { return structure[(z * from.ny + y) * from.nx + x] ? 1.0f : 0.0f; };
-  std::vector<float> field(static_cast<std::size_t>(shape.voxels()));  // minus the interpolated indicator
+  std::vector<float> field(static_cast<std::size_t>(shape.voxels()));
 #pragma omp parallel for schedule(static)
   for (int64_t z = 0; z < shape.nz; ++z)
     for (int64_t y = 0; y < shape.ny; ++y)
@@ -778,11 +787,86 @@ Mask resample_start(const Mask& structure, Shape shape, Spacing spacing, int64_t
         };
         const float lo = (1 - b.w) * along_x(b.lo, c.lo) + b.w * along_x(b.hi, c.lo);
         const float hi = (1 - b.w) * along_x(b.lo, c.hi) + b.w * along_x(b.hi, c.hi);
-        field[std::size_t((z * shape.ny + y) * shape.nx + x)] = -((1 - c.w) * lo + c.w * hi);
+        field[std::size_t((z * shape.ny + y) * shape.nx + x)] = (1 - c.w) * lo + c.w * hi;
       }
+  return field;
+}
+
+// One [1 2 1]/4 pass along each axis, the faces clamped.
+void smooth_121(std::vector<float>& field, Shape shape) {
+  std::vector<float> out(field.size());
+  const int64_t stride[3] = {1, shape.nx, shape.nx * shape.ny};
+  for (int axis = 0; axis < 3; ++axis) {
+    const int64_t n = shape.extent(axis), step = stride[axis];
+#pragma omp parallel for schedule(static)
+    for (int64_t z = 0; z < shape.nz; ++z)
+      for (int64_t y = 0; y < shape.ny; ++y)
+        for (int64_t x = 0; x < shape.nx; ++x) {
+          const int64_t i = (z * shape.ny + y) * shape.nx + x;
+          const int64_t at = axis == 0 ? x : axis == 1 ? y : z;
+          const float left = field[std::size_t(at > 0 ? i - step : i)];
+          const float right = field[std::size_t(at + 1 < n ? i + step : i)];
+          out[std::size_t(i)] = 0.25f * left + 0.5f * field[std::size_t(i)] + 0.25f * right;
+        }
+    field.swap(out);
+  }
+}
+
+}  // namespace
+
+Mask resample_start(const Mask& structure, Shape shape, Spacing spacing, int64_t pore_voxels) {
+  validate_shape(shape);
+  if (pore_voxels < 0 || pore_voxels > shape.voxels())
+    throw InputError("resample_start: " + std::to_string(pore_voxels) + " pore voxels asked of " + to_string(shape));
+  std::vector<float> field = interpolated_pore(structure, shape);
+  for (float& v : field) v = -v;
   Mask start = lowest_values(field, shape, pore_voxels);
   start.set_spacing(spacing);
   return start;
+}
+
+std::vector<float> refine_field(const Mask& structure, Shape shape) {
+  validate_shape(shape);
+  std::vector<float> field = interpolated_pore(structure, shape);
+  smooth_121(field, shape);
+  for (float& v : field) v = -v;
+  return field;
+}
+
+Mask coarsen(const Mask& pore, int factor) {
+  if (factor < 1) throw InputError("coarsen: the factor must be 1 or more (got " + std::to_string(factor) + ")");
+  const Shape from = pore.shape();
+  const Shape to{std::max<int64_t>(1, from.nx / factor), std::max<int64_t>(1, from.ny / factor),
+                 std::max<int64_t>(1, from.nz / factor)};
+  // Each block's pore share; an axis shorter than the factor is one block of what it has.
+  const int64_t bx = std::min<int64_t>(factor, from.nx), by = std::min<int64_t>(factor, from.ny),
+                bz = std::min<int64_t>(factor, from.nz);
+  std::vector<float> share(static_cast<std::size_t>(to.voxels()));
+#pragma omp parallel for schedule(static)
+  for (int64_t z = 0; z < to.nz; ++z)
+    for (int64_t y = 0; y < to.ny; ++y)
+      for (int64_t x = 0; x < to.nx; ++x) {
+        int64_t count = 0;
+        for (int64_t k = 0; k < bz; ++k)
+          for (int64_t j = 0; j < by; ++j)
+            for (int64_t i = 0; i < bx; ++i)
+              count += pore[((z * bz + k) * from.ny + (y * by + j)) * from.nx + (x * bx + i)] ? 1 : 0;
+        share[std::size_t((z * to.ny + y) * to.nx + x)] = float(count) / float(bx * by * bz);
+      }
+  // Blocks of equal share (half pore, say) are told apart by their neighbours': the block in
+  // the more porous neighbourhood turns pore.
+  std::vector<float> field = share;
+  smooth_121(field, to);
+  for (std::size_t i = 0; i < field.size(); ++i) field[i] = -(share[i] + 1e-3f * field[i]);
+  int64_t blocks_pore = 0;
+  for (int64_t z = 0; z < to.nz * bz; ++z)
+    for (int64_t y = 0; y < to.ny * by; ++y)
+      for (int64_t x = 0; x < to.nx * bx; ++x) blocks_pore += pore[(z * from.ny + y) * from.nx + x] ? 1 : 0;
+  const int64_t pore_voxels = std::llround(double(blocks_pore) / double(bx * by * bz));
+  Mask coarse = lowest_values(field, to, pore_voxels);
+  const Spacing s = pore.spacing();
+  coarse.set_spacing({s.x * double(bx), s.y * double(by), s.z * double(bz)});
+  return coarse;
 }
 
 }  // namespace poreforge::anneal

@@ -531,6 +531,61 @@ TEST_CASE("anneal.resample_start") {
   CHECK_THROWS_AS(resample_start(coarse, {32, 32, 32}, {}, 32 * 32 * 32 + 1), InputError);
 }
 
+TEST_CASE("anneal.coarsen_and_refine_field") {
+  // A coarse structure blown up to 2×2×2 blocks coarsens back to itself, its spacing doubled;
+  // voxels past the last whole block are dropped; factor 1 is the identity.
+  const uint64_t seed = testing::fresh_seed();
+  CAPTURE(seed);
+  const Mask coarse = generate_noise({7, 6, 5}, 0.35, seed);
+  Mask fine({15, 13, 11});  // one voxel more than 2x along each axis: the dropped remainder
+  fine.set_spacing({0.5, 0.25, 1.0});
+  for (int64_t z = 0; z < 11; ++z)
+    for (int64_t y = 0; y < 13; ++y)
+      for (int64_t x = 0; x < 15; ++x)
+        fine(x, y, z) = (x < 14 && y < 12 && z < 10) ? coarse(x / 2, y / 2, z / 2) : uint8_t((x + y + z) % 2);
+  const Mask back = coarsen(fine, 2);
+  CHECK(back.shape() == coarse.shape());
+  CHECK(back.values() == coarse.values());
+  CHECK(back.spacing() == Spacing{1.0, 0.5, 2.0});
+  CHECK(coarsen(coarse, 1).values() == coarse.values());
+  CHECK_THROWS_AS(coarsen(coarse, 0), InputError);
+  // Noise (blocks of every share): the coarse porosity is the blocks' to the nearest voxel, and
+  // the pore goes to the blocks with the most pore.
+  const Mask noise = generate_noise({24, 24, 24}, 0.3, seed + 1);
+  const Mask half = coarsen(noise, 3);
+  REQUIRE(half.shape() == Shape{8, 8, 8});
+  CHECK(count_phase(half) == std::llround(double(count_phase(noise)) / 27.0));
+  int lowest_pore = 28, highest_solid = -1;
+  for (int64_t z = 0; z < 8; ++z)
+    for (int64_t y = 0; y < 8; ++y)
+      for (int64_t x = 0; x < 8; ++x) {
+        int share = 0;
+        for (int k = 0; k < 27; ++k) share += noise(3 * x + k % 3, 3 * y + k / 3 % 3, 3 * z + k / 9);
+        if (half(x, y, z)) lowest_pore = std::min(lowest_pore, share);
+        else highest_solid = std::max(highest_solid, share);
+      }
+  CHECK(lowest_pore >= highest_solid);
+  // refine_field: a ball twice as fine, the same region, its lowest values the ball's.
+  auto ball = [](int64_t n, double c, double r) {
+    Mask m({n, n, n});
+    for (int64_t z = 0; z < n; ++z)
+      for (int64_t y = 0; y < n; ++y)
+        for (int64_t x = 0; x < n; ++x) m(x, y, z) = std::hypot(double(x) - c, double(y) - c, double(z) - c) < r;
+    return m;
+  };
+  const Mask fine_ball = ball(32, 15.5, 10.0);
+  const std::vector<float> field = refine_field(ball(16, 7.5, 5.0), {32, 32, 32});
+  REQUIRE(field.size() == std::size_t(32 * 32 * 32));
+  const Mask refined = lowest_values(field, {32, 32, 32}, count_phase(fine_ball));
+  int64_t both = 0, either = 0;
+  for (int64_t i = 0; i < refined.voxels(); ++i) {
+    both += refined[i] && fine_ball[i];
+    either += refined[i] || fine_ball[i];
+  }
+  CHECK(double(both) / double(either) > 0.9);
+  CHECK(field[std::size_t((16 * 32 + 16) * 32 + 16)] < field[0]);  // the centre more pore-like than a corner
+}
+
 // connectivity.hpp's neighbourhood test on hand-made 3×3×3 patterns: cell (dx+1) + 3(dy+1) +
 // 9(dz+1), the centre 13, its face neighbours 4, 10, 12, 14, 16, 22.
 TEST_CASE("anneal.connectivity.removal_test") {

@@ -117,6 +117,18 @@ TEST_CASE("config.errors_name_key_and_line") {
   refused(std::string(minimal) + "annealing:\n  max_seconds: -1\n", "run.yaml:4: annealing.max_seconds must lie in [0");
   refused(std::string(minimal) + "initial:\n  structure: file\n", "initial structure: file needs initial.file");
   refused(std::string(minimal) + "initial:\n  file: a.h5\n", "initial.file is read for initial.structure: file");
+  refused(std::string(minimal) + "annealing:\n  levels: 2\n",
+          "run.yaml:4: annealing.levels = 2 needs target.image: the coarser levels' targets come from the reference");
+  const std::string image = "target:\n  image: a.h5\n";
+  refused(image + "domain:\n  shape: [64, 64, 60]\nannealing:\n  levels: 4\n",
+          "annealing.levels = 4 halves the domain 3 times: each extent of domain.shape must be a multiple of 8 and at "
+          "least 32 (got 60 along z)");
+  refused(image + "domain:\n  shape: [8, 8, 8]\nannealing:\n  levels: 3\n", "at least 16 (got 8 along x)");
+  refused(image, "annealing.levels = 3 halves", {"annealing.levels=3", "domain.shape=[16,16,12]"});
+  refused(image + "annealing:\n  levels: 7\n", "annealing.levels must lie in [1, 6]");
+  refused(image + "annealing:\n  levels: 2\ninitial:\n  structure: file\n  file: b.h5\n",
+          "annealing.levels = 2 builds its own coarse-to-fine chain");
+  CHECK(parse_run_config(image + "domain:\n  shape: [16, 16, 1]\nannealing:\n  levels: 3\n", "run.yaml", {}).levels == 3);
 }
 
 TEST_CASE("config.repeated_keys_and_whole_documents") {
@@ -149,6 +161,47 @@ TEST_CASE("cli.run.verify_every") {
         read_hdf5((dir / "plain" / "v" / "final.h5").string(), "/volume").bytes);
   CHECK(slurp(dir / "checked" / "v" / "config.yaml").find("verify_every: 150") != std::string::npos);
   fs::remove_all(dir);
+}
+
+// annealing.levels: the same box on a grid twice as coarse first, its targets from the
+// reference coarsened, then the domain's grid from it refined; the coarse result kept beside.
+TEST_CASE("cli.run.levels") {
+  const fs::path dir = fs::temp_directory_path() / ("poreforge-levels-" + std::to_string(testing::fresh_seed()));
+  fs::create_directories(dir);
+  const std::string cli = POREFORGE_CLI;
+  REQUIRE(shell(cli + " generate blobs --shape 32,32,32 --porosity 0.3 --seed 4 -o " + (dir / "ref.h5").string() +
+                " > /dev/null") == 0);
+  std::ofstream(dir / "lv.yaml") << "name: lv\nbackend: cpu\ntarget:\n  image: ref.h5\ndomain:\n  shape: [16, 16, 16]\n"
+                                    "annealing:\n  levels: 2\n  max_evaluations: 400\n  stage_length: 50\n"
+                                    "initial:\n  structure: grains\noutput:\n  report_every: 100\n";
+  const std::string run = cli + " run " + (dir / "lv.yaml").string() + " --output " + (dir / "results").string();
+  REQUIRE(shell(run + " > " + (dir / "out.txt").string()) == 0);
+  const fs::path rd = dir / "results" / "lv";
+  const std::string log = slurp(rd / "run.log");
+  CHECK(log.find("level     1 of 2: 8x8x8 at spacing 2,2,2, the reference coarsened 2x") != std::string::npos);
+  CHECK(log.find("level     1 of 2: max_evaluations after 200 evaluations") != std::string::npos);
+  CHECK(log.find("refined   onto 16x16x16: largest pore cluster") != std::string::npos);
+  CHECK(log.find("at the coarsest level") != std::string::npos);
+  const LabelImage level = read_hdf5((rd / "levels" / "level-1.h5").string(), "/volume");
+  CHECK(level.shape == Shape{8, 8, 8});
+  CHECK(level.spacing == Spacing{2, 2, 2});
+  CHECK(count_phase(phase_mask(level, 1)) == std::llround(0.3 * 512));
+  const LabelImage final_volume = read_hdf5((rd / "final.h5").string(), "/volume");
+  CHECK(final_volume.shape == Shape{16, 16, 16});
+  CHECK(count_phase(phase_mask(final_volume, 1)) == std::llround(0.3 * 4096));
+  CHECK(slurp(rd / "config.yaml").find("levels: 2") != std::string::npos);
+  // The resolved config makes the same run again.
+  REQUIRE(shell(cli + " run " + (rd / "config.yaml").string() + " --output " + (dir / "again").string() +
+                " --quiet > /dev/null") == 0);
+  CHECK(read_hdf5((dir / "again" / "lv" / "final.h5").string(), "/volume").bytes == final_volume.bytes);
+  // An existing folder is refused before any level runs, and left as it was.
+  const auto before = fs::last_write_time(rd / "final.h5");
+  CHECK(shell(run + " > " + (dir / "again.txt").string() + " 2>&1") != 0);
+  CHECK(slurp(dir / "again.txt").find("already exists (use --force to replace it)") != std::string::npos);
+  CHECK(slurp(dir / "again.txt").find("level ") == std::string::npos);
+  CHECK(fs::last_write_time(rd / "final.h5") == before);
+  std::error_code ec;
+  fs::remove_all(dir, ec);
 }
 
 TEST_CASE("cli.run.end_to_end") {

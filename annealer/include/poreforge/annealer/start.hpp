@@ -151,6 +151,18 @@ Mask make_grain_start(Shape shape, Spacing spacing, const Targets& targets, Boun
 /// that pore count. Throws InputError when `pore_voxels` is outside [0, voxels].
 Mask resample_start(const Mask& structure, Shape shape, Spacing spacing, int64_t pore_voxels);
 
+/// The field a finer level of a reconstruction starts from: `structure` (pore = 1) resampled
+/// onto `shape` over the same box as resample_start does, smoothed by a [1 2 1]/4 pass along
+/// each axis so that the coarse grid's staircase becomes a slope, negated: its lowest values
+/// are the most pore-like, for lowest_values and connect_largest_cluster.
+std::vector<float> refine_field(const Mask& structure, Shape shape);
+
+/// An image on a grid `factor` times coarser (the targets of a coarser level): each factor³
+/// block's pore share, the highest shares made pore up to the blocks' porosity (equal shares
+/// told apart by their neighbourhood's), spacing × factor. Voxels past the last whole block
+/// are dropped; an axis shorter than `factor` becomes one block of its extent.
+Mask coarsen(const Mask& pore, int factor);
+
 /// What plant_into_structure did.
 struct RefinedStart {
   Mask structure;
