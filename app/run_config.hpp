@@ -40,8 +40,9 @@ struct RunConfig {
   /// Coarse-to-fine levels (1: none). With n levels the run first reconstructs the same box on
   /// grids 2^(n−1), …, 2 times coarser, each level's targets from the reference coarsened as
   /// much and each level started from the one before, refined; the start named under
-  /// `initial` is built at the coarsest level. The coarser levels share max_seconds and
-  /// max_evaluations evenly, the finest takes what they leave of max_seconds.
+  /// `initial` is built at the coarsest level. Each coarser level runs max_evaluations / n
+  /// evaluations at most and an even share of what is left of max_seconds (its start
+  /// counted); the finest level has what they leave.
   int levels = 1;
   std::string initial = "noise";  ///< noise | blobs | file: the starting structure, porosity-matched
   double initial_blobiness = 1.0; ///< blobs: PoreSpy's blobiness (larger, smaller features)

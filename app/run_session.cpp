@@ -157,7 +157,7 @@ struct Session {
 
   // The loop: reports, checkpoints, signals; then the final outputs. Returns the exit code.
   int drive(anneal::Annealer& a) {
-    g_signal = 0;
+    // g_signal is not cleared: a signal during the coarser levels' last steps is still seen.
     std::signal(SIGINT, on_signal);
     std::signal(SIGTERM, on_signal);
     const auto loop_start = std::chrono::steady_clock::now();
@@ -456,7 +456,9 @@ void build_start(Session& run, anneal::Config& loop, const Mask* reference, bool
 // (anneal::refine_field), cut at the target's pore count, and connected as the reference's
 // clusters are on this grid — clusters too small to show on the coarser grid placed here.
 Mask refine_start(Session& run, const anneal::Config& loop, const Mask& coarser, const Mask& reference, bool quiet) {
-  const std::vector<float> field = anneal::refine_field(coarser, loop.shape);
+  // The field, its smoothing scratch, lowest_values' sorted copy, the start and its labels.
+  require_memory({"refining the coarser level onto " + to_string(loop.shape), 24.0 * double(loop.shape.voxels()), 0});
+  const std::vector<float> field = anneal::refine_field(coarser, loop.shape, loop.boundary == Boundary::periodic);
   const int64_t pore_voxels = std::llround(loop.targets.porosity * double(loop.shape.voxels()));
   Mask start = lowest_values(field, loop.shape, pore_voxels);
   start.set_spacing(loop.spacing);
@@ -489,6 +491,7 @@ int run_coarse_levels(Session& run, anneal::Config& loop, const Mask& reference,
   auto since = [](std::chrono::steady_clock::time_point t) {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
   };
+  auto number_left = [](int j) { return j + 1; };  // level j and the finer ones, the domain's included
   std::optional<Mask> previous;
   for (int j = levels - 1; j >= 1; --j) {
     const int factor = 1 << j;
@@ -509,14 +512,17 @@ int run_coarse_levels(Session& run, anneal::Config& loop, const Mask& reference,
                   number, levels, to_string(lc.shape).c_str(), spacing_text(lc.spacing).c_str(), factor,
                   lc.targets.porosity);
     run.note(line);
+    // This level's share of the time: an even part of what is left for it and the finer
+    // levels, its start (a search of grain sizes can take a while) counted.
+    const auto level_began = std::chrono::steady_clock::now();
+    const double budget =
+        run.rc.max_seconds > 0 ? std::max(0.0, run.rc.max_seconds - since(began)) / double(number_left(j)) : 0;
     if (previous) lc.initial = refine_start(run, lc, *previous, level_reference, quiet);
     else if (run.rc.initial == "blobs" || run.rc.initial == "grains") build_start(run, lc, &level_reference, quiet);
     anneal::Annealer a(lc);
-    const auto level_began = std::chrono::steady_clock::now();
-    const double budget = run.rc.max_seconds > 0 ? run.rc.max_seconds / levels : 0;
     auto shown = level_began;
     while (a.progress().stopped == anneal::StopReason::none) {
-      a.advance(256);
+      a.advance(a.device_loop() ? 256 : 1);  // as drive's batches: the clock and signals seen often
       if (budget > 0 && a.progress().stopped == anneal::StopReason::none && since(level_began) >= budget)
         a.stop(anneal::StopReason::time_limit);
       if (g_signal) {
@@ -540,8 +546,6 @@ int run_coarse_levels(Session& run, anneal::Config& loop, const Mask& reference,
     previous = a.structure();
     run.coarse_levels.push_back(*previous);
   }
-  std::signal(SIGINT, SIG_DFL);
-  std::signal(SIGTERM, SIG_DFL);
   char line[160];
   std::snprintf(line, sizeof line, "level     %d of %d: %s at spacing %s", levels, levels, to_string(loop.shape).c_str(),
                 spacing_text(loop.spacing).c_str());
@@ -549,6 +553,11 @@ int run_coarse_levels(Session& run, anneal::Config& loop, const Mask& reference,
   loop.initial = refine_start(run, loop, *previous, reference, quiet);
   // max_seconds bounds the whole run: the finest level has what the coarser ones left.
   if (run.rc.max_seconds > 0) run.loop_seconds = std::max(1.0, run.rc.max_seconds - since(began));
+  // The handlers stay: a signal from here on is seen before the run folder is made, or by drive.
+  if (g_signal) {
+    run.note("interrupted by signal " + std::to_string(int(g_signal)) + " after the coarser levels; nothing was written");
+    return 128 + int(g_signal);
+  }
   return 0;
 }
 }  // namespace
@@ -567,8 +576,11 @@ int start_run(const RunOptions& o, const std::string& command_line) {
   run.command_line = command_line;
   // The start (and any coarser levels) takes minutes: they must not end at a folder that was
   // there all along. claim_folder checks again, and what --force may replace, once they are done.
-  if (const fs::path folder = fs::path(run.rc.output_directory) / run.rc.name; !o.force && fs::exists(folder))
-    throw InputError("run folder '" + folder.string() + "' already exists (use --force to replace it)");
+  if (const fs::path folder = fs::path(run.rc.output_directory) / run.rc.name; !o.force) {
+    std::error_code ec;
+    if (fs::exists(fs::symlink_status(folder, ec)))
+      throw InputError("run folder '" + folder.string() + "' already exists (use --force to replace it)");
+  }
   run.backend = resolve_backend(parse_backend(run.rc.backend), Operation::pore_size_distribution);
   loop.backend = run.backend;
   require_memory(run_memory(loop.shape, loop.spacing, loop.boundary, run.backend));

@@ -703,6 +703,7 @@ BlobStart choose_blob_start(Shape shape, Spacing spacing, const Targets& targets
   std::vector<double> spreads{0.0};
   if (grains) spreads = grain_spread >= 0 ? std::vector<double>{grain_spread}
                                           : std::vector<double>(std::begin(kGrainSpreads), std::end(kGrainSpreads));
+  std::exception_ptr too_large;  // the first grains that left no pore
   for (const double spread : spreads) {
     int worse = 0, tried_here = 0;
     double best_here = std::numeric_limits<double>::infinity();
@@ -715,15 +716,19 @@ BlobStart choose_blob_start(Shape shape, Spacing spacing, const Targets& targets
       BlobCandidate c;
       // Grains: radii from 2 voxels (a sphere of one voxel is no grain) in the same steps.
       Mask m;
-      try {
-        m = grains ? make_grain_start(shape, spacing, targets, boundary, 2 * sigma, seed, backend, &c, clusters, spread)
-                   : make_blob_start(shape, spacing, targets, boundary, unit_sigma / sigma, plant_large_pores, seed,
-                                     backend, &c, clusters);
-      } catch (const InputError&) {
-        // Grains as large as a small domain leave it no pore: the sizes past that are no start
-        // either (the smallest one failing is the caller's error).
-        if (tried_here == 0) throw;
-        break;
+      if (grains) {
+        try {
+          m = make_grain_start(shape, spacing, targets, boundary, 2 * sigma, seed, backend, &c, clusters, spread);
+        } catch (const InputError&) {
+          // Grains as large as a small domain (a coarse level's) leave it no pore, and larger
+          // ones too: this spread's search ends there. Only when no size of any spread made a
+          // start is that the caller's error.
+          if (!too_large) too_large = std::current_exception();
+          break;
+        }
+      } else {
+        m = make_blob_start(shape, spacing, targets, boundary, unit_sigma / sigma, plant_large_pores, seed, backend, &c,
+                            clusters);
       }
       c.score = c.pore_psd_l1;
       auto relative = [](double e, double e0) { return e0 > 0 ? (e / e0) * (e / e0) : 0.0; };
@@ -750,14 +755,16 @@ BlobStart choose_blob_start(Shape shape, Spacing spacing, const Targets& targets
       }
     }
   }
+  if (best.tried.empty() && too_large) std::rethrow_exception(too_large);
   return best;
 }
 
 namespace {
 
 // `structure`'s pore indicator at the cell centres of `shape` over the same box, trilinear
-// (edges clamped): 1 deep in the pore, 0 deep in the solid, between near the interface.
-std::vector<float> interpolated_pore(const Mask& structure, Shape shape) {
+// (edges clamped, or wrapped when `periodic`): 1 deep in the pore, 0 deep in the solid,
+// between near the interface.
+std::vector<float> interpolated_pore(const Mask& structure, Shape shape, bool periodic) {
   const Shape from = structure.shape();
   // Source position of target index i along an axis: cell centres of the same box; the two
   // neighbouring source indices and the weight of the upper one.
@@ -765,12 +772,15 @@ std::vector<float> interpolated_pore(const Mask& structure, Shape shape) {
     int64_t lo, hi;
     float w;
   };
-  auto taps = [](int64_t n_to, int64_t n_from) {
+  auto taps = [periodic](int64_t n_to, int64_t n_from) {
     std::vector<Tap> t(static_cast<std::size_t>(n_to));
     for (int64_t i = 0; i < n_to; ++i) {
-      const double u = std::clamp((double(i) + 0.5) * double(n_from) / double(n_to) - 0.5, 0.0, double(n_from - 1));
+      double u = (double(i) + 0.5) * double(n_from) / double(n_to) - 0.5;
+      if (!periodic) u = std::clamp(u, 0.0, double(n_from - 1));
       const int64_t lo = static_cast<int64_t>(std::floor(u));
-      t[std::size_t(i)] = {lo, std::min(lo + 1, n_from - 1), static_cast<float>(u - double(lo))};
+      const float w = static_cast<float>(u - double(lo));
+      if (periodic) t[std::size_t(i)] = {(lo % n_from + n_from) % n_from, ((lo + 1) % n_from + n_from) % n_from, w};
+      else t[std::size_t(i)] = {lo, std::min(lo + 1, n_from - 1), w};
     }
     return t;
   };
@@ -792,8 +802,8 @@ std::vector<float> interpolated_pore(const Mask& structure, Shape shape) {
   return field;
 }
 
-// One [1 2 1]/4 pass along each axis, the faces clamped.
-void smooth_121(std::vector<float>& field, Shape shape) {
+// One [1 2 1]/4 pass along each axis, the faces clamped (wrapped when `periodic`).
+void smooth_121(std::vector<float>& field, Shape shape, bool periodic) {
   std::vector<float> out(field.size());
   const int64_t stride[3] = {1, shape.nx, shape.nx * shape.ny};
   for (int axis = 0; axis < 3; ++axis) {
@@ -804,8 +814,9 @@ void smooth_121(std::vector<float>& field, Shape shape) {
         for (int64_t x = 0; x < shape.nx; ++x) {
           const int64_t i = (z * shape.ny + y) * shape.nx + x;
           const int64_t at = axis == 0 ? x : axis == 1 ? y : z;
-          const float left = field[std::size_t(at > 0 ? i - step : i)];
-          const float right = field[std::size_t(at + 1 < n ? i + step : i)];
+          const int64_t left_at = at > 0 ? i - step : periodic ? i + (n - 1) * step : i;
+          const int64_t right_at = at + 1 < n ? i + step : periodic ? i - (n - 1) * step : i;
+          const float left = field[std::size_t(left_at)], right = field[std::size_t(right_at)];
           out[std::size_t(i)] = 0.25f * left + 0.5f * field[std::size_t(i)] + 0.25f * right;
         }
     field.swap(out);
@@ -818,17 +829,17 @@ Mask resample_start(const Mask& structure, Shape shape, Spacing spacing, int64_t
   validate_shape(shape);
   if (pore_voxels < 0 || pore_voxels > shape.voxels())
     throw InputError("resample_start: " + std::to_string(pore_voxels) + " pore voxels asked of " + to_string(shape));
-  std::vector<float> field = interpolated_pore(structure, shape);
+  std::vector<float> field = interpolated_pore(structure, shape, false);
   for (float& v : field) v = -v;
   Mask start = lowest_values(field, shape, pore_voxels);
   start.set_spacing(spacing);
   return start;
 }
 
-std::vector<float> refine_field(const Mask& structure, Shape shape) {
+std::vector<float> refine_field(const Mask& structure, Shape shape, bool periodic) {
   validate_shape(shape);
-  std::vector<float> field = interpolated_pore(structure, shape);
-  smooth_121(field, shape);
+  std::vector<float> field = interpolated_pore(structure, shape, periodic);
+  smooth_121(field, shape, periodic);
   for (float& v : field) v = -v;
   return field;
 }
@@ -854,10 +865,12 @@ Mask coarsen(const Mask& pore, int factor) {
         share[std::size_t((z * to.ny + y) * to.nx + x)] = float(count) / float(bx * by * bz);
       }
   // Blocks of equal share (half pore, say) are told apart by their neighbours': the block in
-  // the more porous neighbourhood turns pore.
+  // the more porous neighbourhood turns pore. The neighbourhood's weight stays below one step
+  // of the share (one voxel of the block), so it never overturns a difference in share.
   std::vector<float> field = share;
-  smooth_121(field, to);
-  for (std::size_t i = 0; i < field.size(); ++i) field[i] = -(share[i] + 1e-3f * field[i]);
+  smooth_121(field, to, false);
+  const float tie = 0.5f / float(bx * by * bz);
+  for (std::size_t i = 0; i < field.size(); ++i) field[i] = -(share[i] + tie * field[i]);
   int64_t blocks_pore = 0;
   for (int64_t z = 0; z < to.nz * bz; ++z)
     for (int64_t y = 0; y < to.ny * by; ++y)

@@ -565,6 +565,23 @@ TEST_CASE("anneal.coarsen_and_refine_field") {
         else highest_solid = std::max(highest_solid, share);
       }
   CHECK(lowest_pore >= highest_solid);
+  // Blocks of 16³: shares a voxel apart are 1/4096 apart, and the neighbourhood never
+  // overturns that.
+  const Mask big_noise = generate_noise({64, 64, 64}, 0.5, seed + 2);
+  const Mask blocks = coarsen(big_noise, 16);
+  REQUIRE(blocks.shape() == Shape{4, 4, 4});
+  std::vector<std::pair<int, int>> share_and_pore;
+  for (int64_t b = 0; b < 64; ++b) {
+    int share = 0;
+    for (int64_t z = 0; z < 16; ++z)
+      for (int64_t y = 0; y < 16; ++y)
+        for (int64_t x = 0; x < 16; ++x)
+          share += big_noise(16 * (b % 4) + x, 16 * (b / 4 % 4) + y, 16 * (b / 16) + z);
+    share_and_pore.push_back({share, blocks[std::size_t(b)]});
+  }
+  for (const auto& [share_a, pore_a] : share_and_pore)
+    for (const auto& [share_b, pore_b] : share_and_pore)
+      if (pore_a && !pore_b) CHECK(share_a >= share_b);
   // refine_field: a ball twice as fine, the same region, its lowest values the ball's.
   auto ball = [](int64_t n, double c, double r) {
     Mask m({n, n, n});
@@ -584,6 +601,16 @@ TEST_CASE("anneal.coarsen_and_refine_field") {
   }
   CHECK(double(both) / double(either) > 0.9);
   CHECK(field[std::size_t((16 * 32 + 16) * 32 + 16)] < field[0]);  // the centre more pore-like than a corner
+  // Pore on the last x-plane only: a periodic domain's first fine plane sees it across the
+  // face, a clamped one does not.
+  Mask edge({8, 8, 8});
+  for (int64_t z = 0; z < 8; ++z)
+    for (int64_t y = 0; y < 8; ++y) edge(7, y, z) = 1;
+  const std::vector<float> wrapped = refine_field(edge, {16, 16, 16}, true);
+  const std::vector<float> clamped = refine_field(edge, {16, 16, 16}, false);
+  const std::size_t first = std::size_t((8 * 16 + 8) * 16);  // x = 0 at y = z = 8
+  CHECK(wrapped[first] < 0.0f);
+  CHECK(clamped[first] == 0.0f);
 }
 
 // connectivity.hpp's neighbourhood test on hand-made 3×3×3 patterns: cell (dx+1) + 3(dy+1) +

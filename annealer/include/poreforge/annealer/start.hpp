@@ -154,8 +154,9 @@ Mask resample_start(const Mask& structure, Shape shape, Spacing spacing, int64_t
 /// The field a finer level of a reconstruction starts from: `structure` (pore = 1) resampled
 /// onto `shape` over the same box as resample_start does, smoothed by a [1 2 1]/4 pass along
 /// each axis so that the coarse grid's staircase becomes a slope, negated: its lowest values
-/// are the most pore-like, for lowest_values and connect_largest_cluster.
-std::vector<float> refine_field(const Mask& structure, Shape shape);
+/// are the most pore-like, for lowest_values and connect_largest_cluster. `periodic`: the
+/// faces wrap (a periodic domain), else they are clamped.
+std::vector<float> refine_field(const Mask& structure, Shape shape, bool periodic = false);
 
 /// An image on a grid `factor` times coarser (the targets of a coarser level): each factor³
 /// block's pore share, the highest shares made pore up to the blocks' porosity (equal shares
