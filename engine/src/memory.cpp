@@ -153,13 +153,13 @@ void require_memory(const MemoryEstimate& estimate) {
   std::string source;
   const double host = host_memory_available(&source);
   if (estimate.host_bytes > host)
-    throw InputError(estimate.what + " needs about " + format_bytes(estimate.host_bytes) + " of memory; " +
-                     format_bytes(host) + " is available (" + source + ")");
+    throw MemoryLimitError(estimate.what + " needs about " + format_bytes(estimate.host_bytes) + " of memory; " +
+                           format_bytes(host) + " is available (" + source + ")");
   if (estimate.device_bytes > 0) {
     const double device = double(cuda_memory_available());
     if (estimate.device_bytes > device)
-      throw InputError(estimate.what + " needs about " + format_bytes(estimate.device_bytes) +
-                       " of GPU memory; " + format_bytes(device) + " is free on the device");
+      throw MemoryLimitError(estimate.what + " needs about " + format_bytes(estimate.device_bytes) +
+                             " of GPU memory; " + format_bytes(device) + " is free on the device");
   }
 }
 

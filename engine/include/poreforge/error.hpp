@@ -13,6 +13,14 @@ class InputError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+/// The work would need more memory than the machine has (a bad input of its kind: a smaller
+/// volume, or another backend, would do). The CLI reports it as any InputError; the Python
+/// module raises MemoryError.
+class MemoryLimitError : public InputError {
+ public:
+  using InputError::InputError;
+};
+
 /// A failure of the machine rather than the input: a CUDA call, an allocation, an I/O error.
 class RuntimeError : public std::runtime_error {
  public:

@@ -91,7 +91,7 @@ MemoryEstimate compare_memory(const Shape& shape, const Spacing& spacing, double
 /// receives where the figure came from ("MemAvailable", "cgroup limit").
 double host_memory_available(std::string* source = nullptr);
 
-/// Throws InputError naming the estimate and what is available when the host (or, when the
+/// Throws MemoryLimitError (an InputError) naming the estimate and what is available when the host (or, when the
 /// estimate has device bytes, the current CUDA device) has less. Remembers the estimate for
 /// out_of_memory_message().
 void require_memory(const MemoryEstimate& estimate);

@@ -1,0 +1,193 @@
+"""poreforge from Python: exact distance transform, local thickness, pore-size distribution,
+two-point correlation and binary morphology of 2D and 3D images, on the CPU or a CUDA GPU.
+
+Images are NumPy arrays of any dtype, layout and strides: ``phase`` picks the voxels to
+measure (``image == phase``), and the array is copied into the engine's layout, never read
+through its strides. Axes follow NumPy: a 3D array is indexed ``[z, y, x]`` with ``x`` the
+last (fastest) axis, and ``spacing`` — one number, or one per array axis, like SciPy's
+``sampling`` — is in array-axis order. Results come back with the input's shape. Lengths
+(distances, thickness, PSD bins) are in the units of ``spacing`` (voxels when it is 1).
+
+``boundary`` says what lies beyond the faces: ``"open"`` (nothing: a phase that reaches a face
+goes on), ``"wall"`` (the other phase) or ``"periodic"``; ``backend`` is ``"auto"`` (CUDA when a
+device is present and the operation has a CUDA twin), ``"cpu"`` or ``"cuda"``. Errors are the
+command line's messages: bad input raises ``ValueError``, too little memory ``MemoryError``.
+The engine runs without the GIL, so threads can measure several images at once.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from . import _poreforge
+
+__version__ = _poreforge.__version__
+__all__ = [
+    "distance_transform",
+    "local_thickness",
+    "pore_size_distribution",
+    "PoreSizeDistribution",
+    "two_point_correlation",
+    "TwoPointCorrelation",
+    "erode",
+    "dilate",
+    "open",
+    "close",
+    "backend_description",
+]
+
+
+def _mask(image, phase):
+    """The phase of ``image`` as a C-contiguous uint8 mask (a copy: never a strided view)."""
+    array = np.asarray(image)
+    if array.ndim not in (2, 3):
+        raise ValueError(f"expected a 2D or 3D image, got {array.ndim} dimensions (shape {array.shape})")
+    if array.size == 0:
+        raise ValueError(f"the image is empty (shape {array.shape})")
+    if array.dtype == np.bool_ and phase in (1, True):
+        mask = array
+    else:
+        mask = array == phase
+    return np.ascontiguousarray(mask, dtype=np.uint8)
+
+
+def _spacing(spacing, ndim):
+    """Spacing per array axis -> the engine's (x, y, z)."""
+    if spacing is None:
+        values = [1.0] * ndim
+    elif np.ndim(spacing) == 0:
+        values = [float(spacing)] * ndim
+    else:
+        values = [float(s) for s in spacing]
+        if len(values) != ndim:
+            raise ValueError(f"spacing has {len(values)} values for a {ndim}D image: give one, or one per axis")
+    for s in values:
+        if not np.isfinite(s) or s <= 0:
+            raise ValueError(f"spacing must be positive and finite (got {values})")
+    xyz = values[::-1]
+    return (xyz[0], xyz[1], xyz[2] if ndim == 3 else 1.0)
+
+
+def distance_transform(image, *, phase=1, boundary="open", spacing=None, backend="auto"):
+    """Exact Euclidean distance from each phase voxel to the nearest voxel outside the phase
+    (0 outside the phase), float32, in the units of ``spacing``."""
+    mask = _mask(image, phase)
+    return _poreforge.distance_transform(mask, _spacing(spacing, mask.ndim), boundary, backend)
+
+
+def local_thickness(image, *, phase=1, boundary="open", spacing=None, backend="auto"):
+    """Exact local thickness as a radius: for each phase voxel the radius of the largest ball
+    inside the phase that covers it (Hildebrand & Rüegsegger; 0 outside the phase), float32.
+    Fiji's LocalThickness and BoneJ report the diameter: twice this."""
+    mask = _mask(image, phase)
+    return _poreforge.local_thickness(mask, _spacing(spacing, mask.ndim), boundary, backend)
+
+
+class PoreSizeDistribution:
+    """A pore-size distribution: the share of the phase's voxels whose local thickness (radius)
+    falls in each bin. Named as PoreSpy's ``metrics.pore_size_distribution`` results where they
+    mean the same: ``R`` and ``bin_centers`` (radius at the bin centres), ``bin_edges``,
+    ``bin_widths``, ``pdf`` (share per unit radius), ``cdf`` (share with a radius at least the bin's
+    lower edge), ``relfreq`` (share per bin). PoreSpy bins log10 of the radii when ``log``;
+    here ``log`` spaces the edges logarithmically and every value stays a radius. Besides:
+    ``fraction`` (= ``relfreq``), ``cumulative`` (share ≥ each edge, one more than the bins),
+    ``below`` / ``above`` (shares outside the edges) and ``phase_voxels``."""
+
+    def __init__(self, result):
+        self.bin_edges = np.asarray(result["edges"])
+        self.fraction = np.asarray(result["fraction"])
+        self.cumulative = np.asarray(result["cumulative"])
+        self.below = float(result["below"])
+        self.above = float(result["above"])
+        self.phase_voxels = int(result["phase_voxels"])
+        self.bin_widths = np.diff(self.bin_edges)
+        self.bin_centers = (self.bin_edges[1:] + self.bin_edges[:-1]) / 2
+        self.R = self.bin_centers
+        self.relfreq = self.fraction
+        self.pdf = self.fraction / self.bin_widths
+        self.cdf = self.cumulative[:-1]
+
+    def __repr__(self):
+        return (f"PoreSizeDistribution({len(self.fraction)} bins over [{self.bin_edges[0]:.6g}, "
+                f"{self.bin_edges[-1]:.6g}], {self.phase_voxels} phase voxels)")
+
+
+def pore_size_distribution(image, *, phase=1, boundary="open", spacing=None, bins=20, log=False, backend="auto"):
+    """The pore-size distribution of the phase from its exact local thickness. ``bins``: a number
+    of bins over the thickness's [min, max] over the phase (``log``: log-spaced), or the bin
+    edges themselves (radii, increasing) — then the engine counts without keeping the map."""
+    mask = _mask(image, phase)
+    sp = _spacing(spacing, mask.ndim)
+    if np.ndim(bins) == 0:
+        if isinstance(bins, (bool, np.bool_)) or int(bins) != bins:
+            raise ValueError(f"bins must be a whole number of bins or a list of edges (got {bins!r})")
+        result = _poreforge.pore_size_distribution(mask, sp, boundary, backend, int(bins), bool(log), None)
+    else:
+        edges = [float(e) for e in np.asarray(bins, dtype=float).ravel()]
+        result = _poreforge.pore_size_distribution(mask, sp, boundary, backend, 0, bool(log), edges)
+    return PoreSizeDistribution(result)
+
+
+class TwoPointCorrelation:
+    """Two-point probability S2 of the phase, the volume tiling space (periodic).
+    ``directional[k]``: S2 along array axis ``k`` at lags 0 … n/2 voxels; ``r`` / ``s2``: averaged
+    over all lattice vectors whose length rounds to each ``r`` (units of ``spacing``)."""
+
+    def __init__(self, result, ndim):
+        xyz = [np.asarray(result["x"]), np.asarray(result["y"]), np.asarray(result["z"])]
+        self.directional = xyz[:ndim][::-1]
+        self.r = np.asarray(result["r"])
+        self.s2 = np.asarray(result["s2"])
+
+    def __repr__(self):
+        return f"TwoPointCorrelation(S2(0) = {self.s2[0]:.6g}, {len(self.r)} radial lags)"
+
+
+def two_point_correlation(image, *, phase=1, spacing=None):
+    """S2 along each array axis and radially averaged, by FFT (CPU)."""
+    mask = _mask(image, phase)
+    return TwoPointCorrelation(_poreforge.two_point_correlation(mask, _spacing(spacing, mask.ndim)), mask.ndim)
+
+
+def _element(size, radius, ndim):
+    if radius is not None:
+        if size is not None:
+            raise ValueError("give a box size or a ball radius, not both")
+        return f"ball:{float(radius)!r}"
+    size = 3 if size is None else size
+    sizes = [int(size)] * ndim if np.ndim(size) == 0 else [int(s) for s in size]
+    if len(sizes) != ndim:
+        raise ValueError(f"size has {len(sizes)} values for a {ndim}D image: give one, or one per axis")
+    return "box:" + "x".join(str(s) for s in sizes[::-1])
+
+
+def _morph(op, image, size, radius, iterations, phase, spacing, backend):
+    mask = _mask(image, phase)
+    element = _element(size, radius, mask.ndim)
+    return _poreforge.morphology(mask, _spacing(spacing, mask.ndim), op, element, int(iterations), backend)
+
+
+def erode(image, size=None, *, radius=None, iterations=1, phase=1, spacing=None, backend="auto"):
+    """Binary erosion of the phase by a box (``size`` voxels per axis, default 3, anchored at its
+    centre) or a closed Euclidean ball (``radius`` in the units of ``spacing``); uint8 0/1.
+    Beyond the faces never erodes (OpenCV's default)."""
+    return _morph("erode", image, size, radius, iterations, phase, spacing, backend)
+
+
+def dilate(image, size=None, *, radius=None, iterations=1, phase=1, spacing=None, backend="auto"):
+    """Binary dilation; see erode."""
+    return _morph("dilate", image, size, radius, iterations, phase, spacing, backend)
+
+
+def open(image, size=None, *, radius=None, iterations=1, phase=1, spacing=None, backend="auto"):  # noqa: A001
+    """Binary opening (``iterations`` erosions, then as many dilations); see erode."""
+    return _morph("open", image, size, radius, iterations, phase, spacing, backend)
+
+
+def close(image, size=None, *, radius=None, iterations=1, phase=1, spacing=None, backend="auto"):
+    """Binary closing (dilations, then erosions); see erode."""
+    return _morph("close", image, size, radius, iterations, phase, spacing, backend)
+
+
+def backend_description(backend="auto"):
+    """What ``backend`` resolves to on this machine, in words."""
+    return _poreforge.backend_description(backend)

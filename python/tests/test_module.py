@@ -1,0 +1,205 @@
+"""The Python module against the command line, brute force and itself: equal results, any
+array layout read right, errors as the CLI words them, the GIL let go while the engine works.
+
+Run by scripts/test with PYTHONPATH=<build>/python and POREFORGE_CLI=<build>/poreforge."""
+import os
+import subprocess
+import sys
+import threading
+
+import h5py
+import numpy as np
+import pytest
+
+import poreforge as pf
+from poreforge import _poreforge
+
+CLI = os.environ.get("POREFORGE_CLI")
+BACKENDS = ["cpu"] + (["cuda"] if _poreforge.cuda_available() else [])
+
+
+def seed():
+    """A fresh seed per run, printed so a failure can be replayed (POREFORGE_TEST_SEED)."""
+    s = int(os.environ.get("POREFORGE_TEST_SEED", np.random.SeedSequence().entropy % 2**32))
+    print(f"seed {s}")
+    return s
+
+
+def random_structure(shape, porosity, rng, smooth=2):
+    """A blobby random structure: noise box-averaged `smooth` times, cut at the porosity."""
+    field = rng.random(shape)
+    for _ in range(smooth):
+        for axis in range(len(shape)):
+            field = (field + np.roll(field, 1, axis) + np.roll(field, -1, axis)) / 3
+    return field < np.quantile(field, porosity)
+
+
+def brute_distance(mask, spacing):
+    """Distance from each phase voxel to the nearest non-phase voxel inside the volume."""
+    background = np.argwhere(~mask) * np.asarray(spacing)
+    out = np.zeros(mask.shape)
+    for index in np.argwhere(mask):
+        out[tuple(index)] = np.sqrt(((background - index * np.asarray(spacing)) ** 2).sum(axis=1)).min()
+    return out
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_distance_is_exact(backend):
+    rng = np.random.default_rng(seed())
+    mask = rng.random((7, 9, 11)) < 0.7
+    spacing = (1.5, 1.0, 0.5)
+    got = pf.distance_transform(mask, spacing=spacing, backend=backend)
+    assert got.dtype == np.float32 and got.shape == mask.shape
+    np.testing.assert_allclose(got, brute_distance(mask, spacing), rtol=1e-6)
+
+
+@pytest.mark.skipif(CLI is None, reason="POREFORGE_CLI names the command line to compare with")
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_thickness_and_psd_equal_the_command_line(tmp_path, backend):
+    image = tmp_path / "blobs.h5"
+    subprocess.run([CLI, "generate", "blobs", "--shape", "40,36,32", "--porosity", "0.35", "--seed", str(seed()),
+                    "-o", str(image)], check=True, capture_output=True)
+    out = tmp_path / "thickness.h5"
+    subprocess.run([CLI, "thickness", str(image), "-o", str(out), "--backend", backend, "--bins", "12",
+                    "--boundary", "periodic"], check=True, capture_output=True)
+    with h5py.File(image) as f:
+        volume = f["volume"][...]
+    with h5py.File(out) as f:
+        cli_map = f["thickness"][...]
+        cli_edges, cli_fraction = f["psd/edges"][...], f["psd/fraction"][...]
+    assert volume.shape == (32, 36, 40)  # HDF5 stores z, y, x: the module's axis order
+    got = pf.local_thickness(volume, boundary="periodic", backend=backend)
+    np.testing.assert_array_equal(got, cli_map)
+    psd = pf.pore_size_distribution(volume, boundary="periodic", bins=12, backend=backend)
+    np.testing.assert_array_equal(psd.bin_edges, cli_edges)
+    np.testing.assert_array_equal(psd.fraction, cli_fraction)
+    # Given edges, the engine counts without the map: the same shares.
+    counted = pf.pore_size_distribution(volume, boundary="periodic", bins=cli_edges, backend=backend)
+    np.testing.assert_array_equal(counted.fraction, cli_fraction)
+
+
+def test_psd_fields_as_porespy_names_them():
+    rng = np.random.default_rng(seed())
+    mask = random_structure((30, 30, 30), 0.4, rng)
+    psd = pf.pore_size_distribution(mask, bins=8, spacing=2.0)
+    assert len(psd.bin_edges) == 9 and len(psd.R) == 8
+    np.testing.assert_allclose(psd.bin_centers, (psd.bin_edges[1:] + psd.bin_edges[:-1]) / 2)
+    np.testing.assert_allclose((psd.pdf * psd.bin_widths).sum(), 1.0)  # every phase voxel in a bin
+    np.testing.assert_allclose(psd.cdf[0], 1.0)
+    np.testing.assert_allclose(psd.cdf, psd.relfreq[::-1].cumsum()[::-1])
+    thickness = pf.local_thickness(mask, spacing=2.0)
+    assert psd.bin_edges[0] == pytest.approx(thickness[mask].min())
+    assert psd.bin_edges[-1] == pytest.approx(thickness[mask].max())
+    assert psd.phase_voxels == mask.sum()
+
+
+def test_any_layout_reads_the_same():
+    rng = np.random.default_rng(seed())
+    base = random_structure((24, 20, 16), 0.4, rng)
+    reference = pf.local_thickness(np.ascontiguousarray(base))
+    fortran = np.asfortranarray(base)
+    assert not fortran.flags.c_contiguous
+    np.testing.assert_array_equal(pf.local_thickness(fortran), reference)
+    # A transposed view is another image: the same as its own contiguous copy.
+    view = base.transpose(2, 0, 1)
+    np.testing.assert_array_equal(pf.local_thickness(view), pf.local_thickness(np.ascontiguousarray(view)))
+    strided = base[::2, :, ::-1]
+    np.testing.assert_array_equal(pf.local_thickness(strided), pf.local_thickness(strided.copy()))
+    # Labels of any dtype: the phase picks the voxels.
+    labels = np.where(base, 7, 2).astype(np.uint16)
+    np.testing.assert_array_equal(pf.local_thickness(labels, phase=7), reference)
+    np.testing.assert_array_equal(pf.local_thickness(labels.astype(np.float32), phase=7.0), reference)
+    np.testing.assert_array_equal(pf.local_thickness(base.astype(np.int64)), reference)
+
+
+def test_spacing_is_per_array_axis_and_2d_images_work():
+    slab = np.zeros((9, 30, 30), bool)
+    slab[2:7] = True  # 5 voxels thick along axis 0
+    plain = pf.distance_transform(slab)
+    stretched = pf.distance_transform(slab, spacing=(2.0, 1.0, 1.0))
+    assert plain.max() == pytest.approx(3.0) and stretched.max() == pytest.approx(6.0)
+    assert pf.distance_transform(slab, spacing=(1.0, 1.0, 2.0)).max() == pytest.approx(3.0)
+    image = np.zeros((40, 50), bool)
+    image[10:20, 5:45] = True
+    thickness = pf.local_thickness(image)
+    assert thickness.shape == (40, 50) and thickness.dtype == np.float32
+    assert thickness.max() == pytest.approx(pf.local_thickness(image[None])[0].max())
+    s2 = pf.two_point_correlation(image)
+    assert len(s2.directional) == 2
+    assert s2.directional[0][0] == pytest.approx(image.mean())
+    assert len(s2.directional[0]) == 40 // 2 + 1 and len(s2.directional[1]) == 50 // 2 + 1
+
+
+def box_erosion(mask, size):
+    """Reference erosion by a centred box; beyond the faces never erodes."""
+    out = np.ones_like(mask)
+    for offset in np.ndindex(*size):
+        shift = [o - s // 2 for o, s in zip(offset, size)]
+        padded = np.pad(mask, [(s, s) for s in size], constant_values=True)
+        window = tuple(slice(s + d, s + d + n) for s, d, n in zip(size, shift, mask.shape))
+        out &= padded[window]
+    return out
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_morphology_matches_a_reference(backend):
+    rng = np.random.default_rng(seed())
+    mask = rng.random((10, 12, 14)) < 0.8
+    eroded = pf.erode(mask, (3, 1, 5), backend=backend)
+    assert eroded.dtype == np.uint8
+    np.testing.assert_array_equal(eroded.astype(bool), box_erosion(mask, (3, 1, 5)))
+    # Dilation is erosion of the other phase; opening and closing compose them.
+    np.testing.assert_array_equal(pf.dilate(mask, 3, backend=backend), 1 - pf.erode(~mask, 3, backend=backend))
+    np.testing.assert_array_equal(pf.open(mask, 3, backend=backend),
+                                  pf.dilate(pf.erode(mask, 3, backend=backend), 3, backend=backend))
+    ball = pf.erode(mask, radius=1.0, backend=backend)  # the 6 face neighbours and the centre
+    np.testing.assert_array_equal(ball, pf.erode(mask, radius=1.0, backend="cpu"))
+
+
+def test_errors_say_what_the_command_line_says():
+    with pytest.raises(ValueError, match="the phase is empty"):
+        pf.local_thickness(np.zeros((4, 4, 4)))
+    with pytest.raises(ValueError, match="unknown boundary 'mirror'"):
+        pf.local_thickness(np.ones((4, 4, 4)), boundary="mirror")
+    with pytest.raises(ValueError, match="expected a 2D or 3D image"):
+        pf.distance_transform(np.ones(5))
+    with pytest.raises(ValueError, match="spacing has 2 values for a 3D image"):
+        pf.distance_transform(np.ones((3, 3, 3)), spacing=(1, 2))
+    with pytest.raises(ValueError, match="spacing must be positive"):
+        pf.distance_transform(np.ones((3, 3, 3)), spacing=0)
+    with pytest.raises(ValueError, match="bins must be a whole number"):
+        pf.pore_size_distribution(np.ones((3, 3, 3)), bins=2.5)
+    with pytest.raises(ValueError, match="strictly increasing"):
+        pf.pore_size_distribution(np.eye(6, dtype=bool)[None], bins=[1.0, 0.5])
+    with pytest.raises(ValueError, match="box size or a ball radius"):
+        pf.erode(np.ones((3, 3, 3)), 3, radius=1.0)
+    if not _poreforge.cuda_available():
+        with pytest.raises(ValueError, match="cuda"):
+            pf.local_thickness(np.ones((4, 4, 4)) * (np.arange(4) < 2), backend="cuda")
+
+
+def test_the_engine_lets_go_of_the_gil():
+    # With a switch interval of minutes a thread that holds the GIL keeps it until it blocks
+    # or ends: the main thread can look while the worker is still inside the engine only if
+    # the engine let the GIL go.
+    rng = np.random.default_rng(seed())
+    mask = np.ascontiguousarray(random_structure((96, 96, 96), 0.4, rng, smooth=1), dtype=np.uint8)
+    started, done, seen_running = threading.Event(), threading.Event(), []
+
+    def work():
+        started.set()
+        _poreforge.local_thickness(mask, (1.0, 1.0, 1.0), "open", "cpu")
+        _poreforge.local_thickness(mask, (1.0, 1.0, 1.0), "open", "cpu")
+        done.set()
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(300)
+    try:
+        worker = threading.Thread(target=work)
+        worker.start()
+        started.wait()
+        seen_running.append(not done.is_set())
+        worker.join()
+    finally:
+        sys.setswitchinterval(interval)
+    assert seen_running == [True]
