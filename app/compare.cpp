@@ -141,9 +141,6 @@ Runner add_compare_command(CLI::App& app, const std::string& command_line) {
     const Mask reference =
         binary_phase(ref_image, o->reference_phase.value_or(o->phase), "the reference '" + o->reference.path + "'");
     const Shape shape = recon.shape();
-    if (shape.nx > reference.shape().nx || shape.ny > reference.shape().ny || shape.nz > reference.shape().nz)
-      throw InputError("the reconstruction (" + to_string(shape) + ") does not fit inside the reference (" +
-                       to_string(reference.shape()) + "): sub-volumes of its shape cannot be cut");
     // Sub-volumes are cut voxel for voxel, so both images must share a voxel size. A
     // reconstruction whose file holds none (unit spacing) and no --spacing takes the
     // reference's; one at another voxel size is refused.
@@ -160,36 +157,16 @@ Runner add_compare_command(CLI::App& app, const std::string& command_line) {
 
     // The natural envelope: sub-volumes of the reconstruction's shape, or the reference alone
     // when it has that shape (then nothing is judged: one real volume has no range).
-    const bool same_size = shape == reference.shape();
-    const std::vector<Shape> corners = same_size ? std::vector<Shape>{Shape{0, 0, 0}}
-                                                 : subvolume_corners(reference.shape(), shape, o->subvolumes, o->seed);
-    std::vector<Mask> real;
-    double pore_fraction = double(count_phase(recon)) / double(recon.voxels());
-    for (const Shape& c : corners) {
-      real.push_back(crop(reference, c, shape));
-      const int64_t n = count_phase(real.back());
-      if (n == 0 || n == real.back().voxels())
-        throw InputError("the reference's sub-volume at " + to_string(c) + " holds only one phase: the reference is "
-                         "too uniform for sub-volumes of " + to_string(shape));
-      pore_fraction = std::max(pore_fraction, double(n) / double(real.back().voxels()));
-    }
-
-    // PSD bins shared by every volume: from one voxel to the largest inscribed radius of any
-    // of them (the largest local thickness is the largest distance).
-    double largest = 0;
-    auto widest = [&](const Mask& m) {
-      const Volume<float> d = distance_transform(m, Boundary::open, backend);
-      for (float v : d.values()) largest = std::max(largest, double(v));
-    };
-    widest(recon);
-    for (const Mask& m : real) widest(m);
-    const double smallest = std::min({spacing.x, spacing.y, spacing.z});
+    const EnvelopePlan plan = plan_envelope(recon, reference, o->subvolumes, uint64_t(o->seed), o->bins, backend);
+    const bool same_size = plan.whole_reference;
+    const std::vector<Shape>& corners = plan.corners;
+    const std::vector<Mask>& real = plan.real;
     RealismOptions options;
     options.backend = backend;
-    options.psd_bins = Bins::linear(smallest, std::max(largest, 2 * smallest), o->bins);
+    options.psd_bins = plan.psd_bins;
     options.permeability = o->realism.permeability_on(backend);
     options.unit_metres = unit_metres;
-    require_memory(compare_memory(shape, spacing, pore_fraction, options.permeability, backend));
+    require_memory(compare_memory(shape, spacing, plan.largest_pore_fraction, options.permeability, backend));
 
     std::fprintf(stderr, "compare   %s (%s, spacing %s%s) against %s of %s (%s), backend %s%s\n",
                  o->recon.path.c_str(), to_string(shape).c_str(),

@@ -4,6 +4,7 @@
 #include <limits>
 #include <random>
 
+#include "poreforge/edt.hpp"
 #include "poreforge/error.hpp"
 #include "poreforge/realism.hpp"
 
@@ -190,6 +191,40 @@ Mask crop(const Mask& volume, const Shape& corner, const Shape& sub) {
       std::copy(from, from + sub.nx, &out(0, y, z));
     }
   return out;
+}
+
+EnvelopePlan plan_envelope(const Mask& candidate, const Mask& reference, int count, uint64_t seed, int bins,
+                           Backend backend) {
+  const Shape shape = candidate.shape();
+  if (shape.nx > reference.shape().nx || shape.ny > reference.shape().ny || shape.nz > reference.shape().nz)
+    throw InputError("the reconstruction (" + to_string(shape) + ") does not fit inside the reference (" +
+                     to_string(reference.shape()) + "): sub-volumes of its shape cannot be cut");
+  if (bins < 1) throw InputError("the number of PSD bins must be at least 1 (got " + std::to_string(bins) + ")");
+  EnvelopePlan plan;
+  plan.whole_reference = shape == reference.shape();
+  plan.corners = plan.whole_reference ? std::vector<Shape>{Shape{0, 0, 0}}
+                                      : subvolume_corners(reference.shape(), shape, count, seed);
+  plan.largest_pore_fraction = double(count_phase(candidate)) / double(candidate.voxels());
+  for (const Shape& c : plan.corners) {
+    plan.real.push_back(crop(reference, c, shape));
+    const int64_t n = count_phase(plan.real.back());
+    if (n == 0 || n == plan.real.back().voxels())
+      throw InputError("the reference's sub-volume at " + to_string(c) + " holds only one phase: the reference is "
+                       "too uniform for sub-volumes of " + to_string(shape));
+    plan.largest_pore_fraction = std::max(plan.largest_pore_fraction, double(n) / double(plan.real.back().voxels()));
+  }
+  // The largest local thickness is the largest distance.
+  double largest = 0;
+  auto widest = [&](const Mask& m) {
+    const Volume<float> d = distance_transform(m, Boundary::open, backend);
+    for (float v : d.values()) largest = std::max(largest, double(v));
+  };
+  widest(candidate);
+  for (const Mask& m : plan.real) widest(m);
+  const Spacing spacing = reference.spacing();
+  const double smallest = std::min({spacing.x, spacing.y, spacing.z});
+  plan.psd_bins = Bins::linear(smallest, std::max(largest, 2 * smallest), bins);
+  return plan;
 }
 
 }  // namespace poreforge

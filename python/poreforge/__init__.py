@@ -32,6 +32,9 @@ __all__ = [
     "dilate",
     "open",
     "close",
+    "realism_profile",
+    "compare",
+    "Comparison",
     "backend_description",
 ]
 
@@ -191,3 +194,73 @@ def close(image, size=None, *, radius=None, iterations=1, phase=1, spacing=None,
 def backend_description(backend="auto"):
     """What ``backend`` resolves to on this machine, in words."""
     return _poreforge.backend_description(backend)
+
+
+def realism_profile(image, *, phase=1, spacing=None, bins=20, permeability=False, length_unit="", backend="auto"):
+    """The realism measures of one 3D structure, as ``poreforge compare`` measures each volume:
+    porosity, specific surface, Euler characteristic density, clusters (6 and 26), spanning and
+    speck shares, formation factors, and with ``permeability`` the lattice-Boltzmann
+    permeabilities along x, y, z (millidarcy when ``length_unit`` names the spacing's unit,
+    else squared spacing units), besides curves (chords, lineal paths, S2, pore PSD, χ of the
+    openings). ``bins``: PSD edges, or a number of bins from one voxel to the largest
+    inscribed radius. Names along x, y, z mean poreforge's axes: x is the last array axis.
+    Returns ``{"scalars": {name: {"unit", "value"}}, "curves": {name: {...}}}``."""
+    mask = _mask(image, phase)
+    if mask.ndim != 3:
+        raise ValueError(f"the realism measures are of 3D images (got shape {mask.shape})")
+    sp = _spacing(spacing, 3)
+    if np.ndim(bins) == 0:
+        largest = float(distance_transform(mask, boundary="open", spacing=spacing, backend=backend).max())
+        smallest = min(sp)
+        edges = list(np.linspace(smallest, max(largest, 2 * smallest), int(bins) + 1))
+    else:
+        edges = [float(e) for e in np.asarray(bins, dtype=float).ravel()]
+    result = _poreforge.realism_profile(mask, sp, edges, bool(permeability), length_unit, backend)
+    return {"scalars": {s["name"]: {"unit": s["unit"], "value": s["value"]} for s in result["scalars"]},
+            "curves": {c["name"]: c for c in result["curves"]}}
+
+
+class Comparison:
+    """A structure judged against real sub-volumes of a reference, as ``poreforge compare``
+    judges it: ``scalars`` and ``curves`` (dicts by name, each with the structure's value, the
+    real mean, SD, min, max, z and ``inside``; curves their distance beside each real one's
+    leave-one-out distance), ``outside`` of ``measures`` outside the real range, against
+    ``typical_real_outside`` for a real sub-volume; ``corners`` of the sub-volumes in array-axis
+    order; ``candidate`` and ``real`` the raw profiles. ``judged`` is False when the reference
+    has the structure's shape (one real volume has no range): only the profiles are there."""
+
+    def __init__(self, result):
+        self.judged = bool(result["judged"])
+        self.corners = [tuple(c) for c in result["corners"]]
+        self.candidate = result["candidate"]
+        self.real = result["real"]
+        self.scalars = {s["name"]: s for s in result.get("scalars", [])}
+        self.curves = {c["name"]: c for c in result.get("curves", [])}
+        self.outside = result.get("outside")
+        self.measures = result.get("measures")
+        self.real_outside = result.get("real_outside")
+        self.typical_real_outside = result.get("typical_real_outside")
+
+    def __repr__(self):
+        if not self.judged:
+            return "Comparison(the reference alone, nothing judged)"
+        return (f"Comparison(outside the real range on {self.outside} of {self.measures} measures; "
+                f"a real sub-volume on {self.typical_real_outside:g})")
+
+
+def compare(image, reference, *, phase=1, reference_phase=None, spacing=None, subvolumes=12, seed=1, bins=20,
+            permeability=False, length_unit="", backend="auto"):
+    """Is ``image`` rock? Its realism measures against ``subvolumes`` real sub-volumes of
+    ``reference`` of its shape (corners drawn from ``seed`` as the command line draws them), both
+    at ``spacing``. Equal to ``poreforge compare`` on the same arrays."""
+    mask = _mask(image, phase)
+    ref = _mask(reference, phase if reference_phase is None else reference_phase)
+    if mask.ndim != 3 or ref.ndim != 3:
+        raise ValueError(f"compare judges 3D images (got shapes {mask.shape} and {ref.shape})")
+    if isinstance(subvolumes, (bool, np.bool_)) or int(subvolumes) != subvolumes or subvolumes < 2:
+        raise ValueError(f"subvolumes must be a whole number, 2 or more (got {subvolumes!r})")
+    if int(seed) != seed or seed < 0:
+        raise ValueError(f"seed must be a non-negative integer (got {seed!r})")
+    result = _poreforge.compare(mask, ref, _spacing(spacing, 3), int(subvolumes), int(seed), int(bins),
+                                bool(permeability), length_unit, backend)
+    return Comparison(result)

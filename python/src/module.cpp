@@ -19,10 +19,12 @@
 #include "poreforge/correlation.hpp"
 #include "poreforge/edt.hpp"
 #include "poreforge/error.hpp"
+#include "poreforge/io.hpp"
 #include "poreforge/local_thickness.hpp"
 #include "poreforge/memory.hpp"
 #include "poreforge/morphology.hpp"
 #include "poreforge/psd.hpp"
+#include "poreforge/realism.hpp"
 #include "poreforge/volume.hpp"
 
 namespace nb = nanobind;
@@ -152,6 +154,112 @@ nb::ndarray<nb::numpy, uint8_t> morph(const MaskArray& a, std::array<double, 3> 
   return array_of(std::move(out), a.ndim());
 }
 
+// A dict of alternating keys and values: fields("name", n, "value", v).
+inline void put(nb::dict&) {}
+template <class Value, class... Rest>
+void put(nb::dict& d, const char* key, const Value& value, const Rest&... rest) {
+  d[key] = value;
+  put(d, rest...);
+}
+template <class... Pairs>
+nb::dict fields(const Pairs&... pairs) {
+  nb::dict d;
+  put(d, pairs...);
+  return d;
+}
+
+nb::dict profile_dict(const RealismProfile& p) {
+  nb::list scalars, curves;
+  for (const ScalarMeasure& m : p.scalars) scalars.append(fields("name", m.name, "unit", m.unit, "value", m.value));
+  for (const CurveMeasure& c : p.curves)
+    curves.append(fields("name", c.name, "x_unit", c.x_unit,
+                           "distance_kind", c.distance == CurveMeasure::Distance::l1 ? "L1" : "RMS", "x", c.x,
+                           "y", c.y));
+  nb::dict r;
+  r["scalars"] = scalars;
+  r["curves"] = curves;
+  return r;
+}
+
+// `length_unit`: the spacing's unit ("um", "mm", …) for a permeability in millidarcy; "":
+// in squared spacing units.
+RealismOptions realism_options(const std::string& backend, bool permeability, const std::string& length_unit) {
+  RealismOptions o;
+  o.backend = backend_for(backend, Operation::local_thickness);
+  o.permeability = permeability;
+  o.unit_metres = length_unit.empty() ? 0 : unit_in_metres(length_unit);
+  if (!length_unit.empty() && o.unit_metres == 0)
+    throw InputError("unknown length unit '" + length_unit + "' (m, mm, um, nm)");
+  return o;
+}
+
+// One structure's realism measures on `edges` (the pore PSD's bins).
+nb::dict profile(const MaskArray& a, std::array<double, 3> spacing, std::vector<double> edges, bool permeability,
+                 const std::string& length_unit, const std::string& backend) {
+  if (a.ndim() != 3) throw InputError("the realism measures are of 3D images");
+  const Mask m = mask_of(a, spacing);
+  RealismOptions o = realism_options(backend, permeability, length_unit);
+  o.psd_bins = Bins::from_edges(std::move(edges));
+  require_memory(compare_memory(m.shape(), m.spacing(), double(count_phase(m)) / double(m.voxels()), permeability,
+                                o.backend));
+  RealismProfile p;
+  {
+    nb::gil_scoped_release release;
+    p = realism_profile(m, o);
+  }
+  return profile_dict(p);
+}
+
+// `poreforge compare`'s judgement: the candidate against sub-volumes of the reference.
+nb::dict compare(const MaskArray& candidate, const MaskArray& reference, std::array<double, 3> spacing, int count,
+                 uint64_t seed, int bins, bool permeability, const std::string& length_unit,
+                 const std::string& backend) {
+  if (candidate.ndim() != 3 || reference.ndim() != 3) throw InputError("compare judges 3D images");
+  const Mask c = mask_of(candidate, spacing), ref = mask_of(reference, spacing);
+  RealismOptions o = realism_options(backend, permeability, length_unit);
+  nb::dict r;
+  RealismProfile judged;
+  std::vector<RealismProfile> real;
+  EnvelopePlan plan;
+  EnvelopeComparison cmp;
+  {
+    nb::gil_scoped_release release;
+    plan = plan_envelope(c, ref, count, seed, bins, o.backend);
+    o.psd_bins = plan.psd_bins;
+    require_memory(compare_memory(c.shape(), c.spacing(), plan.largest_pore_fraction, permeability, o.backend));
+    judged = realism_profile(c, o);
+    for (const Mask& m : plan.real) real.push_back(realism_profile(m, o));
+    if (!plan.whole_reference) cmp = compare_with_envelope(judged, real);
+  }
+  nb::list corners;
+  for (const Shape& s : plan.corners) corners.append(nb::make_tuple(s.nz, s.ny, s.nx));  // array-axis order
+  r["corners"] = corners;
+  r["judged"] = !plan.whole_reference;
+  r["candidate"] = profile_dict(judged);
+  nb::list real_profiles;
+  for (const RealismProfile& p : real) real_profiles.append(profile_dict(p));
+  r["real"] = real_profiles;
+  if (plan.whole_reference) return r;
+  nb::list scalars, curves;
+  for (const ScalarComparison& s : cmp.scalars)
+    scalars.append(fields("name", s.name, "unit", s.unit, "value", s.value, "real_mean", s.mean,
+                            "real_sd", s.sd, "real_min", s.min, "real_max", s.max, "z", s.z,
+                            "inside", s.inside, "real", s.real));
+  for (const CurveComparison& cc : cmp.curves)
+    curves.append(fields("name", cc.name, "x_unit", cc.x_unit,
+                           "distance_kind", cc.distance_kind == CurveMeasure::Distance::l1 ? "L1" : "RMS",
+                           "distance", cc.distance, "real_distances", cc.real_distances, "inside", cc.inside,
+                           "x", cc.x, "value", cc.value, "real_mean", cc.mean, "real_min", cc.min,
+                           "real_max", cc.max));
+  r["scalars"] = scalars;
+  r["curves"] = curves;
+  r["outside"] = cmp.outside;
+  r["measures"] = cmp.measures;
+  r["real_outside"] = cmp.real_outside;
+  r["typical_real_outside"] = cmp.typical_real_outside;
+  return r;
+}
+
 }  // namespace
 }  // namespace poreforge::python
 
@@ -178,6 +286,9 @@ NB_MODULE(_poreforge, m) {
         "edges"_a = nb::none());
   m.def("two_point_correlation", &s2, "mask"_a, "spacing"_a);
   m.def("morphology", &morph, "mask"_a, "spacing"_a, "op"_a, "element"_a, "iterations"_a, "backend"_a);
+  m.def("realism_profile", &profile, "mask"_a, "spacing"_a, "edges"_a, "permeability"_a, "length_unit"_a, "backend"_a);
+  m.def("compare", &compare, "candidate"_a, "reference"_a, "spacing"_a, "count"_a, "seed"_a, "bins"_a, "permeability"_a,
+        "length_unit"_a, "backend"_a);
   m.def("backend_description", [](const std::string& name) {
     return backend_description(resolve_backend(parse_backend(name), Operation::local_thickness));
   });

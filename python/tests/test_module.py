@@ -2,6 +2,7 @@
 array layout read right, errors as the CLI words them, the GIL let go while the engine works.
 
 Run by scripts/test with PYTHONPATH=<build>/python and POREFORGE_CLI=<build>/poreforge."""
+import json
 import os
 import subprocess
 import sys
@@ -203,3 +204,41 @@ def test_the_engine_lets_go_of_the_gil():
     finally:
         sys.setswitchinterval(interval)
     assert seen_running == [True]
+
+
+@pytest.mark.skipif(CLI is None, reason="POREFORGE_CLI names the command line to compare with")
+def test_compare_equals_the_command_line(tmp_path):
+    s = seed()
+    reference, candidate = tmp_path / "reference.h5", tmp_path / "candidate.h5"
+    for path, shape, value in ((reference, "40,40,40", s), (candidate, "20,20,20", s + 1)):
+        subprocess.run([CLI, "generate", "blobs", "--shape", shape, "--porosity", "0.35", "--seed", str(value),
+                        "-o", str(path)], check=True, capture_output=True)
+    report = tmp_path / "report.json"
+    subprocess.run([CLI, "compare", str(candidate), "--reference", str(reference), "--subvolumes", "4", "--seed", "3",
+                    "--bins", "8", "--backend", "cpu", "-o", str(report)], check=True, capture_output=True)
+    cli = json.loads(report.read_text())  # numbers to 10 significant digits
+    with h5py.File(reference) as f:
+        ref = f["volume"][...]
+    with h5py.File(candidate) as f:
+        cand = f["volume"][...]
+    got = pf.compare(cand, ref, subvolumes=4, seed=3, bins=8, backend="cpu")
+    assert got.judged and cli["judged"]
+    assert (got.outside, got.measures) == (cli["outside"], cli["measures"])
+    assert got.real_outside == cli["real_outside"]
+    assert [tuple(c) for c in got.corners] == [tuple(c[::-1]) for c in cli["subvolume_corners"]]
+    assert len(got.scalars) == len(cli["scalars"]) and len(got.curves) == len(cli["curves"])
+    for entry in cli["scalars"]:
+        mine = got.scalars[entry["name"]]
+        for key in ("value", "real_mean", "real_min", "real_max"):
+            assert mine[key] == pytest.approx(entry[key], rel=1e-9, abs=1e-300), (entry["name"], key)
+        assert mine["inside"] == entry["inside"]
+    for entry in cli["curves"]:
+        assert got.curves[entry["name"]]["distance"] == pytest.approx(entry["distance"], rel=1e-9, abs=1e-300)
+    # One structure's profile: the candidate's scalars again.
+    profile = pf.realism_profile(cand, bins=8)
+    assert profile["scalars"]["porosity"]["value"] == pytest.approx(got.scalars["porosity"]["value"])
+    assert profile["scalars"]["formation_factor_x"]["value"] == pytest.approx(got.scalars["formation_factor_x"]["value"])
+    with pytest.raises(ValueError, match="does not fit inside the reference"):
+        pf.compare(ref, cand)
+    with pytest.raises(ValueError, match="unknown length unit 'furlong'"):
+        pf.compare(cand, ref, length_unit="furlong")

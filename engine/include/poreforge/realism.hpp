@@ -94,6 +94,23 @@ EnvelopeComparison compare_with_envelope(const RealismProfile& candidate, const 
 /// fit inside `whole`.
 std::vector<Shape> subvolume_corners(const Shape& whole, const Shape& sub, int count, uint64_t seed);
 
+/// What a comparison with a reference decides before anything is measured: the real
+/// sub-volumes of the candidate's shape (`count` of them drawn from `seed`; the reference
+/// alone when it has that shape, and then nothing can be judged: one volume has no range) and
+/// the pore-PSD bins every volume shares, `bins` equal bins from one voxel to the largest
+/// inscribed radius of any of them. Both masks pore = 1 at the reference's spacing.
+struct EnvelopePlan {
+  std::vector<Shape> corners;  ///< of each real sub-volume in the reference
+  std::vector<Mask> real;      ///< the sub-volumes themselves
+  Bins psd_bins = Bins::linear(0, 1, 1);
+  double largest_pore_fraction = 0;  ///< over the candidate and the sub-volumes (for memory estimates)
+  bool whole_reference = false;      ///< the reference has the candidate's shape
+};
+/// Throws InputError when the candidate does not fit inside the reference or a sub-volume
+/// holds only one phase.
+EnvelopePlan plan_envelope(const Mask& candidate, const Mask& reference, int count, uint64_t seed, int bins,
+                           Backend backend);
+
 /// The sub-volume of `volume` of shape `sub` whose lowest corner is `corner` (a Shape used as
 /// an x, y, z offset), with the volume's spacing.
 Mask crop(const Mask& volume, const Shape& corner, const Shape& sub);
