@@ -72,6 +72,24 @@ void write_text(const fs::path& path, const std::string& text) { write_text_file
 volatile std::sig_atomic_t g_signal = 0;
 extern "C" void on_signal(int sig) { g_signal = sig; }
 
+// The SIGINT and SIGTERM handlers as they were, put back when a run returns: a program that
+// runs reconstructions in-process (the Python module) keeps its own.
+struct SignalHandlersKept {
+  void (*interrupt)(int) = std::signal(SIGINT, SIG_DFL);
+  void (*terminate)(int) = std::signal(SIGTERM, SIG_DFL);
+  SignalHandlersKept() {
+    std::signal(SIGINT, interrupt);
+    std::signal(SIGTERM, terminate);
+    g_signal = 0;
+  }
+  ~SignalHandlersKept() {
+    std::signal(SIGINT, interrupt);
+    std::signal(SIGTERM, terminate);
+  }
+  SignalHandlersKept(const SignalHandlersKept&) = delete;
+  SignalHandlersKept& operator=(const SignalHandlersKept&) = delete;
+};
+
 // A run in progress: its folder, its history and its checkpoints.
 struct Session {
   RunConfig rc;  // rc.loop: the annealer's configuration, its targets and start filled in here
@@ -484,7 +502,6 @@ Mask refine_start(Session& run, const anneal::Config& loop, const Mask& coarser,
 // so a signal ends the run before anything is written; returns 128 + the signal then, else 0.
 int run_coarse_levels(Session& run, anneal::Config& loop, const Mask& reference, bool quiet) {
   const int levels = run.rc.levels;
-  g_signal = 0;
   std::signal(SIGINT, on_signal);
   std::signal(SIGTERM, on_signal);
   const auto began = std::chrono::steady_clock::now();
@@ -562,14 +579,16 @@ int run_coarse_levels(Session& run, anneal::Config& loop, const Mask& reference,
 }
 }  // namespace
 
-int start_run(const RunOptions& o, const std::string& command_line) {
+int start_run(const RunOptions& o, const std::string& command_line, std::string* folder_out) {
   if (std::isnan(o.max_seconds)) throw InputError("--max-seconds must be a number of seconds, 0 or more (got nan)");
+  const SignalHandlersKept kept;
   std::vector<std::string> sets = o.sets;
   if (!o.backend.empty()) sets.push_back("backend=" + o.backend);
   if (!o.output.empty()) sets.push_back("output.directory=" + o.output);
   if (o.max_seconds >= 0) sets.push_back("annealing.max_seconds=" + std::to_string(o.max_seconds));
   Session run;
-  run.rc = load_run_config(o.config, sets);
+  run.rc = o.config_text.empty() ? load_run_config(o.config, sets)
+                                 : parse_run_config(o.config_text, o.config.empty() ? "the configuration" : o.config, sets);
   anneal::Config& loop = run.rc.loop;
   run.quiet = o.quiet;
   run.progress = o.progress;
@@ -679,6 +698,7 @@ int start_run(const RunOptions& o, const std::string& command_line) {
 
   OwnedFolder folder = claim_folder(run.rc.output_directory, run.rc.name, "name", kRunMarker, "run", o.force);
   run.dir = fs::path(run.rc.output_directory) / run.rc.name;
+  if (folder_out) *folder_out = run.dir.string();
   run.lock = std::move(folder.lock);
   write_text(run.dir / "config.yaml", run.rc.to_yaml());  // with a chosen blob size, if any
   run.log.open(run.dir / "run.log");
@@ -728,6 +748,7 @@ int start_run(const RunOptions& o, const std::string& command_line) {
 
 int resume_run(const ResumeOptions& o, const std::string& command_line) {
   if (std::isnan(o.max_seconds)) throw InputError("--max-seconds must be a number of seconds, 0 or more (got nan)");
+  const SignalHandlersKept kept;
   Checkpoint ck = read_checkpoint(o.checkpoint);
   Session run;
   std::vector<std::string> sets;

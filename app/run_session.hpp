@@ -10,6 +10,9 @@ namespace poreforge::app {
 
 struct RunOptions {
   std::string config, output, backend;
+  /// The configuration's YAML itself (the Python module's dict, as JSON); `config` then only
+  /// names it in messages, and input paths are relative to the working directory.
+  std::string config_text;
   std::vector<std::string> sets;  ///< `--set KEY=VALUE` overrides
   double max_seconds = -1;        ///< < 0: the configuration's
   bool force = false, quiet = false;
@@ -24,8 +27,10 @@ struct ResumeOptions {
   std::string progress = "auto";
 };
 
-/// Runs a reconstruction; returns the exit status (0, or 128 + a signal that stopped it).
-int start_run(const RunOptions& options, const std::string& command_line);
+/// Runs a reconstruction; returns the exit status (0, or 128 + a signal that stopped it) and,
+/// in `folder` when given, the run folder (once it exists). The SIGINT and SIGTERM handlers it
+/// installs are put back as they were when it returns.
+int start_run(const RunOptions& options, const std::string& command_line, std::string* folder = nullptr);
 /// Continues one exactly where its checkpoint left it, or finishes the outputs of a run that
 /// met its budget before writing them; returns the exit status.
 int resume_run(const ResumeOptions& options, const std::string& command_line);

@@ -35,6 +35,8 @@ __all__ = [
     "realism_profile",
     "compare",
     "Comparison",
+    "reconstruct",
+    "Reconstruction",
     "backend_description",
 ]
 
@@ -264,3 +266,44 @@ def compare(image, reference, *, phase=1, reference_phase=None, spacing=None, su
     result = _poreforge.compare(mask, ref, _spacing(spacing, 3), int(subvolumes), int(seed), int(bins),
                                 bool(permeability), length_unit, backend)
     return Comparison(result)
+
+
+class Reconstruction:
+    """A finished ``poreforge run``: ``volume`` (uint8, 1 = pore, ``[z, y, x]``), ``summary``
+    (its summary.json) and ``folder`` (the run folder with every output and checkpoint)."""
+
+    def __init__(self, volume, summary, folder):
+        self.volume, self.summary, self.folder = volume, summary, folder
+
+    def __repr__(self):
+        return (f"Reconstruction({'x'.join(str(n) for n in self.volume.shape)}, "
+                f"{self.summary.get('evaluations')} evaluations, stop {self.summary.get('stop_reason')!r}, "
+                f"folder {self.folder!r})")
+
+
+def reconstruct(config, *, overrides=(), output=None, backend=None, force=False, quiet=True):
+    """``poreforge run`` in this process. ``config``: a YAML file's path (its input paths
+    relative to it, as on the command line) or a dict of the same keys (input paths relative to
+    the working directory); ``overrides``: ``"KEY.PATH=VALUE"`` strings as ``--set`` takes;
+    ``output``: the output directory (default: the config's ``output.directory``); ``force``
+    replaces an earlier run folder of that name that poreforge made; ``quiet`` prints only the
+    summary, as ``--quiet`` does (else a progress line every 5 s). The run writes its folder as
+    the command does. A SIGINT (Ctrl-C) stops it after a checkpoint and raises
+    KeyboardInterrupt; ``poreforge resume`` goes on from there."""
+    import builtins
+    import json
+    import os
+
+    if isinstance(config, dict):
+        path, text = "", json.dumps(config)  # JSON is YAML
+    else:
+        path, text = os.fspath(config), ""
+    if isinstance(overrides, str):
+        raise ValueError("overrides is a list of KEY.PATH=VALUE strings, not one string")
+    folder, code = _poreforge.reconstruct(path, text, [str(s) for s in overrides], "" if output is None else
+                                          os.fspath(output), backend or "", bool(force), bool(quiet))
+    if code:
+        raise KeyboardInterrupt(f"the run stopped on signal {code - 128} after writing a checkpoint in {folder}")
+    with builtins.open(os.path.join(folder, "summary.json")) as f:  # this module's open is morphology's
+        summary = json.load(f)
+    return Reconstruction(_poreforge.read_volume(os.path.join(folder, "final.h5"), 1.0), summary, folder)

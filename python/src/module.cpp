@@ -6,6 +6,7 @@
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/array.h>
 #include <nanobind/stl/optional.h>
+#include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
@@ -26,6 +27,7 @@
 #include "poreforge/psd.hpp"
 #include "poreforge/realism.hpp"
 #include "poreforge/volume.hpp"
+#include "run_session.hpp"
 
 namespace nb = nanobind;
 using namespace nb::literals;
@@ -260,6 +262,39 @@ nb::dict compare(const MaskArray& candidate, const MaskArray& reference, std::ar
   return r;
 }
 
+// `poreforge run` in-process: the run folder and the exit status (0, or 128 + the signal that
+// stopped it, after its checkpoint).
+std::pair<std::string, int> reconstruct(const std::string& config, const std::string& config_text,
+                                        std::vector<std::string> sets, const std::string& output,
+                                        const std::string& backend, bool force, bool quiet) {
+  app::RunOptions o;
+  o.config = config;
+  o.config_text = config_text;
+  o.sets = std::move(sets);
+  o.output = output;
+  o.backend = backend;
+  o.force = force;
+  o.quiet = quiet;
+  o.progress = quiet ? "auto" : "plain";
+  std::string folder;
+  int code = 0;
+  {
+    nb::gil_scoped_release release;
+    code = app::start_run(o, "poreforge.reconstruct (Python)", &folder);
+  }
+  return {folder, code};
+}
+
+// A volume poreforge wrote (final.h5, a level, a checkpoint's structure is not one): its
+// `phase` voxels as a uint8 mask in array-axis order.
+nb::ndarray<nb::numpy, uint8_t> read_volume(const std::string& path, double phase) {
+  ReadOptions ro;
+  const LabelImage image = read_image(path, ro);
+  Mask m = phase_mask(image, phase);
+  const std::size_t ndim = m.shape().nz > 1 ? 3 : 2;
+  return array_of(std::move(m), ndim);
+}
+
 }  // namespace
 }  // namespace poreforge::python
 
@@ -289,6 +324,9 @@ NB_MODULE(_poreforge, m) {
   m.def("realism_profile", &profile, "mask"_a, "spacing"_a, "edges"_a, "permeability"_a, "length_unit"_a, "backend"_a);
   m.def("compare", &compare, "candidate"_a, "reference"_a, "spacing"_a, "count"_a, "seed"_a, "bins"_a, "permeability"_a,
         "length_unit"_a, "backend"_a);
+  m.def("reconstruct", &reconstruct, "config"_a, "config_text"_a, "sets"_a, "output"_a, "backend"_a, "force"_a,
+        "quiet"_a);
+  m.def("read_volume", &read_volume, "path"_a, "phase"_a);
   m.def("backend_description", [](const std::string& name) {
     return backend_description(resolve_backend(parse_backend(name), Operation::local_thickness));
   });

@@ -242,3 +242,46 @@ def test_compare_equals_the_command_line(tmp_path):
         pf.compare(ref, cand)
     with pytest.raises(ValueError, match="unknown length unit 'furlong'"):
         pf.compare(cand, ref, length_unit="furlong")
+
+
+@pytest.mark.skipif(CLI is None, reason="POREFORGE_CLI names the command line to compare with")
+def test_reconstruct_equals_the_command_line_and_keeps_pythons_signals(tmp_path, monkeypatch):
+    import signal
+    import time
+
+    monkeypatch.chdir(tmp_path)
+    subprocess.run([CLI, "generate", "blobs", "--shape", "24,24,24", "--porosity", "0.35", "--seed", str(seed()),
+                    "-o", "ref.h5"], check=True, capture_output=True)
+    config = {"name": "py", "backend": "cpu", "target": {"image": "ref.h5"}, "domain": {"shape": [16, 16, 16]},
+              "annealing": {"max_evaluations": 300, "stage_length": 50, "trial_moves": 20}}
+    (tmp_path / "run.yaml").write_text(json.dumps(config))  # JSON is YAML
+    subprocess.run([CLI, "run", "run.yaml", "--output", "cli", "--quiet"], check=True, capture_output=True)
+    handler = signal.getsignal(signal.SIGINT)
+    run = pf.reconstruct(config, output="module")
+    assert signal.getsignal(signal.SIGINT) is handler
+    with h5py.File(tmp_path / "cli" / "py" / "final.h5") as f:
+        np.testing.assert_array_equal(run.volume, f["volume"][...])
+    assert run.volume.shape == (16, 16, 16) and run.summary["evaluations"] == 300
+    # The same from the file, with an override, and an existing folder refused.
+    again = pf.reconstruct("run.yaml", overrides=["name=again"], output="module")
+    np.testing.assert_array_equal(again.volume, run.volume)
+    with pytest.raises(ValueError, match="already exists"):
+        pf.reconstruct(config, output="module")
+    with pytest.raises(ValueError, match="annealing.alpah is not a known key"):
+        pf.reconstruct({**config, "annealing": {"alpah": 0.9}}, output="module")
+    # Ctrl-C during a run: a checkpoint, then KeyboardInterrupt; Python's own handling after.
+    long = {**config, "name": "long", "annealing": {"max_evaluations": 10**9, "stage_length": 50}}
+
+    def interrupt():
+        while not (tmp_path / "module" / "long" / "run.log").exists():
+            time.sleep(0.01)
+        time.sleep(0.3)
+        os.kill(os.getpid(), signal.SIGINT)
+
+    threading.Thread(target=interrupt, daemon=True).start()
+    with pytest.raises(KeyboardInterrupt, match="signal 2 after writing a checkpoint"):
+        pf.reconstruct(long, output="module")
+    assert list((tmp_path / "module" / "long" / "checkpoints").glob("evaluation-*.h5"))
+    with pytest.raises(KeyboardInterrupt):
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(1)
