@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <atomic>
 #include <csignal>
 #include <cmath>
 #include <cstdio>
@@ -72,23 +73,46 @@ void write_text(const fs::path& path, const std::string& text) { write_text_file
 volatile std::sig_atomic_t g_signal = 0;
 extern "C" void on_signal(int sig) { g_signal = sig; }
 
-// The SIGINT and SIGTERM handlers as they were, put back when a run returns: a program that
-// runs reconstructions in-process (the Python module) keeps its own.
-struct SignalHandlersKept {
-  void (*interrupt)(int) = std::signal(SIGINT, SIG_DFL);
-  void (*terminate)(int) = std::signal(SIGTERM, SIG_DFL);
-  SignalHandlersKept() {
-    std::signal(SIGINT, interrupt);
-    std::signal(SIGTERM, terminate);
+// While a run is in this process: SIGINT and SIGTERM only set g_signal, which the run reads
+// at its checks (a checkpoint and 128 + the signal once the loop runs; before the run folder
+// exists, nothing written). The handlers the process had, flags and all, are put back when
+// the run returns, so a program that runs reconstructions in-process (the Python module) keeps
+// its own. The handlers and g_signal are the process's: one run at a time.
+std::atomic<bool> g_run_in_progress{false};
+
+class RunSignals {
+ public:
+  RunSignals() {
+    if (g_run_in_progress.exchange(true))
+      throw InputError("another poreforge run is going on in this process: runs take turns (the signal handlers are "
+                       "the process's)");
+    struct sigaction ours {};
+    ours.sa_handler = on_signal;
+    sigemptyset(&ours.sa_mask);
+    ours.sa_flags = SA_RESTART;  // file writes carry on through a signal; the run checks g_signal
     g_signal = 0;
+    sigaction(SIGINT, &ours, &m_interrupt);
+    sigaction(SIGTERM, &ours, &m_terminate);
   }
-  ~SignalHandlersKept() {
-    std::signal(SIGINT, interrupt);
-    std::signal(SIGTERM, terminate);
+  ~RunSignals() {
+    sigaction(SIGINT, &m_interrupt, nullptr);
+    sigaction(SIGTERM, &m_terminate, nullptr);
+    g_run_in_progress = false;
   }
-  SignalHandlersKept(const SignalHandlersKept&) = delete;
-  SignalHandlersKept& operator=(const SignalHandlersKept&) = delete;
+  RunSignals(const RunSignals&) = delete;
+  RunSignals& operator=(const RunSignals&) = delete;
+
+ private:
+  struct sigaction m_interrupt {}, m_terminate {};
 };
+
+// A signal before the run folder exists: the run ends there, nothing written.
+struct Interrupted {
+  int signal;
+};
+void stop_if_signalled() {
+  if (g_signal) throw Interrupted{int(g_signal)};
+}
 
 // A run in progress: its folder, its history and its checkpoints.
 struct Session {
@@ -175,9 +199,8 @@ struct Session {
 
   // The loop: reports, checkpoints, signals; then the final outputs. Returns the exit code.
   int drive(anneal::Annealer& a) {
-    // g_signal is not cleared: a signal during the coarser levels' last steps is still seen.
-    std::signal(SIGINT, on_signal);
-    std::signal(SIGTERM, on_signal);
+    // The handlers are RunSignals'; g_signal is not cleared, so a signal during the start or the
+    // coarser levels' last steps is still seen.
     const auto loop_start = std::chrono::steady_clock::now();
     auto last_checkpoint = loop_start;
     const int64_t first = first_evaluation = a.progress().evaluations;
@@ -417,6 +440,7 @@ void build_start(Session& run, anneal::Config& loop, const Mask* reference, bool
     anneal::BlobStart start = anneal::choose_blob_start(
         loop.shape, loop.spacing, loop.targets, loop.boundary, loop.seed, plant, run.backend,
         [&](const anneal::BlobCandidate& c) {
+          stop_if_signalled();  // each size tried takes a while at large domains
           if (quiet) return;
           if (grains)
             std::fprintf(run.text_stream(), "  grain radius %.3g voxels, spread %.2g: pore-PSD L1 %.4f", c.radius,
@@ -499,11 +523,9 @@ Mask refine_start(Session& run, const anneal::Config& loop, const Mask& coarser,
 // on a grid 2^j times coarser against the reference coarsened as much, the coarsest started
 // as `initial` says and each other from the one before; the finest level's start goes into
 // `loop.initial`. They keep no checkpoint (they are the finest level's start, minutes at most),
-// so a signal ends the run before anything is written; returns 128 + the signal then, else 0.
-int run_coarse_levels(Session& run, anneal::Config& loop, const Mask& reference, bool quiet) {
+// so a signal ends the run before anything is written (Interrupted).
+void run_coarse_levels(Session& run, anneal::Config& loop, const Mask& reference, bool quiet) {
   const int levels = run.rc.levels;
-  std::signal(SIGINT, on_signal);
-  std::signal(SIGTERM, on_signal);
   const auto began = std::chrono::steady_clock::now();
   auto since = [](std::chrono::steady_clock::time_point t) {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
@@ -542,11 +564,7 @@ int run_coarse_levels(Session& run, anneal::Config& loop, const Mask& reference,
       a.advance(a.device_loop() ? 256 : 1);  // as drive's batches: the clock and signals seen often
       if (budget > 0 && a.progress().stopped == anneal::StopReason::none && since(level_began) >= budget)
         a.stop(anneal::StopReason::time_limit);
-      if (g_signal) {
-        run.note("interrupted by signal " + std::to_string(int(g_signal)) + " in level " + std::to_string(number) +
-                 " of " + std::to_string(levels) + "; the coarser levels keep no checkpoint and nothing was written");
-        return 128 + int(g_signal);
-      }
+      stop_if_signalled();  // the coarser levels keep no checkpoint
       if (!quiet && since(shown) >= 5.0) {
         const anneal::Progress& p = a.progress();
         std::fprintf(run.text_stream(), "  level %d: %lld evaluations  E %.5f  %.0f eval/s\n", number,
@@ -570,18 +588,10 @@ int run_coarse_levels(Session& run, anneal::Config& loop, const Mask& reference,
   loop.initial = refine_start(run, loop, *previous, reference, quiet);
   // max_seconds bounds the whole run: the finest level has what the coarser ones left.
   if (run.rc.max_seconds > 0) run.loop_seconds = std::max(1.0, run.rc.max_seconds - since(began));
-  // The handlers stay: a signal from here on is seen before the run folder is made, or by drive.
-  if (g_signal) {
-    run.note("interrupted by signal " + std::to_string(int(g_signal)) + " after the coarser levels; nothing was written");
-    return 128 + int(g_signal);
-  }
-  return 0;
 }
-}  // namespace
 
-int start_run(const RunOptions& o, const std::string& command_line, std::string* folder_out) {
-  if (std::isnan(o.max_seconds)) throw InputError("--max-seconds must be a number of seconds, 0 or more (got nan)");
-  const SignalHandlersKept kept;
+// start_run once its signals are set: the start, the coarser levels, the folder, the loop.
+int run_from_config(const RunOptions& o, const std::string& command_line, std::string* folder_out) {
   std::vector<std::string> sets = o.sets;
   if (!o.backend.empty()) sets.push_back("backend=" + o.backend);
   if (!o.output.empty()) sets.push_back("output.directory=" + o.output);
@@ -621,6 +631,7 @@ int start_run(const RunOptions& o, const std::string& command_line, std::string*
   } else {
     loop.targets = anneal::Targets::from_descriptor_file(run.rc.target_descriptors);
   }
+  stop_if_signalled();
   if (!run.rc.spacing_given) {  // the reference's voxel size unless the domain names its own
     loop.spacing = loop.targets.spacing;
     run.rc.spacing_given = true;
@@ -640,7 +651,7 @@ int start_run(const RunOptions& o, const std::string& command_line, std::string*
   // resolved config written with the run then names the size chosen, so it makes the
   // same start again (planting, if asked, is a function of the same seed and targets).
   if (run.rc.levels > 1) {
-    if (const int code = run_coarse_levels(run, loop, *reference, o.quiet)) return code;
+    run_coarse_levels(run, loop, *reference, o.quiet);
   } else if (run.rc.initial == "blobs" || run.rc.initial == "grains") {
     build_start(run, loop, reference ? &*reference : nullptr, o.quiet);
   }
@@ -695,6 +706,7 @@ int start_run(const RunOptions& o, const std::string& command_line, std::string*
     }
   }
   anneal::Annealer annealer(loop);  // validates before the run directory exists
+  stop_if_signalled();
 
   OwnedFolder folder = claim_folder(run.rc.output_directory, run.rc.name, "name", kRunMarker, "run", o.force);
   run.dir = fs::path(run.rc.output_directory) / run.rc.name;
@@ -746,9 +758,24 @@ int start_run(const RunOptions& o, const std::string& command_line, std::string*
   return run.drive(annealer);
 }
 
+}  // namespace
+
+int start_run(const RunOptions& o, const std::string& command_line, std::string* folder_out) {
+  if (std::isnan(o.max_seconds)) throw InputError("--max-seconds must be a number of seconds, 0 or more (got nan)");
+  const RunSignals signals;
+  try {
+    return run_from_config(o, command_line, folder_out);
+  } catch (const Interrupted& stop) {
+    if (!o.quiet)
+      std::fprintf(o.progress == "json" ? stderr : stdout,
+                   "interrupted by signal %d before the run folder was made: nothing was written\n", stop.signal);
+    return 128 + stop.signal;
+  }
+}
+
 int resume_run(const ResumeOptions& o, const std::string& command_line) {
   if (std::isnan(o.max_seconds)) throw InputError("--max-seconds must be a number of seconds, 0 or more (got nan)");
-  const SignalHandlersKept kept;
+  const RunSignals signals;
   Checkpoint ck = read_checkpoint(o.checkpoint);
   Session run;
   std::vector<std::string> sets;

@@ -48,11 +48,35 @@ def _mask(image, phase):
         raise ValueError(f"expected a 2D or 3D image, got {array.ndim} dimensions (shape {array.shape})")
     if array.size == 0:
         raise ValueError(f"the image is empty (shape {array.shape})")
-    if array.dtype == np.bool_ and phase in (1, True):
-        mask = array
-    else:
-        mask = array == phase
-    return np.ascontiguousarray(mask, dtype=np.uint8)
+    if array.dtype == np.bool_ and phase is not False and phase in (1, True):
+        return np.ascontiguousarray(array).view(np.uint8)  # True is 1: no second copy
+    return np.ascontiguousarray(array == phase, dtype=np.uint8)
+
+
+def _whole(name, value, lowest, highest=2**31 - 1):
+    """`value` as an int in [lowest, highest], or a ValueError naming `name`."""
+    if isinstance(value, (bool, np.bool_)) or np.ndim(value) != 0:
+        raise ValueError(f"{name} must be a whole number (got {value!r})")
+    try:
+        number = int(value)
+    except (TypeError, ValueError, OverflowError):
+        raise ValueError(f"{name} must be a whole number (got {value!r})") from None
+    if number != value or not lowest <= number <= highest:
+        raise ValueError(f"{name} must be a whole number in [{lowest}, {highest}] (got {value!r})")
+    return number
+
+
+def _word(name, value):
+    if not isinstance(value, str):
+        raise ValueError(f"{name} must be a string (got {value!r})")
+    return value
+
+
+def _edges(bins):
+    edges = np.asarray(bins, dtype=float)
+    if edges.ndim != 1:
+        raise ValueError(f"bins must be a number of bins or a flat list of edges (got shape {edges.shape})")
+    return [float(e) for e in edges]
 
 
 def _spacing(spacing, ndim):
@@ -76,7 +100,8 @@ def distance_transform(image, *, phase=1, boundary="open", spacing=None, backend
     """Exact Euclidean distance from each phase voxel to the nearest voxel outside the phase
     (0 outside the phase), float32, in the units of ``spacing``."""
     mask = _mask(image, phase)
-    return _poreforge.distance_transform(mask, _spacing(spacing, mask.ndim), boundary, backend)
+    return _poreforge.distance_transform(mask, _spacing(spacing, mask.ndim), _word("boundary", boundary),
+                                         _word("backend", backend))
 
 
 def local_thickness(image, *, phase=1, boundary="open", spacing=None, backend="auto"):
@@ -84,18 +109,22 @@ def local_thickness(image, *, phase=1, boundary="open", spacing=None, backend="a
     inside the phase that covers it (Hildebrand & Rüegsegger; 0 outside the phase), float32.
     Fiji's LocalThickness and BoneJ report the diameter: twice this."""
     mask = _mask(image, phase)
-    return _poreforge.local_thickness(mask, _spacing(spacing, mask.ndim), boundary, backend)
+    return _poreforge.local_thickness(mask, _spacing(spacing, mask.ndim), _word("boundary", boundary),
+                                      _word("backend", backend))
 
 
 class PoreSizeDistribution:
-    """A pore-size distribution: the share of the phase's voxels whose local thickness (radius)
-    falls in each bin. Named as PoreSpy's ``metrics.pore_size_distribution`` results where they
-    mean the same: ``R`` and ``bin_centers`` (radius at the bin centres), ``bin_edges``,
-    ``bin_widths``, ``pdf`` (share per unit radius), ``cdf`` (share with a radius at least the bin's
-    lower edge), ``relfreq`` (share per bin). PoreSpy bins log10 of the radii when ``log``;
-    here ``log`` spaces the edges logarithmically and every value stays a radius. Besides:
-    ``fraction`` (= ``relfreq``), ``cumulative`` (share ≥ each edge, one more than the bins),
-    ``below`` / ``above`` (shares outside the edges) and ``phase_voxels``."""
+    """A pore-size distribution: how the phase's voxels share out by local thickness (radius)
+    over the bins. Named as PoreSpy's ``metrics.pore_size_distribution`` results, and meaning the
+    same — shares of the voxels whose radius lies within the edges, as ``np.histogram`` counts
+    them: ``R`` and ``bin_centers`` (radius at the bin centres), ``bin_edges``, ``bin_widths``,
+    ``relfreq`` (share per bin), ``pdf`` (share per unit radius: ``sum(pdf * bin_widths)`` is 1),
+    ``cdf`` (share with a radius at least each bin's lower edge). PoreSpy bins log10 of the
+    radii when ``log`` and names the centres ``LogR``; here ``log`` spaces the edges
+    logarithmically and every value stays a radius. poreforge's own, as shares of all the
+    phase's voxels: ``fraction`` per bin, ``cumulative`` (share ≥ each edge, one more than the
+    bins), ``below`` / ``above`` (shares outside the edges), and ``phase_voxels``. With the
+    default bins (the thickness's whole range) both readings agree."""
 
     def __init__(self, result):
         self.bin_edges = np.asarray(result["edges"])
@@ -107,9 +136,10 @@ class PoreSizeDistribution:
         self.bin_widths = np.diff(self.bin_edges)
         self.bin_centers = (self.bin_edges[1:] + self.bin_edges[:-1]) / 2
         self.R = self.bin_centers
-        self.relfreq = self.fraction
-        self.pdf = self.fraction / self.bin_widths
-        self.cdf = self.cumulative[:-1]
+        within = self.fraction.sum()
+        self.relfreq = self.fraction / within if within > 0 else np.zeros_like(self.fraction)
+        self.pdf = self.relfreq / self.bin_widths
+        self.cdf = self.relfreq[::-1].cumsum()[::-1]
 
     def __repr__(self):
         return (f"PoreSizeDistribution({len(self.fraction)} bins over [{self.bin_edges[0]:.6g}, "
@@ -122,13 +152,12 @@ def pore_size_distribution(image, *, phase=1, boundary="open", spacing=None, bin
     edges themselves (radii, increasing) — then the engine counts without keeping the map."""
     mask = _mask(image, phase)
     sp = _spacing(spacing, mask.ndim)
+    boundary, backend = _word("boundary", boundary), _word("backend", backend)
     if np.ndim(bins) == 0:
-        if isinstance(bins, (bool, np.bool_)) or int(bins) != bins:
-            raise ValueError(f"bins must be a whole number of bins or a list of edges (got {bins!r})")
-        result = _poreforge.pore_size_distribution(mask, sp, boundary, backend, int(bins), bool(log), None)
+        result = _poreforge.pore_size_distribution(mask, sp, boundary, backend, _whole("bins", bins, 1, 100000),
+                                                   bool(log), None)
     else:
-        edges = [float(e) for e in np.asarray(bins, dtype=float).ravel()]
-        result = _poreforge.pore_size_distribution(mask, sp, boundary, backend, 0, bool(log), edges)
+        result = _poreforge.pore_size_distribution(mask, sp, boundary, backend, 0, bool(log), _edges(bins))
     return PoreSizeDistribution(result)
 
 
@@ -159,7 +188,8 @@ def _element(size, radius, ndim):
             raise ValueError("give a box size or a ball radius, not both")
         return f"ball:{float(radius)!r}"
     size = 3 if size is None else size
-    sizes = [int(size)] * ndim if np.ndim(size) == 0 else [int(s) for s in size]
+    sizes = ([_whole("size", size, 1)] * ndim if np.ndim(size) == 0
+             else [_whole("size", s, 1) for s in np.asarray(size).ravel()])
     if len(sizes) != ndim:
         raise ValueError(f"size has {len(sizes)} values for a {ndim}D image: give one, or one per axis")
     return "box:" + "x".join(str(s) for s in sizes[::-1])
@@ -168,7 +198,8 @@ def _element(size, radius, ndim):
 def _morph(op, image, size, radius, iterations, phase, spacing, backend):
     mask = _mask(image, phase)
     element = _element(size, radius, mask.ndim)
-    return _poreforge.morphology(mask, _spacing(spacing, mask.ndim), op, element, int(iterations), backend)
+    return _poreforge.morphology(mask, _spacing(spacing, mask.ndim), op, element, _whole("iterations", iterations, 1),
+                                 _word("backend", backend))
 
 
 def erode(image, size=None, *, radius=None, iterations=1, phase=1, spacing=None, backend="auto"):
@@ -212,12 +243,14 @@ def realism_profile(image, *, phase=1, spacing=None, bins=20, permeability=False
         raise ValueError(f"the realism measures are of 3D images (got shape {mask.shape})")
     sp = _spacing(spacing, 3)
     if np.ndim(bins) == 0:
+        count = _whole("bins", bins, 1, 100000)
         largest = float(distance_transform(mask, boundary="open", spacing=spacing, backend=backend).max())
         smallest = min(sp)
-        edges = list(np.linspace(smallest, max(largest, 2 * smallest), int(bins) + 1))
+        edges = list(np.linspace(smallest, max(largest, 2 * smallest), count + 1))
     else:
-        edges = [float(e) for e in np.asarray(bins, dtype=float).ravel()]
-    result = _poreforge.realism_profile(mask, sp, edges, bool(permeability), length_unit, backend)
+        edges = _edges(bins)
+    result = _poreforge.realism_profile(mask, sp, edges, bool(permeability), _word("length_unit", length_unit),
+                                        _word("backend", backend))
     return {"scalars": {s["name"]: {"unit": s["unit"], "value": s["value"]} for s in result["scalars"]},
             "curves": {c["name"]: c for c in result["curves"]}}
 
@@ -227,7 +260,8 @@ class Comparison:
     judges it: ``scalars`` and ``curves`` (dicts by name, each with the structure's value, the
     real mean, SD, min, max, z and ``inside``; curves their distance beside each real one's
     leave-one-out distance), ``outside`` of ``measures`` outside the real range, against
-    ``typical_real_outside`` for a real sub-volume; ``corners`` of the sub-volumes in array-axis
+    ``typical_real_outside`` for a real sub-volume (``bins``: the number of pore-PSD bins every
+    volume shares, as the command's --bins); ``corners`` of the sub-volumes in array-axis
     order; ``candidate`` and ``real`` the raw profiles. ``judged`` is False when the reference
     has the structure's shape (one real volume has no range): only the profiles are there."""
 
@@ -259,12 +293,9 @@ def compare(image, reference, *, phase=1, reference_phase=None, spacing=None, su
     ref = _mask(reference, phase if reference_phase is None else reference_phase)
     if mask.ndim != 3 or ref.ndim != 3:
         raise ValueError(f"compare judges 3D images (got shapes {mask.shape} and {ref.shape})")
-    if isinstance(subvolumes, (bool, np.bool_)) or int(subvolumes) != subvolumes or subvolumes < 2:
-        raise ValueError(f"subvolumes must be a whole number, 2 or more (got {subvolumes!r})")
-    if int(seed) != seed or seed < 0:
-        raise ValueError(f"seed must be a non-negative integer (got {seed!r})")
-    result = _poreforge.compare(mask, ref, _spacing(spacing, 3), int(subvolumes), int(seed), int(bins),
-                                bool(permeability), length_unit, backend)
+    result = _poreforge.compare(mask, ref, _spacing(spacing, 3), _whole("subvolumes", subvolumes, 2, 10000),
+                                _whole("seed", seed, 0, 2**63 - 1), _whole("bins", bins, 1, 10000), bool(permeability),
+                                _word("length_unit", length_unit), _word("backend", backend))
     return Comparison(result)
 
 
@@ -295,7 +326,8 @@ def reconstruct(config, *, overrides=(), output=None, backend=None, force=False,
     import os
 
     if isinstance(config, dict):
-        path, text = "", json.dumps(config)  # JSON is YAML
+        # JSON is YAML; NumPy numbers (a shape from an array's) become plain ones.
+        path, text = "", json.dumps(config, default=lambda v: v.item() if isinstance(v, np.generic) else str(v))
     else:
         path, text = os.fspath(config), ""
     if isinstance(overrides, str):
@@ -303,6 +335,9 @@ def reconstruct(config, *, overrides=(), output=None, backend=None, force=False,
     folder, code = _poreforge.reconstruct(path, text, [str(s) for s in overrides], "" if output is None else
                                           os.fspath(output), backend or "", bool(force), bool(quiet))
     if code:
+        if not folder:
+            raise KeyboardInterrupt(f"the run stopped on signal {code - 128} before its folder was made: nothing "
+                                    "was written")
         raise KeyboardInterrupt(f"the run stopped on signal {code - 128} after writing a checkpoint in {folder}")
     with builtins.open(os.path.join(folder, "summary.json")) as f:  # this module's open is morphology's
         summary = json.load(f)

@@ -15,7 +15,7 @@ import pytest
 import poreforge as pf
 from poreforge import _poreforge
 
-CLI = os.environ.get("POREFORGE_CLI")
+CLI = os.path.abspath(os.environ["POREFORGE_CLI"]) if os.environ.get("POREFORGE_CLI") else None
 BACKENDS = ["cpu"] + (["cuda"] if _poreforge.cuda_available() else [])
 
 
@@ -92,6 +92,14 @@ def test_psd_fields_as_porespy_names_them():
     assert psd.bin_edges[0] == pytest.approx(thickness[mask].min())
     assert psd.bin_edges[-1] == pytest.approx(thickness[mask].max())
     assert psd.phase_voxels == mask.sum()
+    # Edges inside the range: PoreSpy's fields count the voxels within them, poreforge's own
+    # keep the shares of the whole phase.
+    narrow = pf.pore_size_distribution(mask, bins=psd.bin_edges[2:6], spacing=2.0)
+    assert narrow.below > 0 and narrow.above > 0
+    np.testing.assert_allclose(narrow.fraction.sum(), 1 - narrow.below - narrow.above)
+    np.testing.assert_allclose((narrow.pdf * narrow.bin_widths).sum(), 1.0)
+    np.testing.assert_allclose(narrow.cdf[0], 1.0)
+    np.testing.assert_allclose(narrow.relfreq, psd.fraction[2:5] / psd.fraction[2:5].sum())
 
 
 def test_any_layout_reads_the_same():
@@ -172,6 +180,16 @@ def test_errors_say_what_the_command_line_says():
         pf.pore_size_distribution(np.ones((3, 3, 3)), bins=2.5)
     with pytest.raises(ValueError, match="strictly increasing"):
         pf.pore_size_distribution(np.eye(6, dtype=bool)[None], bins=[1.0, 0.5])
+    with pytest.raises(ValueError, match="bins must be a whole number in"):
+        pf.pore_size_distribution(np.ones((3, 3, 3)), bins=2**31)
+    with pytest.raises(ValueError, match="iterations must be a whole number"):
+        pf.erode(np.ones((3, 3, 3)), iterations=1.9)
+    with pytest.raises(ValueError, match="size must be a whole number"):
+        pf.erode(np.ones((3, 3, 3)), size=2.7)
+    with pytest.raises(ValueError, match="boundary must be a string"):
+        pf.local_thickness(np.ones((3, 3, 3)), boundary=None)
+    with pytest.raises(ValueError, match="flat list of edges"):
+        pf.pore_size_distribution(np.ones((3, 3, 3)), bins=[[1, 2], [3, 4]])
     with pytest.raises(ValueError, match="box size or a ball radius"):
         pf.erode(np.ones((3, 3, 3)), 3, radius=1.0)
     if not _poreforge.cuda_available():
@@ -285,3 +303,41 @@ def test_reconstruct_equals_the_command_line_and_keeps_pythons_signals(tmp_path,
     with pytest.raises(KeyboardInterrupt):
         os.kill(os.getpid(), signal.SIGINT)
         time.sleep(1)
+
+
+@pytest.mark.skipif(CLI is None, reason="POREFORGE_CLI makes the reference image")
+def test_reconstruct_runs_take_turns_and_a_signal_in_the_start_writes_nothing(tmp_path, monkeypatch):
+    import signal
+    import time
+
+    monkeypatch.chdir(tmp_path)
+    subprocess.run([CLI, "generate", "blobs", "--shape", "48,48,48", "--porosity", "0.3", "--seed", str(seed()),
+                    "-o", "ref.h5"], check=True, capture_output=True)
+    # A signal while the start is searched (grains of every size at 96^3 take seconds): the run
+    # ends before its folder exists.
+    start = {"name": "start", "backend": "cpu", "target": {"image": "ref.h5"}, "domain": {"shape": [96, 96, 96]},
+             "initial": {"structure": "grains"}, "annealing": {"max_evaluations": 100}}
+    threading.Timer(0.3, lambda: os.kill(os.getpid(), signal.SIGINT)).start()
+    with pytest.raises(KeyboardInterrupt, match="before its folder was made: nothing was written"):
+        pf.reconstruct(start, output="out")
+    assert not (tmp_path / "out" / "start").exists()
+    # One run at a time in a process: a second, from another thread, is refused.
+    long = {"name": "long", "backend": "cpu", "target": {"image": "ref.h5"}, "domain": {"shape": [16, 16, 16]},
+            "annealing": {"max_evaluations": 10**9, "stage_length": 50}}
+    outcome = []
+
+    def first():
+        try:
+            pf.reconstruct(long, output="out")
+        except KeyboardInterrupt as stop:
+            outcome.append(str(stop))
+
+    worker = threading.Thread(target=first)
+    worker.start()
+    while not (tmp_path / "out" / "long" / "run.log").exists():
+        time.sleep(0.01)
+    with pytest.raises(ValueError, match="another poreforge run is going on in this process"):
+        pf.reconstruct({**long, "name": "second"}, output="out")
+    os.kill(os.getpid(), signal.SIGINT)
+    worker.join()
+    assert outcome and "after writing a checkpoint" in outcome[0]
