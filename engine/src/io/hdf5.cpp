@@ -304,9 +304,19 @@ OutputFile::~OutputFile() {
 
 namespace {
 
+// How a volume is compressed: zlib `level`, with or without the byte shuffle. Measured on the
+// Berea 400³ thickness map (float32, 80 % zeros, radii from a small set of values), 64³
+// chunks, one core: shuffle + level 4 wrote 26.0 MiB in 2.98 s, level 1 without shuffle 15.9
+// MiB in 1.15 s (the shuffle splits each value's bytes and hides its repeats from zlib); the
+// Berea mask (u8) at level 4 takes 3.4 MiB in 0.59 s, at level 1 4.9 MiB in 0.34 s.
+struct Compression {
+  int level;
+  bool shuffle;
+};
+
 template <class T>
 void write_3d(H5::H5File& file, const std::string& name, const Volume<T>& v, const H5::PredType& mem,
-              const H5::PredType& disk) {
+              const H5::PredType& disk, Compression compression) {
   const Shape& s = v.shape();
   const hsize_t dims[3] = {hsize_t(s.nz), hsize_t(s.ny), hsize_t(s.nx)};
   // Chunks of about 64³, never larger than the volume.
@@ -314,8 +324,8 @@ void write_3d(H5::H5File& file, const std::string& name, const Volume<T>& v, con
                             std::min<hsize_t>(dims[2], 64)};
   H5::DSetCreatPropList props;
   props.setChunk(3, chunk);
-  props.setShuffle();
-  props.setDeflate(4);
+  if (compression.shuffle) props.setShuffle();
+  props.setDeflate(compression.level);
   H5::DataSpace space(3, dims);
   H5::DataSet ds = file.createDataSet(name, disk, space, props);
   ds.write(v.data(), mem);
@@ -337,7 +347,7 @@ void ensure_parent_groups(H5::H5File& file, const std::string& name) {
 void OutputFile::write_volume(const std::string& name, const Volume<float>& v) {
   try {
     ensure_parent_groups(*m_file, name);
-    write_3d(*m_file, name, v, H5::PredType::NATIVE_FLOAT, H5::PredType::IEEE_F32LE);
+    write_3d(*m_file, name, v, H5::PredType::NATIVE_FLOAT, H5::PredType::IEEE_F32LE, Compression{1, false});
   } catch (const H5::Exception& e) {
     throw RuntimeError("writing " + name + " to '" + m_path + "': " + e.getDetailMsg());
   }
@@ -346,7 +356,7 @@ void OutputFile::write_volume(const std::string& name, const Volume<float>& v) {
 void OutputFile::write_volume(const std::string& name, const Mask& v) {
   try {
     ensure_parent_groups(*m_file, name);
-    write_3d(*m_file, name, v, H5::PredType::NATIVE_UINT8, H5::PredType::STD_U8LE);
+    write_3d(*m_file, name, v, H5::PredType::NATIVE_UINT8, H5::PredType::STD_U8LE, Compression{4, false});
   } catch (const H5::Exception& e) {
     throw RuntimeError("writing " + name + " to '" + m_path + "': " + e.getDetailMsg());
   }
