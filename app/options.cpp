@@ -58,8 +58,12 @@ Spacing parse_spacing(const std::string& text, const std::string& what) {
 
 void InputOptions::add_to(CLI::App* cmd, const std::string& name, const std::string& help) {
   const std::string o = "--" + prefix;
-  if (prefix.empty()) cmd->add_option(name, path, help)->required();
-  else cmd->add_option("--" + name, path, help)->required();
+  if (name.empty()) {
+  } else if (prefix.empty()) {
+    cmd->add_option(name, path, help)->required();
+  } else {
+    cmd->add_option("--" + name, path, help)->required();
+  }
   cmd->add_option(o + "format", format, "Format: auto (by extension), hdf5, raw, tiff")
       ->check(CLI::IsMember({"auto", "hdf5", "raw", "tiff"}));
   cmd->add_option(o + "dataset", dataset, "HDF5 dataset path (default: the only 2D/3D dataset)");

@@ -32,8 +32,8 @@ struct InputOptions {
   std::string path, format = "auto", dataset, shape, dtype = "u8", spacing;
   std::string prefix;
 
-  /// Registers the path (positional `name` without a prefix, else the option --`name`) and
-  /// the layout options.
+  /// Registers the path (positional `name` without a prefix, else the option --`name`; none
+  /// when `name` is empty: the command registers its own) and the layout options.
   void add_to(CLI::App* cmd, const std::string& name = "input",
               const std::string& help = "Input image: HDF5 (.h5), raw (.raw, needs --shape) or TIFF stack (.tif)");
 

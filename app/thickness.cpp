@@ -1,4 +1,5 @@
-// poreforge thickness IN -o OUT.h5: the exact local thickness of one phase and its PSD.
+// poreforge thickness IN -o OUT.h5: the exact local thickness of one phase and its PSD; of
+// several images, IN... -o FOLDER, in one process.
 #include "commands.hpp"
 
 #include <CLI/CLI.hpp>
@@ -6,9 +7,11 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <memory>
 
 #include "poreforge/backend.hpp"
+#include "poreforge/error.hpp"
 #include "poreforge/io.hpp"
 #include "poreforge/local_thickness.hpp"
 #include "poreforge/memory.hpp"
@@ -18,67 +21,134 @@
 
 namespace poreforge::app {
 
+namespace {
+
+struct ThicknessOptions : EngineOptions {
+  InputOptions input;  // the layout options; the paths are `inputs`
+  std::vector<std::string> inputs;
+  std::string output;
+  bool diameter = false;
+};
+
+// One image's map and PSD into `out_path`. `detail`: the full report (one input), else one
+// line. Returns the engine's seconds.
+double measure(const ThicknessOptions& o, const std::string& in_path, const std::string& out_path, OutputFile& out,
+               Boundary boundary, Backend backend, const std::vector<double>& edges, bool detail,
+               const std::string& command_line) {
+  InputOptions input = o.input;
+  input.path = in_path;
+  const LabelImage image = input.read([&](const Shape& s, std::size_t bytes, const Spacing& spacing) {
+    return thickness_memory(s, bytes, spacing, boundary, backend);
+  });
+  const Mask phase = phase_mask(image, o.phase);
+  const int64_t phase_voxels = count_phase(phase);
+  if (detail) {
+    std::printf("input     %s: %s %s, spacing %g,%g,%g\n", in_path.c_str(), to_string(image.shape).c_str(),
+                to_string(image.dtype).c_str(), image.spacing.x, image.spacing.y, image.spacing.z);
+    std::printf("phase     label %s: %lld voxels (%.4f of the volume), boundary %s\n", format_number(o.phase).c_str(),
+                static_cast<long long>(phase_voxels), double(phase_voxels) / double(image.shape.voxels()),
+                to_string(boundary).c_str());
+    std::printf("backend   %s\n", backend_description(backend).c_str());
+    std::fflush(stdout);
+  }
+
+  const auto start = std::chrono::steady_clock::now();
+  Volume<float> map = local_thickness(phase, boundary, backend);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (o.diameter)
+    for (auto& v : map.values()) v *= 2.0f;
+  const std::string quantity = o.diameter ? "diameter" : "radius";
+
+  const Bins bins = edges.empty() ? default_bins(map, phase, o.bins, o.log_bins) : Bins::from_edges(edges);
+  const PoreSizeDistribution psd = psd_from_thickness(map, phase, bins);
+  float max_value = 0;
+  for (float v : map.values()) max_value = std::max(max_value, v);
+  if (detail) {
+    std::printf("thickness %s, max %.6g (physical units), computed in %.3f s\n", quantity.c_str(), max_value, seconds);
+    print_psd(psd, quantity);
+  }
+
+  out.write_volume("/thickness", map);
+  out.set_attribute("quantity", quantity, "/thickness");
+  out.set_attribute("units", std::string("physical (voxel spacing units)"), "/thickness");
+  out.write_vector("/psd/edges", psd.edges);
+  out.write_vector("/psd/fraction", psd.fraction);
+  out.write_vector("/psd/cumulative", psd.cumulative);
+  out.set_attribute("fraction_below_edges", psd.below);
+  out.set_attribute("fraction_above_edges", psd.above);
+  out.set_attribute("input", in_path);
+  out.set_attribute("phase_label", o.phase);
+  out.set_attribute("boundary", to_string(boundary));
+  out.set_attribute("backend", to_string(backend));
+  out.set_attribute("seconds", seconds);
+  out.set_provenance(command_line);
+  out.commit();
+  if (detail) {
+    std::printf("\nwrote %s\n", out_path.c_str());
+  } else {
+    std::printf("%s: %s, phase %.4f of the volume, max %s %.6g, %.3f s -> %s\n", in_path.c_str(),
+                to_string(image.shape).c_str(), double(phase_voxels) / double(image.shape.voxels()), quantity.c_str(),
+                max_value, seconds, out_path.c_str());
+  }
+  std::fflush(stdout);
+  return seconds;
+}
+
+}  // namespace
+
 Runner add_thickness_command(CLI::App& app, const std::string& command_line) {
-  struct Options : EngineOptions {
-    InputOptions input;
-    std::string output;
-    bool diameter = false;
-  };
-  auto o = std::make_shared<Options>();
+  auto o = std::make_shared<ThicknessOptions>();
   CLI::App* cmd = app.add_subcommand("thickness", "Exact local thickness map and pore-size distribution of a phase");
-  o->input.add_to(cmd);
-  cmd->add_option("-o,--output", o->output, "Output HDF5 file")->required();
+  cmd->add_option("inputs", o->inputs,
+                  "Input images: HDF5 (.h5), raw (.raw, needs --shape) or TIFF stack (.tif); several share the "
+                  "options and one process (no start-up per image)")
+      ->required();
+  o->input.add_to(cmd, "");
+  cmd->add_option("-o,--output", o->output,
+                  "Output HDF5 file; with several inputs a folder (made if missing), one INPUT-STEM.h5 each")
+      ->required();
   o->add_to(cmd, "Label of the phase to measure (default 1)", "Number of PSD bins over [min, max] thickness (default 20)");
   cmd->add_flag("--diameter", o->diameter, "Report diameter (2 x radius), as Fiji/BoneJ do");
 
   return [o, command_line] {
+    namespace fs = std::filesystem;
     const Boundary boundary = parse_boundary(o->boundary);
     const Backend backend = resolve_backend(parse_backend(o->backend), Operation::local_thickness);
     const std::vector<double> edges = checked_edges(*o);  // before any work; used once the map exists
-    OutputFile out(o->output, o->force);  // refuses an existing file before any work
-    const LabelImage image = o->input.read([&](const Shape& s, std::size_t bytes, const Spacing& spacing) {
-      return thickness_memory(s, bytes, spacing, boundary, backend);
-    });
-    const Mask phase = phase_mask(image, o->phase);
-    std::printf("input     %s: %s %s, spacing %g,%g,%g\n", o->input.path.c_str(), to_string(image.shape).c_str(),
-                to_string(image.dtype).c_str(), image.spacing.x, image.spacing.y, image.spacing.z);
-    const int64_t phase_voxels = count_phase(phase);
-    std::printf("phase     label %s: %lld voxels (%.4f of the volume), boundary %s\n",
-                format_number(o->phase).c_str(), static_cast<long long>(phase_voxels),
-                double(phase_voxels) / double(image.shape.voxels()), to_string(boundary).c_str());
-    std::printf("backend   %s\n", backend_description(backend).c_str());
-    std::fflush(stdout);
-
-    const auto start = std::chrono::steady_clock::now();
-    Volume<float> map = local_thickness(phase, boundary, backend);
-    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    if (o->diameter)
-      for (auto& v : map.values()) v *= 2.0f;
-    const std::string quantity = o->diameter ? "diameter" : "radius";
-
-    const Bins bins = edges.empty() ? default_bins(map, phase, o->bins, o->log_bins) : Bins::from_edges(edges);
-    const PoreSizeDistribution psd = psd_from_thickness(map, phase, bins);
-    float max_value = 0;
-    for (float v : map.values()) max_value = std::max(max_value, v);
-    std::printf("thickness %s, max %.6g (physical units), computed in %.3f s\n", quantity.c_str(), max_value, seconds);
-    print_psd(psd, quantity);
-
-    out.write_volume("/thickness", map);
-    out.set_attribute("quantity", quantity, "/thickness");
-    out.set_attribute("units", std::string("physical (voxel spacing units)"), "/thickness");
-    out.write_vector("/psd/edges", psd.edges);
-    out.write_vector("/psd/fraction", psd.fraction);
-    out.write_vector("/psd/cumulative", psd.cumulative);
-    out.set_attribute("fraction_below_edges", psd.below);
-    out.set_attribute("fraction_above_edges", psd.above);
-    out.set_attribute("input", o->input.path);
-    out.set_attribute("phase_label", o->phase);
-    out.set_attribute("boundary", to_string(boundary));
-    out.set_attribute("backend", to_string(backend));
-    out.set_attribute("seconds", seconds);
-    out.set_provenance(command_line);
-    out.commit();
-    std::printf("\nwrote %s\n", o->output.c_str());
+    if (o->inputs.size() == 1) {
+      OutputFile out(o->output, o->force);  // refuses an existing file before any work
+      measure(*o, o->inputs.front(), o->output, out, boundary, backend, edges, true, command_line);
+      return 0;
+    }
+    // Several: every output named and checked before the first is measured, so a clash or an
+    // existing file stops the batch before any work.
+    const fs::path folder(o->output);
+    if (fs::exists(folder) && !fs::is_directory(folder))
+      throw InputError("output '" + o->output + "' is a file: with several inputs -o names a folder");
+    std::vector<std::string> outputs;
+    for (const std::string& in : o->inputs) {
+      const std::string out = (folder / (fs::path(in).stem().string() + ".h5")).string();
+      for (std::size_t k = 0; k < outputs.size(); ++k)
+        if (outputs[k] == out)
+          throw InputError("inputs '" + o->inputs[k] + "' and '" + in + "' would both write '" + out +
+                           "': give inputs of different names");
+      if (fs::exists(out) && !o->force) throw InputError("output '" + out + "' already exists (use --force to replace it)");
+      outputs.push_back(out);
+    }
+    std::error_code ec;
+    fs::create_directories(folder, ec);
+    if (ec) throw InputError("cannot create the output folder '" + o->output + "': " + ec.message());
+    std::printf("thickness of %zu images, backend %s\n", o->inputs.size(), backend_description(backend).c_str());
+    double engine_seconds = 0;
+    const auto started = std::chrono::steady_clock::now();
+    for (std::size_t k = 0; k < o->inputs.size(); ++k) {
+      std::printf("[%zu/%zu] ", k + 1, o->inputs.size());
+      OutputFile out(outputs[k], o->force);
+      engine_seconds += measure(*o, o->inputs[k], outputs[k], out, boundary, backend, edges, false, command_line);
+    }
+    const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    std::printf("wrote %zu files to %s in %.2f s (%.2f s in the engine)\n", outputs.size(), o->output.c_str(), wall,
+                engine_seconds);
     return 0;
   };
 }

@@ -54,6 +54,37 @@ TEST_CASE("cli.thickness.writes_results") {
   CHECK(run("thickness " + ws / "in.h5" + " -o " + ws / "out.h5 --force --diameter --log-bins").status == 0);
 }
 
+// Several inputs in one process: one file each in the -o folder, the same map as one at a
+// time; every output checked before the first image is measured.
+TEST_CASE("cli.thickness.several_inputs") {
+  Workspace ws;
+  for (const char* seed : {"1", "2", "3"})
+    REQUIRE(run("generate blobs --shape 24,20,16 --porosity 0.4 --seed " + std::string(seed) + " -o " + ws / "b" +
+                seed + ".h5")
+                .status == 0);
+  const std::string inputs = ws / "b1.h5" + " " + ws / "b2.h5" + " " + ws / "b3.h5";
+  const testing::CliResult r = run("thickness " + inputs + " -o " + ws / "maps" + " --backend cpu");
+  CAPTURE(r.output);
+  REQUIRE(r.status == 0);
+  CHECK(r.output.find("[3/3] ") != std::string::npos);
+  CHECK(r.output.find("wrote 3 files to") != std::string::npos);
+  REQUIRE(run("thickness " + ws / "b2.h5" + " -o " + ws / "one.h5 --backend cpu").status == 0);
+  CHECK(read_hdf5(ws / "maps/b2.h5", "/thickness").bytes == read_hdf5(ws / "one.h5", "/thickness").bytes);
+  CHECK(read_hdf5(ws / "maps/b3.h5", "/thickness").shape == Shape{24, 20, 16});
+  // An existing output stops the batch before any image: nothing rewritten.
+  const auto before = fs::last_write_time(ws / "maps/b1.h5");
+  REQUIRE(fs::remove(ws / "maps/b3.h5"));
+  check_error("thickness " + inputs + " -o " + ws / "maps", "maps/b1.h5' already exists (use --force");
+  CHECK(fs::last_write_time(ws / "maps/b1.h5") == before);
+  CHECK(!fs::exists(ws / "maps/b3.h5"));
+  // Two inputs of one name, and a file where the folder should be.
+  REQUIRE(fs::create_directories(ws / "sub"));
+  fs::copy_file(ws / "b1.h5", ws / "sub/b1.h5");
+  check_error("thickness " + ws / "b1.h5" + " " + ws / "sub/b1.h5" + " -o " + ws / "other", "would both write");
+  check_error("thickness " + inputs + " -o " + ws / "one.h5", "is a file: with several inputs -o names a folder");
+  CHECK(run("thickness " + inputs + " -o " + ws / "maps --force --backend cpu").status == 0);
+}
+
 TEST_CASE("cli.thickness.bad_input") {
   Workspace ws;
   write_raw(ws / "m.raw", generate_noise({10, 10, 10}, 0.5, 1));
