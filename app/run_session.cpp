@@ -71,7 +71,17 @@ void write_text(const fs::path& path, const std::string& text) { write_text_file
 // SIGINT / SIGTERM: finish the step (the batch of steps on the device loop), write a
 // checkpoint, exit 128 + signal.
 volatile std::sig_atomic_t g_signal = 0;
-extern "C" void on_signal(int sig) { g_signal = sig; }
+// The first signal asks the run to stop at its next check (a checkpoint once the loop runs); a
+// second one, while the first waits (a long start), ends the process at once as the default
+// action would. signal() and raise() are async-signal-safe.
+extern "C" void on_signal(int sig) {
+  if (g_signal) {
+    std::signal(sig, SIG_DFL);
+    std::raise(sig);
+    return;
+  }
+  g_signal = sig;
+}
 
 // While a run is in this process: SIGINT and SIGTERM only set g_signal, which the run reads
 // at its checks (a checkpoint and 128 + the signal once the loop runs; before the run folder
@@ -534,6 +544,7 @@ void run_coarse_levels(Session& run, anneal::Config& loop, const Mask& reference
   std::optional<Mask> previous;
   for (int j = levels - 1; j >= 1; --j) {
     const int factor = 1 << j;
+    stop_if_signalled();
     const Mask level_reference = anneal::coarsen(reference, factor);
     anneal::Config lc = loop;
     for (int a = 0; a < 3; ++a) {
@@ -544,6 +555,7 @@ void run_coarse_levels(Session& run, anneal::Config& loop, const Mask& reference
     lc.targets = anneal::Targets::from_image(level_reference, parse_boundary(run.rc.target_boundary), run.rc.bins,
                                              run.rc.log_bins, run.backend);
     if (!(lc.targets.spacing == lc.spacing)) lc.targets = lc.targets.at_spacing(lc.spacing);
+    stop_if_signalled();
     lc.stopping.max_evaluations = std::max<int64_t>(1, loop.stopping.max_evaluations / levels);
     const int number = levels - j;
     char line[320];
@@ -626,6 +638,7 @@ int run_from_config(const RunOptions& o, const std::string& command_line, std::s
                                       run.backend, true));
     };
     reference = phase_mask(read_image(run.rc.target_image, ro), run.rc.target_phase);
+    stop_if_signalled();
     loop.targets = anneal::Targets::from_image(*reference, parse_boundary(run.rc.target_boundary), run.rc.bins,
                                                run.rc.log_bins, run.backend);
   } else {

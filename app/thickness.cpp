@@ -33,8 +33,9 @@ struct ThicknessOptions : EngineOptions {
 // One image's map and PSD into `out_path`. `detail`: the full report (one input), else one
 // line. Returns the engine's seconds.
 double measure(const ThicknessOptions& o, const std::string& in_path, const std::string& out_path, OutputFile& out,
-               Boundary boundary, Backend backend, const std::vector<double>& edges, bool detail,
+               Boundary boundary, Backend backend, const std::vector<double>& edges, const std::string& batch_prefix,
                const std::string& command_line) {
+  const bool detail = batch_prefix.empty();
   InputOptions input = o.input;
   input.path = in_path;
   const LabelImage image = input.read([&](const Shape& s, std::size_t bytes, const Spacing& spacing) {
@@ -86,7 +87,7 @@ double measure(const ThicknessOptions& o, const std::string& in_path, const std:
   if (detail) {
     std::printf("\nwrote %s\n", out_path.c_str());
   } else {
-    std::printf("%s: %s, phase %.4f of the volume, max %s %.6g, %.3f s -> %s\n", in_path.c_str(),
+    std::printf("%s%s: %s, phase %.4f of the volume, max %s %.6g, %.3f s -> %s\n", batch_prefix.c_str(), in_path.c_str(),
                 to_string(image.shape).c_str(), double(phase_voxels) / double(image.shape.voxels()), quantity.c_str(),
                 max_value, seconds, out_path.c_str());
   }
@@ -115,9 +116,17 @@ Runner add_thickness_command(CLI::App& app, const std::string& command_line) {
     const Boundary boundary = parse_boundary(o->boundary);
     const Backend backend = resolve_backend(parse_backend(o->backend), Operation::local_thickness);
     const std::vector<double> edges = checked_edges(*o);  // before any work; used once the map exists
+    // An output that is an input is refused, --force or not: the image would be lost.
+    auto never_the_input = [&](const std::string& out) {
+      std::error_code ec;
+      for (const std::string& in : o->inputs)
+        if (fs::equivalent(in, out, ec))
+          throw InputError("output '" + out + "' is the input '" + in + "': it would be overwritten");
+    };
     if (o->inputs.size() == 1) {
+      never_the_input(o->output);
       OutputFile out(o->output, o->force);  // refuses an existing file before any work
-      measure(*o, o->inputs.front(), o->output, out, boundary, backend, edges, true, command_line);
+      measure(*o, o->inputs.front(), o->output, out, boundary, backend, edges, "", command_line);
       return 0;
     }
     // Several: every output named and checked before the first is measured, so a clash or an
@@ -125,14 +134,20 @@ Runner add_thickness_command(CLI::App& app, const std::string& command_line) {
     const fs::path folder(o->output);
     if (fs::exists(folder) && !fs::is_directory(folder))
       throw InputError("output '" + o->output + "' is a file: with several inputs -o names a folder");
+    if (!fs::exists(folder) && folder.extension() == ".h5")
+      throw InputError("with several inputs -o names a folder, not a file like '" + o->output + "'");
     std::vector<std::string> outputs;
     for (const std::string& in : o->inputs) {
+      if (!fs::is_regular_file(in))
+        throw InputError("input '" + in + "' " + (fs::exists(in) ? "is not a file" : "does not exist") +
+                         " (no image measured)");
       const std::string out = (folder / (fs::path(in).stem().string() + ".h5")).string();
       for (std::size_t k = 0; k < outputs.size(); ++k)
         if (outputs[k] == out)
           throw InputError("inputs '" + o->inputs[k] + "' and '" + in + "' would both write '" + out +
                            "': give inputs of different names");
       if (fs::exists(out) && !o->force) throw InputError("output '" + out + "' already exists (use --force to replace it)");
+      never_the_input(out);
       outputs.push_back(out);
     }
     std::error_code ec;
@@ -142,9 +157,9 @@ Runner add_thickness_command(CLI::App& app, const std::string& command_line) {
     double engine_seconds = 0;
     const auto started = std::chrono::steady_clock::now();
     for (std::size_t k = 0; k < o->inputs.size(); ++k) {
-      std::printf("[%zu/%zu] ", k + 1, o->inputs.size());
       OutputFile out(outputs[k], o->force);
-      engine_seconds += measure(*o, o->inputs[k], outputs[k], out, boundary, backend, edges, false, command_line);
+      const std::string prefix = "[" + std::to_string(k + 1) + "/" + std::to_string(o->inputs.size()) + "] ";
+      engine_seconds += measure(*o, o->inputs[k], outputs[k], out, boundary, backend, edges, prefix, command_line);
     }
     const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     std::printf("wrote %zu files to %s in %.2f s (%.2f s in the engine)\n", outputs.size(), o->output.c_str(), wall,

@@ -82,6 +82,16 @@ TEST_CASE("cli.thickness.several_inputs") {
   fs::copy_file(ws / "b1.h5", ws / "sub/b1.h5");
   check_error("thickness " + ws / "b1.h5" + " " + ws / "sub/b1.h5" + " -o " + ws / "other", "would both write");
   check_error("thickness " + inputs + " -o " + ws / "one.h5", "is a file: with several inputs -o names a folder");
+  check_error("thickness " + inputs + " -o " + ws / "new.h5", "with several inputs -o names a folder");
+  CHECK(!fs::exists(ws / "new.h5"));
+  // A missing input stops the batch before the first image; an output that is an input is
+  // refused even with --force.
+  check_error("thickness " + inputs + " " + ws / "nope.h5" + " -o " + ws / "fresh", "nope.h5' does not exist");
+  CHECK(!fs::exists(ws / "fresh"));
+  check_error("thickness " + ws / "b1.h5" + " " + ws / "b2.h5" + " -o " + ws.dir.string() + " --force",
+              "is the input");
+  check_error("thickness " + ws / "b1.h5" + " -o " + ws / "b1.h5 --force", "is the input");
+  CHECK(read_hdf5(ws / "b1.h5", "").dtype == DType::u8);
   CHECK(run("thickness " + inputs + " -o " + ws / "maps --force --backend cpu").status == 0);
 }
 
