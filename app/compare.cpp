@@ -13,6 +13,7 @@
 
 #include "commands.hpp"
 #include "options.hpp"
+#include "progress.hpp"
 #include "poreforge/backend.hpp"
 #include "poreforge/durable_file.hpp"
 #include "poreforge/edt.hpp"
@@ -175,11 +176,16 @@ Runner add_compare_command(CLI::App& app, const std::string& command_line) {
                  same_size ? "the whole" : (std::to_string(real.size()) + " sub-volumes").c_str(),
                  o->reference.path.c_str(), to_string(reference.shape()).c_str(), to_string(backend).c_str(),
                  options.permeability ? ", with permeability" : "");
-    const RealismProfile candidate = realism_profile(recon, options);
     std::vector<RealismProfile> profiles;
-    for (std::size_t k = 0; k < real.size(); ++k) {
-      std::fprintf(stderr, "measured  real volume %zu of %zu\n", k + 1, real.size());
-      profiles.push_back(realism_profile(real[k], options));
+    RealismProfile candidate;
+    {
+      ProgressBar bar("measuring", real.size() + 1);  // minutes with permeability
+      candidate = realism_profile(recon, options);
+      bar.step("measured  the reconstruction");
+      for (std::size_t k = 0; k < real.size(); ++k) {
+        profiles.push_back(realism_profile(real[k], options));
+        bar.step("measured  real volume " + std::to_string(k + 1) + " of " + std::to_string(real.size()));
+      }
     }
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
 
