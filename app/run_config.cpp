@@ -327,8 +327,9 @@ RunConfig parse_run_config(const std::string& text, const std::string& source, c
     c.loop.moves.keep_pore_connected = (c.initial == "blobs" || c.initial == "grains") && c.initial_connect;
   if (c.initial == "file" && c.initial_file.empty())
     doc.fail("initial", static_cast<const YAML::Node&>(root)["initial"], "structure: file needs initial.file");
-  // Each coarser level halves the grid: the targets come from the reference image coarsened
-  // as much, and every level's box is the same, so each extent must halve exactly.
+  // Each coarser level halves the grid (rounding down: an odd extent's coarser box is one fine
+  // voxel short, and the refinement stretches it back onto the domain, by less than a voxel)
+  // against the reference coarsened as much; the coarsest needs a few voxels along each axis.
   if (c.levels > 1) {
     const YAML::Node node = static_cast<const YAML::Node&>(root)["annealing"]["levels"];
     if (c.target_image.empty())
@@ -340,11 +341,11 @@ RunConfig parse_run_config(const std::string& text, const std::string& source, c
     const int64_t factor = int64_t(1) << (c.levels - 1);
     for (int a = 0; a < 3; ++a) {
       const int64_t n = c.loop.shape.extent(a);
-      if (n > 1 && (n % factor != 0 || n / factor < 4))
+      if (n > 1 && n / factor < 4)
         doc.fail("annealing.levels", node, "= " + std::to_string(c.levels) + " halves the domain " +
-                                    std::to_string(c.levels - 1) + " times: each extent of domain.shape must be a multiple of " +
-                                    std::to_string(factor) + " and at least " + std::to_string(4 * factor) + " (got " +
-                                    std::to_string(n) + " along " + "xyz"[a] + ")");
+                                    std::to_string(c.levels - 1) + " times: each extent of domain.shape must be at least " +
+                                    std::to_string(4 * factor) + " (got " + std::to_string(n) + " along " + "xyz"[a] +
+                                    ")");
     }
   }
 

@@ -37,8 +37,8 @@ struct RunConfig {
   /// by each term's incremental update, is compared with every term recounted from scratch,
   /// and the run stops with an error naming the term when they differ.
   int64_t verify_every = 0;
-  /// Coarse-to-fine levels (1: none). With n levels the run first reconstructs the same box on
-  /// grids 2^(n−1), …, 2 times coarser, each level's targets from the reference coarsened as
+  /// Coarse-to-fine levels (1: none). With n levels the run first reconstructs the same box
+  /// (odd extents rounded down) on grids 2^(n−1), …, 2 times coarser, each level's targets from the reference coarsened as
   /// much and each level started from the one before, refined; the start named under
   /// `initial` is built at the coarsest level. Each coarser level runs max_evaluations / n
   /// evaluations at most and an even share of what is left of max_seconds (its start
