@@ -199,7 +199,6 @@ EnvelopePlan plan_envelope(const Mask& candidate, const Mask& reference, int cou
   if (shape.nx > reference.shape().nx || shape.ny > reference.shape().ny || shape.nz > reference.shape().nz)
     throw InputError("the reconstruction (" + to_string(shape) + ") does not fit inside the reference (" +
                      to_string(reference.shape()) + "): sub-volumes of its shape cannot be cut");
-  if (bins < 1) throw InputError("the number of PSD bins must be at least 1 (got " + std::to_string(bins) + ")");
   EnvelopePlan plan;
   plan.whole_reference = shape == reference.shape();
   plan.corners = plan.whole_reference ? std::vector<Shape>{Shape{0, 0, 0}}
@@ -213,18 +212,23 @@ EnvelopePlan plan_envelope(const Mask& candidate, const Mask& reference, int cou
                        "too uniform for sub-volumes of " + to_string(shape));
     plan.largest_pore_fraction = std::max(plan.largest_pore_fraction, double(n) / double(plan.real.back().voxels()));
   }
-  // The largest local thickness is the largest distance.
-  double largest = 0;
-  auto widest = [&](const Mask& m) {
-    const Volume<float> d = distance_transform(m, Boundary::open, backend);
-    for (float v : d.values()) largest = std::max(largest, double(v));
-  };
-  widest(candidate);
-  for (const Mask& m : plan.real) widest(m);
-  const Spacing spacing = reference.spacing();
-  const double smallest = std::min({spacing.x, spacing.y, spacing.z});
-  plan.psd_bins = Bins::linear(smallest, std::max(largest, 2 * smallest), bins);
+  std::vector<const Mask*> all{&candidate};
+  for (const Mask& m : plan.real) all.push_back(&m);
+  plan.psd_bins = shared_psd_bins(all, bins, backend);
   return plan;
+}
+
+Bins shared_psd_bins(const std::vector<const Mask*>& volumes, int bins, Backend backend) {
+  if (bins < 1) throw InputError("the number of PSD bins must be at least 1 (got " + std::to_string(bins) + ")");
+  if (volumes.empty()) throw InputError("shared_psd_bins: no volume");
+  double largest = 0;
+  for (const Mask* m : volumes) {
+    const Volume<float> d = distance_transform(*m, Boundary::open, backend);
+    for (float v : d.values()) largest = std::max(largest, double(v));
+  }
+  const Spacing spacing = volumes.front()->spacing();
+  const double smallest = std::min({spacing.x, spacing.y, spacing.z});
+  return Bins::linear(smallest, std::max(largest, 2 * smallest), bins);
 }
 
 }  // namespace poreforge

@@ -48,7 +48,7 @@ def _mask(image, phase):
         raise ValueError(f"expected a 2D or 3D image, got {array.ndim} dimensions (shape {array.shape})")
     if array.size == 0:
         raise ValueError(f"the image is empty (shape {array.shape})")
-    if array.dtype == np.bool_ and phase is not False and phase in (1, True):
+    if array.dtype == np.bool_ and phase in (1, True):
         return np.ascontiguousarray(array).view(np.uint8)  # True is 1: no second copy
     return np.ascontiguousarray(array == phase, dtype=np.uint8)
 
@@ -241,16 +241,12 @@ def realism_profile(image, *, phase=1, spacing=None, bins=20, permeability=False
     mask = _mask(image, phase)
     if mask.ndim != 3:
         raise ValueError(f"the realism measures are of 3D images (got shape {mask.shape})")
-    sp = _spacing(spacing, 3)
     if np.ndim(bins) == 0:
-        count = _whole("bins", bins, 1, 100000)
-        largest = float(distance_transform(mask, boundary="open", spacing=spacing, backend=backend).max())
-        smallest = min(sp)
-        edges = list(np.linspace(smallest, max(largest, 2 * smallest), count + 1))
+        edges, count = None, _whole("bins", bins, 1, 100000)
     else:
-        edges = _edges(bins)
-    result = _poreforge.realism_profile(mask, sp, edges, bool(permeability), _word("length_unit", length_unit),
-                                        _word("backend", backend))
+        edges, count = _edges(bins), 0
+    result = _poreforge.realism_profile(mask, _spacing(spacing, 3), edges, count, bool(permeability),
+                                        _word("length_unit", length_unit), _word("backend", backend))
     return {"scalars": {s["name"]: {"unit": s["unit"], "value": s["value"]} for s in result["scalars"]},
             "curves": {c["name"]: c for c in result["curves"]}}
 

@@ -195,13 +195,14 @@ RealismOptions realism_options(const std::string& backend, bool permeability, co
   return o;
 }
 
-// One structure's realism measures on `edges` (the pore PSD's bins).
-nb::dict profile(const MaskArray& a, std::array<double, 3> spacing, std::vector<double> edges, bool permeability,
-                 const std::string& length_unit, const std::string& backend) {
+// One structure's realism measures, the pore PSD on `edges`, or without them on `bins` bins as
+// compare shares them (shared_psd_bins).
+nb::dict profile(const MaskArray& a, std::array<double, 3> spacing, std::optional<std::vector<double>> edges, int bins,
+                 bool permeability, const std::string& length_unit, const std::string& backend) {
   if (a.ndim() != 3) throw InputError("the realism measures are of 3D images");
   const Mask m = mask_of(a, spacing);
   RealismOptions o = realism_options(backend, permeability, length_unit);
-  o.psd_bins = Bins::from_edges(std::move(edges));
+  o.psd_bins = edges ? Bins::from_edges(std::move(*edges)) : shared_psd_bins({&m}, bins, o.backend);
   require_memory(compare_memory(m.shape(), m.spacing(), double(count_phase(m)) / double(m.voxels()), permeability,
                                 o.backend));
   RealismProfile p;
@@ -321,7 +322,8 @@ NB_MODULE(_poreforge, m) {
         "edges"_a = nb::none());
   m.def("two_point_correlation", &s2, "mask"_a, "spacing"_a);
   m.def("morphology", &morph, "mask"_a, "spacing"_a, "op"_a, "element"_a, "iterations"_a, "backend"_a);
-  m.def("realism_profile", &profile, "mask"_a, "spacing"_a, "edges"_a, "permeability"_a, "length_unit"_a, "backend"_a);
+  m.def("realism_profile", &profile, "mask"_a, "spacing"_a, "edges"_a.none(), "bins"_a, "permeability"_a,
+        "length_unit"_a, "backend"_a);
   m.def("compare", &compare, "candidate"_a, "reference"_a, "spacing"_a, "count"_a, "seed"_a, "bins"_a, "permeability"_a,
         "length_unit"_a, "backend"_a);
   m.def("reconstruct", &reconstruct, "config"_a, "config_text"_a, "sets"_a, "output"_a, "backend"_a, "force"_a,

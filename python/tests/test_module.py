@@ -4,9 +4,11 @@ array layout read right, errors as the CLI words them, the GIL let go while the 
 Run by scripts/test with PYTHONPATH=<build>/python and POREFORGE_CLI=<build>/poreforge."""
 import json
 import os
+import signal
 import subprocess
 import sys
 import threading
+import time
 
 import h5py
 import numpy as np
@@ -24,6 +26,18 @@ def seed():
     s = int(os.environ.get("POREFORGE_TEST_SEED", np.random.SeedSequence().entropy % 2**32))
     print(f"seed {s}")
     return s
+
+
+def cli_blobs(path, shape, porosity, value):
+    """A blobs image made by the command line (HDF5, dataset /volume)."""
+    subprocess.run([CLI, "generate", "blobs", "--shape", shape, "--porosity", str(porosity), "--seed", str(value),
+                    "-o", str(path)], check=True, capture_output=True)
+
+
+def wait_for(path):
+    """Until `path` exists (a run's log: its loop is about to start)."""
+    while not path.exists():
+        time.sleep(0.01)
 
 
 def random_structure(shape, porosity, rng, smooth=2):
@@ -58,8 +72,7 @@ def test_distance_is_exact(backend):
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_thickness_and_psd_equal_the_command_line(tmp_path, backend):
     image = tmp_path / "blobs.h5"
-    subprocess.run([CLI, "generate", "blobs", "--shape", "40,36,32", "--porosity", "0.35", "--seed", str(seed()),
-                    "-o", str(image)], check=True, capture_output=True)
+    cli_blobs(image, "40,36,32", 0.35, seed())
     out = tmp_path / "thickness.h5"
     subprocess.run([CLI, "thickness", str(image), "-o", str(out), "--backend", backend, "--bins", "12",
                     "--boundary", "periodic"], check=True, capture_output=True)
@@ -229,8 +242,7 @@ def test_compare_equals_the_command_line(tmp_path):
     s = seed()
     reference, candidate = tmp_path / "reference.h5", tmp_path / "candidate.h5"
     for path, shape, value in ((reference, "40,40,40", s), (candidate, "20,20,20", s + 1)):
-        subprocess.run([CLI, "generate", "blobs", "--shape", shape, "--porosity", "0.35", "--seed", str(value),
-                        "-o", str(path)], check=True, capture_output=True)
+        cli_blobs(path, shape, 0.35, value)
     report = tmp_path / "report.json"
     subprocess.run([CLI, "compare", str(candidate), "--reference", str(reference), "--subvolumes", "4", "--seed", "3",
                     "--bins", "8", "--backend", "cpu", "-o", str(report)], check=True, capture_output=True)
@@ -264,12 +276,8 @@ def test_compare_equals_the_command_line(tmp_path):
 
 @pytest.mark.skipif(CLI is None, reason="POREFORGE_CLI names the command line to compare with")
 def test_reconstruct_equals_the_command_line_and_keeps_pythons_signals(tmp_path, monkeypatch):
-    import signal
-    import time
-
     monkeypatch.chdir(tmp_path)
-    subprocess.run([CLI, "generate", "blobs", "--shape", "24,24,24", "--porosity", "0.35", "--seed", str(seed()),
-                    "-o", "ref.h5"], check=True, capture_output=True)
+    cli_blobs("ref.h5", "24,24,24", 0.35, seed())
     config = {"name": "py", "backend": "cpu", "target": {"image": "ref.h5"}, "domain": {"shape": [16, 16, 16]},
               "annealing": {"max_evaluations": 300, "stage_length": 50, "trial_moves": 20}}
     (tmp_path / "run.yaml").write_text(json.dumps(config))  # JSON is YAML
@@ -291,8 +299,7 @@ def test_reconstruct_equals_the_command_line_and_keeps_pythons_signals(tmp_path,
     long = {**config, "name": "long", "annealing": {"max_evaluations": 10**9, "stage_length": 50}}
 
     def interrupt():
-        while not (tmp_path / "module" / "long" / "run.log").exists():
-            time.sleep(0.01)
+        wait_for(tmp_path / "module" / "long" / "run.log")
         time.sleep(0.3)
         os.kill(os.getpid(), signal.SIGINT)
 
@@ -307,12 +314,8 @@ def test_reconstruct_equals_the_command_line_and_keeps_pythons_signals(tmp_path,
 
 @pytest.mark.skipif(CLI is None, reason="POREFORGE_CLI makes the reference image")
 def test_reconstruct_runs_take_turns_and_a_signal_in_the_start_writes_nothing(tmp_path, monkeypatch):
-    import signal
-    import time
-
     monkeypatch.chdir(tmp_path)
-    subprocess.run([CLI, "generate", "blobs", "--shape", "48,48,48", "--porosity", "0.3", "--seed", str(seed()),
-                    "-o", "ref.h5"], check=True, capture_output=True)
+    cli_blobs("ref.h5", "48,48,48", 0.3, seed())
     # A signal while the start is searched (grains of every size at 96^3 take seconds): the run
     # ends before its folder exists.
     start = {"name": "start", "backend": "cpu", "target": {"image": "ref.h5"}, "domain": {"shape": [96, 96, 96]},
@@ -334,8 +337,7 @@ def test_reconstruct_runs_take_turns_and_a_signal_in_the_start_writes_nothing(tm
 
     worker = threading.Thread(target=first)
     worker.start()
-    while not (tmp_path / "out" / "long" / "run.log").exists():
-        time.sleep(0.01)
+    wait_for(tmp_path / "out" / "long" / "run.log")
     with pytest.raises(ValueError, match="another poreforge run is going on in this process"):
         pf.reconstruct({**long, "name": "second"}, output="out")
     os.kill(os.getpid(), signal.SIGINT)

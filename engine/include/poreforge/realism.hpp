@@ -94,6 +94,11 @@ EnvelopeComparison compare_with_envelope(const RealismProfile& candidate, const 
 /// fit inside `whole`.
 std::vector<Shape> subvolume_corners(const Shape& whole, const Shape& sub, int count, uint64_t seed);
 
+/// The pore-PSD bins volumes compared with each other share: `bins` equal bins from one voxel
+/// (the smallest spacing) to the largest inscribed radius of any of them (the largest local
+/// thickness is the largest distance), at least two voxels. Throws InputError when bins < 1.
+Bins shared_psd_bins(const std::vector<const Mask*>& volumes, int bins, Backend backend);
+
 /// What a comparison with a reference decides before anything is measured: the real
 /// sub-volumes of the candidate's shape (`count` of them drawn from `seed`; the reference
 /// alone when it has that shape, and then nothing can be judged: one volume has no range) and
