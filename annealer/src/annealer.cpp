@@ -12,6 +12,9 @@
 #include "poreforge/measures.hpp"
 
 #include "device_loop.hpp"
+#ifdef POREFORGE_HAVE_CUDA
+#include "poreforge/cuda_engine.hpp"
+#endif
 #include "poreforge/annealer/connectivity.hpp"
 
 namespace poreforge::anneal {
@@ -356,14 +359,15 @@ detail::DeviceLoop::~DeviceLoop() = default;
 Annealer::Annealer(Annealer&&) = default;
 Annealer& Annealer::operator=(Annealer&&) = default;
 
+bool Annealer::runs_on_device() const { return m_backend == Backend::cuda && !m_config.host_loop; }
+
 void Annealer::start_device_loop() {
-  if (m_backend != Backend::cuda || m_config.host_loop) return;
+  if (!runs_on_device()) return;
 #ifdef POREFORGE_HAVE_CUDA
-  // The device loop makes its own engine contexts; the evaluators (the start's energy and the
-  // trial moves) go first, so that the device never holds both.
-  m_pore_evaluator.reset();
-  m_solid_evaluator.reset();
-  m_device = std::make_unique<detail::DeviceLoop>(m_config, snapshot(), counts(), m_step);
+  // The evaluators (the start's energy and the trial moves) hand their engine contexts to the
+  // device loop, which goes on with them.
+  m_device = std::make_unique<detail::DeviceLoop>(m_config, snapshot(), counts(), m_step, std::move(m_pore_evaluator),
+                                                  std::move(m_solid_evaluator));
 #endif
 }
 
@@ -410,11 +414,18 @@ Snapshot Annealer::snapshot() const {
 
 void Annealer::make_evaluators() {
   const auto& w = m_config.weights;
-  if (w.pore_psd > 0) m_pore_evaluator = make_psd_evaluator(m_pore, m_config.boundary, m_pore_bins, m_config.backend);
-  if (w.solid_psd > 0)
-    m_solid_evaluator = make_psd_evaluator(complement(m_pore), m_config.boundary, *m_solid_bins, m_config.backend);
-  const PsdEvaluator* e = m_pore_evaluator ? m_pore_evaluator.get() : m_solid_evaluator.get();
-  m_backend = e ? e->backend() : Backend::cpu;
+  m_backend = w.pore_psd > 0 || w.solid_psd > 0 ? resolve_backend(m_config.backend, Operation::pore_size_distribution)
+                                                : Backend::cpu;
+  const auto make = [&](const Mask& phase, const Bins& bins) {
+#ifdef POREFORGE_HAVE_CUDA
+    // The device loop goes on with these evaluators' contexts, which must then have room for
+    // any structure the loop may reach (start_device_loop).
+    if (runs_on_device()) return cuda::make_psd_evaluator(phase, m_config.boundary, bins, 1.0);
+#endif
+    return make_psd_evaluator(phase, m_config.boundary, bins, m_backend);
+  };
+  if (w.pore_psd > 0) m_pore_evaluator = make(m_pore, m_pore_bins);
+  if (w.solid_psd > 0) m_solid_evaluator = make(complement(m_pore), *m_solid_bins);
 }
 
 Step detail::step_of(const Config& c) {

@@ -15,6 +15,7 @@
 
 #include "poreforge/annealer/annealer.hpp"
 #include "poreforge/annealer/step.hpp"
+#include "poreforge/evaluator.hpp"
 
 namespace poreforge::anneal::detail {
 
@@ -28,10 +29,13 @@ std::vector<double> chord_target(const Targets& targets, const terms::Chords& la
 
 class DeviceLoop {
  public:
-  /// Uploads the state of `start` (its S2 counts are `counts`) and makes the engine contexts.
-  /// Throws RuntimeError naming the bytes when the device has no room.
-  /// `host`: the host loop's step, whose count and chord terms and frozen voxels are copied.
-  DeviceLoop(const Config& config, const Snapshot& start, const DirectionalCounts& counts, const Step& host);
+  /// Uploads the state of `start` (its S2 counts are `counts`) and goes on with the engine
+  /// contexts of the evaluators of the weighted phases (CUDA ones with room for a centre at
+  /// every voxel; null for a phase not weighted). Throws RuntimeError naming the bytes when the
+  /// device has no room. `host`: the host loop's step, whose count and chord terms and frozen
+  /// voxels are copied.
+  DeviceLoop(const Config& config, const Snapshot& start, const DirectionalCounts& counts, const Step& host,
+             std::unique_ptr<PsdEvaluator> pore_evaluator, std::unique_ptr<PsdEvaluator> solid_evaluator);
   ~DeviceLoop();
   DeviceLoop(const DeviceLoop&) = delete;
   DeviceLoop& operator=(const DeviceLoop&) = delete;

@@ -130,8 +130,8 @@ struct DeviceLoop::Impl {
   }
 };
 
-DeviceLoop::DeviceLoop(const Config& config, const Snapshot& start, const DirectionalCounts& counts,
-                       const Step& host)
+DeviceLoop::DeviceLoop(const Config& config, const Snapshot& start, const DirectionalCounts& counts, const Step& host,
+                       std::unique_ptr<PsdEvaluator> pore_evaluator, std::unique_ptr<PsdEvaluator> solid_evaluator)
     : m_impl(std::make_unique<Impl>()) {
   Impl& m = *m_impl;
   const cudaStream_t s = m.stream.get();
@@ -186,12 +186,11 @@ DeviceLoop::DeviceLoop(const Config& config, const Snapshot& start, const Direct
     m.solid = upload_async(solid.data(), std::size_t(n), s, "the annealer's solid phase");
   }
 
-  // The engine contexts: room for a centre at every voxel, so no structure overflows them.
+  // The evaluators' engine contexts, with their workspaces, streams and captured graphs.
+  std::unique_ptr<PsdEvaluator> evaluators[2] = {std::move(pore_evaluator), std::move(solid_evaluator)};
   for (int k = 0; k < 2; ++k) {
-    const double w = k == 0 ? config.weights.pore_psd : config.weights.solid_psd;
-    if (w <= 0) continue;
-    cuda::ContextConfig cc{shape, config.spacing, config.boundary, k == 0 ? t.pore_edges : t.solid_edges, 1.0};
-    m.context[k] = std::make_unique<cuda::ThicknessContext>(cc);
+    if (!evaluators[k]) continue;
+    m.context[k] = cuda::take_context(std::move(evaluators[k]));
     m.psd_counts[k] = DeviceBuffer<int64_t>(m.context[k]->psd_count_entries(), s, "PSD counts");
   }
 

@@ -97,7 +97,16 @@ Volume<float> distance_transform(const Mask& phase, Boundary boundary);
 Volume<float> local_thickness(const Mask& phase, Boundary boundary);
 PsdCounts psd_counts(const Mask& phase, Boundary boundary, const Bins& bins);
 
-/// The device-resident PSD evaluator (see evaluator.hpp).
-std::unique_ptr<PsdEvaluator> make_psd_evaluator(const Mask& phase, Boundary boundary, const Bins& bins);
+/// The device-resident PSD evaluator (see evaluator.hpp). Its context has room for
+/// `centre_capacity` of the voxels as ball centres and grows once, to every voxel, when a
+/// structure has more; 1 makes it with that room from the start, as a context handed to the
+/// device loop needs (take_context), since nothing there can stop to grow it.
+std::unique_ptr<PsdEvaluator> make_psd_evaluator(const Mask& phase, Boundary boundary, const Bins& bins,
+                                                 double centre_capacity = 0.25);
+
+/// The context of a CUDA evaluator — its stream, workspace and captured graphs — for a caller
+/// that goes on evaluating on the device; waits for the evaluator's queued work, and leaves it
+/// spent. Throws InputError when `evaluator` was not made by the CUDA backend.
+std::unique_ptr<ThicknessContext> take_context(std::unique_ptr<PsdEvaluator> evaluator);
 
 }  // namespace poreforge::cuda

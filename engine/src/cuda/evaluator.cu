@@ -13,8 +13,8 @@ namespace {
 
 class CudaPsdEvaluator final : public PsdEvaluator {
  public:
-  CudaPsdEvaluator(const Mask& phase, Boundary boundary, const Bins& bins)
-      : m_config{phase.shape(), phase.spacing(), boundary, bins.edges(), 0.25} {
+  CudaPsdEvaluator(const Mask& phase, Boundary boundary, const Bins& bins, double centre_capacity)
+      : m_config{phase.shape(), phase.spacing(), boundary, bins.edges(), centre_capacity} {
     validate_shape(phase.shape());
     validate_spacing(phase.spacing());
     m_context = std::make_unique<ThicknessContext>(m_config);
@@ -71,6 +71,11 @@ class CudaPsdEvaluator final : public PsdEvaluator {
 
   Backend backend() const override { return Backend::cuda; }
 
+  std::unique_ptr<ThicknessContext> take_context() {
+    m_context->synchronize();  // every queued change has landed; the mask and counts may go
+    return std::move(m_context);
+  }
+
  private:
   static constexpr std::size_t kPending = 4096;
 
@@ -88,8 +93,15 @@ class CudaPsdEvaluator final : public PsdEvaluator {
 
 }  // namespace
 
-std::unique_ptr<PsdEvaluator> make_psd_evaluator(const Mask& phase, Boundary boundary, const Bins& bins) {
-  return std::make_unique<CudaPsdEvaluator>(phase, boundary, bins);
+std::unique_ptr<PsdEvaluator> make_psd_evaluator(const Mask& phase, Boundary boundary, const Bins& bins,
+                                                 double centre_capacity) {
+  return std::make_unique<CudaPsdEvaluator>(phase, boundary, bins, centre_capacity);
+}
+
+std::unique_ptr<ThicknessContext> take_context(std::unique_ptr<PsdEvaluator> evaluator) {
+  auto* cuda = dynamic_cast<CudaPsdEvaluator*>(evaluator.get());
+  if (!cuda) throw InputError("take_context needs an evaluator made by the CUDA backend");
+  return cuda->take_context();
 }
 
 }  // namespace poreforge::cuda

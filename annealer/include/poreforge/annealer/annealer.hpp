@@ -225,8 +225,11 @@ class Annealer {
   Mask random_start() const;
   // The voxel lists, the term buffers and the Step over them (the host loop's state).
   void make_step();
+  // The PSD evaluators of the weighted phases, on the run's backend (m_backend).
   void make_evaluators();
-  // On the CUDA backend (unless host_loop): hand the state to a device loop.
+  // On the CUDA backend, unless host_loop: the loop runs on the device.
+  bool runs_on_device() const;
+  // When the loop runs on the device: hand it the state and the evaluators' engine contexts.
   void start_device_loop();
   bool host_step();
   // The host loop's side of a step around the shared functions (step.hpp): the swap with the
