@@ -1,5 +1,5 @@
 // poreforge thickness IN -o OUT.h5: the exact local thickness of one phase and its PSD; of
-// several images, IN... -o FOLDER, in one process.
+// several images, IN... -o FOLDER, in one process through one engine workspace.
 #include "commands.hpp"
 
 #include <CLI/CLI.hpp>
@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <memory>
+#include <optional>
 
 #include "poreforge/backend.hpp"
 #include "poreforge/error.hpp"
@@ -16,6 +17,7 @@
 #include "poreforge/local_thickness.hpp"
 #include "poreforge/memory.hpp"
 #include "poreforge/psd.hpp"
+#include "poreforge/workspace.hpp"
 
 #include "options.hpp"
 
@@ -30,31 +32,82 @@ struct ThicknessOptions : EngineOptions {
   bool diameter = false;
 };
 
+// The engine of a command: its backend chosen for the first image's size (`auto`: the one that
+// should finish first, the device's start-up counted), a device chosen starting on another
+// thread while that image is read, and one workspace for every image.
+class Engine {
+ public:
+  Engine(Backend requested, std::size_t images) : m_requested(requested), m_images(images) {}
+
+  // Before the first image is read.
+  Backend choose(const Shape& shape) {
+    if (!m_chosen) {
+      const BackendChoice c = choose_backend(m_requested, Operation::local_thickness, shape.voxels(), int64_t(m_images));
+      m_backend = c.backend;
+      m_description = backend_description(c.backend);
+      if (m_requested == Backend::automatic) m_description += " (auto: " + c.reason + ")";
+      if (m_backend == Backend::cuda) start_device_in_background();
+      m_chosen = true;
+    }
+    return m_backend;
+  }
+  Workspace& workspace() {
+    if (!m_workspace) m_workspace.emplace(m_backend);
+    return *m_workspace;
+  }
+  const std::string& description() const { return m_description; }
+
+ private:
+  Backend m_requested;
+  std::size_t m_images;
+  bool m_chosen = false;
+  Backend m_backend = Backend::cpu;
+  std::optional<Workspace> m_workspace;
+  std::string m_description;
+};
+
+double seconds_since(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
+
 // One image's map and PSD into `out_path`. `detail`: the full report (one input), else one
 // line. Returns the engine's seconds.
 double measure(const ThicknessOptions& o, const std::string& in_path, const std::string& out_path, OutputFile& out,
-               Boundary boundary, Backend backend, const std::vector<double>& edges, const std::string& batch_prefix,
+               Engine& engine, Boundary boundary, const std::vector<double>& edges, const std::string& batch_prefix,
                const std::string& command_line) {
   const bool detail = batch_prefix.empty();
   InputOptions input = o.input;
   input.path = in_path;
+  const auto reading = std::chrono::steady_clock::now();
+  Backend backend = Backend::cpu;
   const LabelImage image = input.read([&](const Shape& s, std::size_t bytes, const Spacing& spacing) {
-    return thickness_memory(s, bytes, spacing, boundary, backend);
+    backend = engine.choose(s);
+    MemoryEstimate host = thickness_memory(s, bytes, spacing, boundary, backend);
+    host.device_bytes = 0;  // asked once the image is read: the question waits for the device's start-up
+    return host;
   });
+  const double read_seconds = seconds_since(reading);
+  Workspace& workspace = engine.workspace();
+  if (backend == Backend::cuda && !workspace.holds(image.shape, image.spacing, boundary)) {
+    MemoryEstimate device = thickness_memory(image.shape, dtype_size(image.dtype), image.spacing, boundary, backend);
+    device.host_bytes = 0;
+    require_memory(device);
+  }
   const Mask phase = phase_mask(image, o.phase);
   const int64_t phase_voxels = count_phase(phase);
   if (detail) {
-    std::printf("input     %s: %s %s, spacing %g,%g,%g\n", in_path.c_str(), to_string(image.shape).c_str(),
-                to_string(image.dtype).c_str(), image.spacing.x, image.spacing.y, image.spacing.z);
+    std::printf("input     %s: %s %s, spacing %g,%g,%g, read in %.3f s\n", in_path.c_str(),
+                to_string(image.shape).c_str(), to_string(image.dtype).c_str(), image.spacing.x, image.spacing.y,
+                image.spacing.z, read_seconds);
     std::printf("phase     label %s: %lld voxels (%.4f of the volume), boundary %s\n", format_number(o.phase).c_str(),
                 static_cast<long long>(phase_voxels), double(phase_voxels) / double(image.shape.voxels()),
                 to_string(boundary).c_str());
-    std::printf("backend   %s\n", backend_description(backend).c_str());
+    std::printf("backend   %s\n", engine.description().c_str());
     std::fflush(stdout);
   }
 
   const auto start = std::chrono::steady_clock::now();
-  Volume<float> map = local_thickness(phase, boundary, backend);
+  Volume<float> map = workspace.local_thickness(phase, boundary);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (o.diameter)
     for (auto& v : map.values()) v *= 2.0f;
@@ -69,6 +122,7 @@ double measure(const ThicknessOptions& o, const std::string& in_path, const std:
     print_psd(psd, quantity);
   }
 
+  const auto writing = std::chrono::steady_clock::now();
   out.write_volume("/thickness", map);
   out.set_attribute("quantity", quantity, "/thickness");
   out.set_attribute("units", std::string("physical (voxel spacing units)"), "/thickness");
@@ -84,12 +138,15 @@ double measure(const ThicknessOptions& o, const std::string& in_path, const std:
   out.set_attribute("seconds", seconds);
   out.set_provenance(command_line);
   out.commit();
+  const double write_seconds = seconds_since(writing);
   if (detail) {
-    std::printf("\nwrote %s\n", out_path.c_str());
+    std::printf("\nwrote %s in %.3f s\n", out_path.c_str(), write_seconds);
   } else {
-    std::printf("%s%s: %s, phase %.4f of the volume, max %s %.6g, %.3f s -> %s\n", batch_prefix.c_str(), in_path.c_str(),
-                to_string(image.shape).c_str(), double(phase_voxels) / double(image.shape.voxels()), quantity.c_str(),
-                max_value, seconds, out_path.c_str());
+    std::printf("%s%s: %s, phase %.4f of the volume, max %s %.6g; read %.3f s, engine %.3f s, write %.3f s -> %s\n",
+                batch_prefix.c_str(), in_path.c_str(), to_string(image.shape).c_str(),
+                double(phase_voxels) / double(image.shape.voxels()), quantity.c_str(), max_value, read_seconds, seconds,
+                write_seconds, out_path.c_str());
+    if (batch_prefix.rfind("[1/", 0) == 0) std::printf("backend   %s\n", engine.description().c_str());
   }
   std::fflush(stdout);
   return seconds;
@@ -114,7 +171,7 @@ Runner add_thickness_command(CLI::App& app, const std::string& command_line) {
   return [o, command_line] {
     namespace fs = std::filesystem;
     const Boundary boundary = parse_boundary(o->boundary);
-    const Backend backend = resolve_backend(parse_backend(o->backend), Operation::local_thickness);
+    Engine engine(parse_backend(o->backend), o->inputs.size());
     const std::vector<double> edges = checked_edges(*o);  // before any work; used once the map exists
     // An output that is an input is refused, --force or not: the image would be lost.
     auto never_the_input = [&](const std::string& out) {
@@ -126,7 +183,7 @@ Runner add_thickness_command(CLI::App& app, const std::string& command_line) {
     if (o->inputs.size() == 1) {
       never_the_input(o->output);
       OutputFile out(o->output, o->force);  // refuses an existing file before any work
-      measure(*o, o->inputs.front(), o->output, out, boundary, backend, edges, "", command_line);
+      measure(*o, o->inputs.front(), o->output, out, engine, boundary, edges, "", command_line);
       return 0;
     }
     // Several: every output named and checked before the first is measured, so a clash or an
@@ -153,13 +210,13 @@ Runner add_thickness_command(CLI::App& app, const std::string& command_line) {
     std::error_code ec;
     fs::create_directories(folder, ec);
     if (ec) throw InputError("cannot create the output folder '" + o->output + "': " + ec.message());
-    std::printf("thickness of %zu images, backend %s\n", o->inputs.size(), backend_description(backend).c_str());
+    std::printf("thickness of %zu images\n", o->inputs.size());
     double engine_seconds = 0;
     const auto started = std::chrono::steady_clock::now();
     for (std::size_t k = 0; k < o->inputs.size(); ++k) {
       OutputFile out(outputs[k], o->force);
       const std::string prefix = "[" + std::to_string(k + 1) + "/" + std::to_string(o->inputs.size()) + "] ";
-      engine_seconds += measure(*o, o->inputs[k], outputs[k], out, boundary, backend, edges, prefix, command_line);
+      engine_seconds += measure(*o, o->inputs[k], outputs[k], out, engine, boundary, edges, prefix, command_line);
     }
     const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     std::printf("wrote %zu files to %s in %.2f s (%.2f s in the engine)\n", outputs.size(), o->output.c_str(), wall,

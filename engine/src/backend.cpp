@@ -2,6 +2,11 @@
 
 #include <omp.h>
 
+#include <algorithm>
+#include <cstdio>
+#include <mutex>
+#include <thread>
+
 #include "poreforge/error.hpp"
 #ifdef POREFORGE_HAVE_CUDA
 #include "cuda/device.hpp"
@@ -46,6 +51,14 @@ int cuda_device_count() {
   return cuda::device_count();
 #else
   return 0;
+#endif
+}
+
+int cuda_current_device() {
+#ifdef POREFORGE_HAVE_CUDA
+  return cuda::current_device();
+#else
+  return -1;
 #endif
 }
 
@@ -95,6 +108,73 @@ Backend resolve_backend(Backend requested, Operation op) {
     throw InputError(std::string("backend 'cuda' requested, but the CUDA backend has no kernel for ") +
                      operation_name(op) + " in this version; use --backend cpu or auto");
   return Backend::cuda;
+}
+
+namespace {
+
+// The device's start-up run on its own thread, begun at most once per process; the destructor
+// waits for it, so that the process never exits while the driver is coming up. Begun only
+// once the device has been chosen, so a run on the CPU never waits for it.
+struct DeviceStart {
+  std::once_flag once;
+  std::thread thread;
+  ~DeviceStart() {
+    if (thread.joinable()) thread.join();
+  }
+};
+
+DeviceStart& device_start() {
+  static DeviceStart start;
+  return start;
+}
+
+// Cost model of one-shot local thickness, from the recorded benchmarks
+// (docs/performance.md): the CPU engine takes about 7.7e-8 s a voxel on one thread (a 250³ map
+// in 0.69 s on two) and gains about 0.75 of that for each further thread, up to 64; the device
+// about 1.5e-9 s a voxel, most of it the copies in and out of pageable memory, plus 0.02 s to
+// make its workspace, plus its start-up (driver and context), counted at 0.5 s until this
+// process has started it.
+constexpr double kCpuSecondsPerVoxel = 7.7e-8;
+constexpr double kThreadEfficiency = 0.75;
+constexpr int kThreadsModelled = 64;
+constexpr double kDeviceSecondsPerVoxel = 1.5e-9;
+constexpr double kDeviceWorkspaceSeconds = 0.02;
+constexpr double kDeviceStartSeconds = 0.5;
+
+std::string seconds_text(double s) {
+  char text[32];
+  std::snprintf(text, sizeof text, s < 0.1 ? "%.3f s" : "%.2f s", s);
+  return text;
+}
+
+}  // namespace
+
+void start_device_in_background() {
+#ifdef POREFORGE_HAVE_CUDA
+  DeviceStart& s = device_start();
+  std::call_once(s.once, [&s] { s.thread = std::thread([] { cuda::start_device(); }); });
+#endif
+}
+
+BackendChoice choose_backend(Backend requested, Operation op, int64_t voxels, int64_t images) {
+  if (requested != Backend::automatic) return {resolve_backend(requested, op), "asked for"};
+  if (!cuda_compiled()) return {Backend::cpu, "this build has no CUDA backend"};
+  if (!has_cuda_device()) return {Backend::cpu, "no CUDA device"};
+  if (!cuda_implements(op)) return {Backend::cpu, "the CUDA backend has no kernel for this"};
+  const double n = double(std::max<int64_t>(voxels, 1)), k = double(std::max<int64_t>(images, 1));
+  const int threads = cpu_threads();
+  const double cpu = k * n * kCpuSecondsPerVoxel /
+                     (1.0 + kThreadEfficiency * double(std::min(threads, kThreadsModelled) - 1));
+#ifdef POREFORGE_HAVE_CUDA
+  const double start_left = cuda::device_started() ? 0.0 : kDeviceStartSeconds;
+#else
+  const double start_left = kDeviceStartSeconds;
+#endif
+  const double device = start_left + kDeviceWorkspaceSeconds + k * n * kDeviceSecondsPerVoxel;
+  const std::string estimate = "about " + seconds_text(device) + " on the device" +
+                               (start_left > 0 ? " with its start-up" : "") + " against " + seconds_text(cpu) +
+                               " on " + std::to_string(threads) + " CPU threads";
+  return device < cpu ? BackendChoice{Backend::cuda, estimate} : BackendChoice{Backend::cpu, estimate};
 }
 
 int cpu_threads() { return omp_get_max_threads(); }

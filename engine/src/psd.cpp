@@ -92,6 +92,10 @@ Bins default_bins(const Volume<float>& thickness, const Mask& phase, int n, bool
       lo = std::min(lo, double(thickness[i]));
       hi = std::max(hi, double(thickness[i]));
     }
+  return default_bins(lo, hi, n, log);
+}
+
+Bins default_bins(double lo, double hi, int n, bool log) {
   if (!(lo <= hi)) throw InputError("the phase is empty: no PSD to compute");
   if (lo == hi) {  // one thickness everywhere (a ball, a slab): centre one bin on it
     const double pad = lo > 0 ? 0.5 * lo : 0.5;

@@ -8,9 +8,16 @@ last (fastest) axis, and ``spacing`` — one number, or one per array axis, like
 ``sampling`` — is in array-axis order. Results come back with the input's shape. Lengths
 (distances, thickness, PSD bins) are in the units of ``spacing`` (voxels when it is 1).
 
+CuPy arrays are measured on the device, without a copy to the host, by ``distance_transform``,
+``local_thickness`` and ``pore_size_distribution`` (their results are CuPy arrays); the other
+functions copy them to the host. ``Workspace`` keeps the device workspace across calls for
+loops over many images.
+
 ``boundary`` says what lies beyond the faces: ``"open"`` (nothing: a phase that reaches a face
-goes on), ``"wall"`` (the other phase) or ``"periodic"``; ``backend`` is ``"auto"`` (CUDA when a
-device is present and the operation has a CUDA twin), ``"cpu"`` or ``"cuda"``. Errors are the
+goes on), ``"wall"`` (the other phase) or ``"periodic"``; ``backend`` is ``"auto"``, ``"cpu"`` or ``"cuda"``:
+for one call on a host image ``"auto"`` picks the backend that should finish first for its size
+(the device's start-up counted while this process has not paid it), for a CuPy array or a
+``Workspace`` the device when there is one. Errors are the
 command line's messages: bad input raises ``ValueError``, too little memory ``MemoryError``.
 The engine runs without the GIL, so threads can measure several images at once.
 """
@@ -22,6 +29,7 @@ from . import _poreforge
 
 __version__ = _poreforge.__version__
 __all__ = [
+    "Workspace",
     "distance_transform",
     "local_thickness",
     "pore_size_distribution",
@@ -41,16 +49,31 @@ __all__ = [
 ]
 
 
-def _mask(image, phase):
-    """The phase of ``image`` as a C-contiguous uint8 mask (a copy: never a strided view)."""
-    array = np.asarray(image)
+def _on_device(image):
+    """True for a CUDA array (CuPy's, or any with the CUDA array interface)."""
+    return hasattr(image, "__cuda_array_interface__")
+
+
+def _phase_of(array, phase, xp):
+    """The phase of ``array`` (NumPy's or CuPy's, ``xp`` its module) as a C-contiguous uint8 mask
+    (a copy: never a strided view)."""
     if array.ndim not in (2, 3):
         raise ValueError(f"expected a 2D or 3D image, got {array.ndim} dimensions (shape {array.shape})")
     if array.size == 0:
         raise ValueError(f"the image is empty (shape {array.shape})")
-    if array.dtype == np.bool_ and phase in (1, True):
-        return np.ascontiguousarray(array).view(np.uint8)  # True is 1: no second copy
-    return np.ascontiguousarray(array == phase, dtype=np.uint8)
+    if array.dtype == xp.bool_ and phase in (1, True):
+        return xp.ascontiguousarray(array).view(xp.uint8)  # True is 1: no second copy
+    return xp.ascontiguousarray(array == phase, dtype=xp.uint8)
+
+
+def _mask(image, phase):
+    """The phase of ``image`` as a host mask. A CUDA array is copied to the host: the functions
+    that measure it where it lies do not come here."""
+    if _on_device(image):
+        import cupy
+
+        image = cupy.asnumpy(image)
+    return _phase_of(np.asarray(image), phase, np)
 
 
 def _whole(name, value, lowest, highest=2**31 - 1):
@@ -96,21 +119,146 @@ def _spacing(spacing, ndim):
     return (xyz[0], xyz[1], xyz[2] if ndim == 3 else 1.0)
 
 
+def _device_mask(image, phase, *, required=True):
+    """The phase of a CUDA array as a CuPy mask, made on the device; ``required``: an empty
+    phase is refused, as the engine refuses it in a host image."""
+    import cupy
+
+    mask = _phase_of(cupy.asarray(image), phase, cupy)
+    if required and not bool(mask.any()):
+        raise ValueError(_poreforge.empty_phase_message())
+    return mask
+
+
+class Workspace:
+    """The engine for many images in a row: on CUDA it keeps its device workspace (the engine
+    context, its buffers and captured launches) from one call to the next and makes a new one
+    only when the shape, spacing, boundary or bins change — a loop over many images pays the
+    set-up once. The module's functions of the same names make a workspace per call.
+
+    CuPy arrays (any array with the CUDA array interface) are measured where they lie, without
+    a copy to the host, on a ``"cuda"`` workspace, and the results are CuPy arrays on the same
+    device; the workspace waits for the device's queued work first and returns when the result
+    is written. One call at a time runs in a workspace: threads that share one take turns."""
+
+    def __init__(self, backend="auto"):
+        self._engine = _poreforge.Workspace(_word("backend", backend))
+
+    @classmethod
+    def _for_one(cls, image, backend):
+        """A workspace for one call on ``image``: ``"auto"`` picks the backend that should
+        finish first for its size (the device's start-up counted), or the device for a CUDA
+        array, which is there already."""
+        backend = _word("backend", backend)
+        if _on_device(image) and backend == "auto":
+            backend = "cuda" if _poreforge.cuda_available() else "cpu"
+        ws = cls.__new__(cls)
+        ws._engine = _poreforge.Workspace(backend, int(np.prod(np.shape(image))) or 1)
+        return ws
+
+    @property
+    def backend(self):
+        """``"cpu"`` or ``"cuda"``: what ``backend`` resolved to."""
+        return self._engine.backend
+
+    def __repr__(self):
+        return f"Workspace(backend={self.backend!r})"
+
+    def _device_map(self, method, image, phase, boundary, spacing, required=True):
+        import cupy
+
+        mask = _device_mask(image, phase, required=required)
+        out = cupy.empty(mask.shape, dtype=cupy.float32)
+        method(mask, out, _spacing(spacing, mask.ndim), _word("boundary", boundary))
+        return out
+
+    def _on_host(self, image):
+        """A CuPy array for a CPU workspace: measured on a host copy."""
+        return self.backend == "cpu" and _on_device(image)
+
+    def distance_transform(self, image, *, phase=1, boundary="open", spacing=None):
+        """Exact Euclidean distance from each phase voxel to the nearest voxel outside the phase
+        (0 outside the phase), float32, in the units of ``spacing``."""
+        if self._on_host(image):
+            import cupy
+
+            return cupy.asarray(self.distance_transform(cupy.asnumpy(image), phase=phase, boundary=boundary,
+                                                        spacing=spacing))
+        if _on_device(image):
+            return self._device_map(self._engine.distance_transform_device, image, phase, boundary, spacing,
+                                    required=False)
+        mask = _mask(image, phase)
+        return self._engine.distance_transform(mask, _spacing(spacing, mask.ndim), _word("boundary", boundary))
+
+    def local_thickness(self, image, *, phase=1, boundary="open", spacing=None):
+        """Exact local thickness as a radius: for each phase voxel the radius of the largest ball
+        inside the phase that covers it (Hildebrand & Rüegsegger; 0 outside the phase), float32.
+        Fiji's LocalThickness and BoneJ report the diameter: twice this."""
+        if self._on_host(image):
+            import cupy
+
+            return cupy.asarray(self.local_thickness(cupy.asnumpy(image), phase=phase, boundary=boundary,
+                                                     spacing=spacing))
+        if _on_device(image):
+            return self._device_map(self._engine.local_thickness_device, image, phase, boundary, spacing)
+        mask = _mask(image, phase)
+        return self._engine.local_thickness(mask, _spacing(spacing, mask.ndim), _word("boundary", boundary))
+
+    def pore_size_distribution(self, image, *, phase=1, boundary="open", spacing=None, bins=20, log=False):
+        """The pore-size distribution of the phase from its exact local thickness. ``bins``: a
+        number of bins over the thickness's [min, max] over the phase (``log``: log-spaced), or
+        the bin edges themselves (radii, increasing) — then the engine counts without keeping
+        the map."""
+        boundary = _word("boundary", boundary)
+        if _on_device(image) and not self._on_host(image):
+            import cupy
+
+            mask = _device_mask(image, phase)
+            sp = _spacing(spacing, mask.ndim)
+            if np.ndim(bins) != 0:
+                return PoreSizeDistribution(self._engine.pore_size_distribution_device(mask, sp, boundary,
+                                                                                       _edges(bins)))
+            # The map, binned where it lies as the engine bins a host map (psd_from_thickness):
+            # a voxel counts at each edge at or below its radius, compared as stored.
+            n = _whole("bins", bins, 1, 100000)
+            out = cupy.empty(mask.shape, dtype=cupy.float32)
+            self._engine.local_thickness_device(mask, out, sp, boundary)
+            radii = out[mask.view(cupy.bool_)].astype(cupy.float64)
+            edges = _poreforge.default_edges(float(radii.min()), float(radii.max()), n, bool(log))
+            below = cupy.searchsorted(cupy.asarray(edges), radii, side="right")
+            hits = cupy.asnumpy(cupy.bincount(below, minlength=len(edges) + 1))
+            at_least = hits[1:][::-1].cumsum()[::-1]
+            above = int((radii > edges[-1]).sum())
+            return PoreSizeDistribution(_poreforge.psd_from_counts([int(c) for c in at_least], above,
+                                                                   int(radii.size), list(edges)))
+        if _on_device(image):
+            import cupy
+
+            image = cupy.asnumpy(image)
+        mask = _mask(image, phase)
+        sp = _spacing(spacing, mask.ndim)
+        if np.ndim(bins) == 0:
+            result = self._engine.pore_size_distribution(mask, sp, boundary, _whole("bins", bins, 1, 100000),
+                                                         bool(log), None)
+        else:
+            result = self._engine.pore_size_distribution(mask, sp, boundary, 0, bool(log), _edges(bins))
+        return PoreSizeDistribution(result)
+
+
 def distance_transform(image, *, phase=1, boundary="open", spacing=None, backend="auto"):
     """Exact Euclidean distance from each phase voxel to the nearest voxel outside the phase
-    (0 outside the phase), float32, in the units of ``spacing``."""
-    mask = _mask(image, phase)
-    return _poreforge.distance_transform(mask, _spacing(spacing, mask.ndim), _word("boundary", boundary),
-                                         _word("backend", backend))
+    (0 outside the phase), float32, in the units of ``spacing``. A CuPy image gives a CuPy
+    result, measured on the device (see Workspace)."""
+    return Workspace._for_one(image, backend).distance_transform(image, phase=phase, boundary=boundary,
+                                                                 spacing=spacing)
 
 
 def local_thickness(image, *, phase=1, boundary="open", spacing=None, backend="auto"):
     """Exact local thickness as a radius: for each phase voxel the radius of the largest ball
     inside the phase that covers it (Hildebrand & Rüegsegger; 0 outside the phase), float32.
-    Fiji's LocalThickness and BoneJ report the diameter: twice this."""
-    mask = _mask(image, phase)
-    return _poreforge.local_thickness(mask, _spacing(spacing, mask.ndim), _word("boundary", boundary),
-                                      _word("backend", backend))
+    Fiji's LocalThickness and BoneJ report the diameter: twice this. A CuPy image gives a CuPy
+    result, measured on the device (see Workspace)."""
+    return Workspace._for_one(image, backend).local_thickness(image, phase=phase, boundary=boundary, spacing=spacing)
 
 
 class PoreSizeDistribution:
@@ -150,15 +298,8 @@ def pore_size_distribution(image, *, phase=1, boundary="open", spacing=None, bin
     """The pore-size distribution of the phase from its exact local thickness. ``bins``: a number
     of bins over the thickness's [min, max] over the phase (``log``: log-spaced), or the bin
     edges themselves (radii, increasing) — then the engine counts without keeping the map."""
-    mask = _mask(image, phase)
-    sp = _spacing(spacing, mask.ndim)
-    boundary, backend = _word("boundary", boundary), _word("backend", backend)
-    if np.ndim(bins) == 0:
-        result = _poreforge.pore_size_distribution(mask, sp, boundary, backend, _whole("bins", bins, 1, 100000),
-                                                   bool(log), None)
-    else:
-        result = _poreforge.pore_size_distribution(mask, sp, boundary, backend, 0, bool(log), _edges(bins))
-    return PoreSizeDistribution(result)
+    return Workspace._for_one(image, backend).pore_size_distribution(image, phase=phase, boundary=boundary,
+                                                                     spacing=spacing, bins=bins, log=log)
 
 
 class TwoPointCorrelation:

@@ -11,6 +11,7 @@
 #include <nanobind/stl/vector.h>
 
 #include <array>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <utility>
@@ -27,6 +28,7 @@
 #include "poreforge/psd.hpp"
 #include "poreforge/realism.hpp"
 #include "poreforge/volume.hpp"
+#include "poreforge/workspace.hpp"
 #include "run_session.hpp"
 
 namespace nb = nanobind;
@@ -67,53 +69,32 @@ nb::ndarray<nb::numpy, T> array_of(Volume<T>&& volume, std::size_t ndim) {
 
 Backend backend_for(const std::string& name, Operation op) { return resolve_backend(parse_backend(name), op); }
 
-// A float map of the phase (distance or thickness) by `compute` on the backend for `op`.
-nb::ndarray<nb::numpy, float> phase_map(const MaskArray& a, std::array<double, 3> spacing, const std::string& boundary,
-                                        const std::string& backend, Operation op,
-                                        Volume<float> (*compute)(const Mask&, Boundary, Backend)) {
-  const Mask m = mask_of(a, spacing);
-  const Boundary b = parse_boundary(boundary);
-  const Backend be = backend_for(backend, op);
-  require_memory(thickness_memory(m.shape(), 1, m.spacing(), b, be));
-  Volume<float> out;
-  {
-    nb::gil_scoped_release release;
-    out = compute(m, b, be);
-  }
-  return array_of(std::move(out), a.ndim());
+using DeviceMaskArray = nb::ndarray<const uint8_t, nb::c_contig, nb::device::cuda>;
+using DeviceMapArray = nb::ndarray<float, nb::c_contig, nb::device::cuda>;
+
+Shape shape_of(const DeviceMaskArray& a) {
+  if (a.ndim() == 3) return {int64_t(a.shape(2)), int64_t(a.shape(1)), int64_t(a.shape(0))};
+  if (a.ndim() == 2) return {int64_t(a.shape(1)), int64_t(a.shape(0)), 1};
+  throw InputError("expected a 2D or 3D image, got " + std::to_string(a.ndim()) + " dimensions");
 }
 
-nb::ndarray<nb::numpy, float> distance(const MaskArray& a, std::array<double, 3> spacing, const std::string& boundary,
-                                       const std::string& backend) {
-  return phase_map(a, spacing, boundary, backend, Operation::distance_transform, &distance_transform);
+// A device array must be on the current device (where the engine's work goes).
+void require_current_device(int device) {
+  const int current = cuda_current_device();
+  if (device != current)
+    throw InputError("the array is on CUDA device " + std::to_string(device) + ", and device " +
+                     std::to_string(current) + " is current: make its device current (with cupy.cuda.Device(" +
+                     std::to_string(device) + "))");
 }
 
-nb::ndarray<nb::numpy, float> thickness(const MaskArray& a, std::array<double, 3> spacing, const std::string& boundary,
-                                        const std::string& backend) {
-  return phase_map(a, spacing, boundary, backend, Operation::local_thickness, &local_thickness);
+// A device result array must match its mask element for element, on the same device.
+void require_same_shape(const DeviceMaskArray& mask, const DeviceMapArray& out) {
+  bool same = mask.ndim() == out.ndim() && mask.device_id() == out.device_id();
+  for (std::size_t k = 0; same && k < mask.ndim(); ++k) same = mask.shape(k) == out.shape(k);
+  if (!same) throw InputError("the result array's shape or device differs from the image's");
 }
 
-// With edges: the PSD-only path (no map kept); without: the map, then `bins` bins over its
-// range over the phase, as `poreforge thickness` does.
-nb::dict psd(const MaskArray& a, std::array<double, 3> spacing, const std::string& boundary, const std::string& backend,
-             int bins, bool log, std::optional<std::vector<double>> edges) {
-  const Mask m = mask_of(a, spacing);
-  const Boundary b = parse_boundary(boundary);
-  if (!edges && bins < 1) throw InputError("bins must be 1 or more (got " + std::to_string(bins) + ")");
-  std::optional<Bins> given;
-  if (edges) given = Bins::from_edges(*edges);
-  const Backend be = backend_for(backend, edges ? Operation::pore_size_distribution : Operation::local_thickness);
-  require_memory(thickness_memory(m.shape(), 1, m.spacing(), b, be));
-  PoreSizeDistribution d;
-  {
-    nb::gil_scoped_release release;
-    if (given) {
-      d = pore_size_distribution(m, b, *given, be);
-    } else {
-      const Volume<float> map = local_thickness(m, b, be);
-      d = psd_from_thickness(map, m, default_bins(map, m, bins, log));
-    }
-  }
+nb::dict psd_dict(const PoreSizeDistribution& d) {
   nb::dict r;
   r["edges"] = d.edges;
   r["fraction"] = d.fraction;
@@ -123,6 +104,117 @@ nb::dict psd(const MaskArray& a, std::array<double, 3> spacing, const std::strin
   r["phase_voxels"] = d.phase_voxels;
   return r;
 }
+
+// poreforge.Workspace: the engine's Workspace for Python, one call at a time (the lock: the
+// engine runs without the GIL, and two threads may share a workspace).
+class PyWorkspace {
+ public:
+  // `voxels`: the size of the one image a one-shot call measures (auto picks the backend that
+  // should finish first for it, counting the device's start-up); 0: a workspace for a loop,
+  // where auto means the device when there is one.
+  PyWorkspace(const std::string& backend, int64_t voxels)
+      : m_engine(voxels > 0 ? choose_backend(parse_backend(backend), Operation::local_thickness, voxels).backend
+                            : parse_backend(backend)) {}
+
+  std::string backend() const { return to_string(m_engine.backend()); }
+
+  nb::ndarray<nb::numpy, float> distance(const MaskArray& a, std::array<double, 3> spacing, const std::string& boundary) {
+    return map(a, spacing, boundary, &Workspace::distance_transform);
+  }
+  nb::ndarray<nb::numpy, float> thickness(const MaskArray& a, std::array<double, 3> spacing, const std::string& boundary) {
+    return map(a, spacing, boundary, &Workspace::local_thickness);
+  }
+
+  // With edges: the PSD-only path (no map kept); without: the map, then `bins` bins over its
+  // range over the phase, as `poreforge thickness` does.
+  nb::dict psd(const MaskArray& a, std::array<double, 3> spacing, const std::string& boundary, int bins, bool log,
+               std::optional<std::vector<double>> edges) {
+    const Mask m = mask_of(a, spacing);
+    const Boundary b = parse_boundary(boundary);
+    if (!edges && bins < 1) throw InputError("bins must be 1 or more (got " + std::to_string(bins) + ")");
+    std::optional<Bins> given;
+    if (edges) given = Bins::from_edges(*edges);
+    require_room(m, b);
+    PoreSizeDistribution d;
+    {
+      nb::gil_scoped_release release;
+      std::lock_guard<std::mutex> one_at_a_time(m_busy);
+      if (given) {
+        d = m_engine.pore_size_distribution(m, b, *given);
+      } else {
+        const Volume<float> map = m_engine.local_thickness(m, b);
+        d = psd_from_thickness(map, m, default_bins(map, m, bins, log));
+      }
+    }
+    return psd_dict(d);
+  }
+
+  // On CuPy arrays: the result into `out`, a device array the caller made.
+  void distance_device(const DeviceMaskArray& a, const DeviceMapArray& out, std::array<double, 3> spacing,
+                       const std::string& boundary) {
+    device_map(a, out, spacing, boundary, &Workspace::distance_transform);
+  }
+  void thickness_device(const DeviceMaskArray& a, const DeviceMapArray& out, std::array<double, 3> spacing,
+                        const std::string& boundary) {
+    device_map(a, out, spacing, boundary, &Workspace::local_thickness);
+  }
+  nb::dict psd_device(const DeviceMaskArray& a, std::array<double, 3> spacing, const std::string& boundary,
+                      std::vector<double> edges) {
+    const Shape shape = shape_of(a);
+    validate_shape(shape);
+    require_current_device(a.device_id());
+    const Boundary b = parse_boundary(boundary);
+    const Bins bins = Bins::from_edges(std::move(edges));
+    PoreSizeDistribution d;
+    {
+      nb::gil_scoped_release release;
+      std::lock_guard<std::mutex> one_at_a_time(m_busy);
+      d = m_engine.pore_size_distribution(a.data(), shape, Spacing{spacing[0], spacing[1], spacing[2]}, b, bins);
+    }
+    return psd_dict(d);
+  }
+
+ private:
+  using HostMap = Volume<float> (Workspace::*)(const Mask&, Boundary);
+  using DeviceMap = void (Workspace::*)(const uint8_t*, float*, const Shape&, const Spacing&, Boundary);
+
+  nb::ndarray<nb::numpy, float> map(const MaskArray& a, std::array<double, 3> spacing, const std::string& boundary,
+                                    HostMap compute) {
+    const Mask m = mask_of(a, spacing);
+    const Boundary b = parse_boundary(boundary);
+    require_room(m, b);
+    Volume<float> out;
+    {
+      nb::gil_scoped_release release;
+      std::lock_guard<std::mutex> one_at_a_time(m_busy);
+      out = (m_engine.*compute)(m, b);
+    }
+    return array_of(std::move(out), a.ndim());
+  }
+
+  void device_map(const DeviceMaskArray& a, const DeviceMapArray& out, std::array<double, 3> spacing,
+                  const std::string& boundary, DeviceMap compute) {
+    const Shape shape = shape_of(a);
+    validate_shape(shape);
+    require_same_shape(a, out);
+    require_current_device(a.device_id());
+    const Boundary b = parse_boundary(boundary);
+    nb::gil_scoped_release release;
+    std::lock_guard<std::mutex> one_at_a_time(m_busy);
+    (m_engine.*compute)(a.data(), out.data(), shape, Spacing{spacing[0], spacing[1], spacing[2]}, b);
+  }
+
+  // Memory for a call on `m`: the host's always, the device's unless the workspace already
+  // holds a context for it (asking again would count what it holds as needed twice).
+  void require_room(const Mask& m, Boundary b) {
+    MemoryEstimate e = thickness_memory(m.shape(), 1, m.spacing(), b, m_engine.backend());
+    if (m_engine.holds(m.shape(), m.spacing(), b)) e.device_bytes = 0;
+    require_memory(e);
+  }
+
+  Workspace m_engine;
+  std::mutex m_busy;
+};
 
 nb::dict s2(const MaskArray& a, std::array<double, 3> spacing) {
   const Mask m = mask_of(a, spacing);
@@ -316,10 +408,34 @@ NB_MODULE(_poreforge, m) {
       PyErr_SetString(PyExc_RuntimeError, e.what());
     }
   });
-  m.def("distance_transform", &distance, "mask"_a, "spacing"_a, "boundary"_a, "backend"_a);
-  m.def("local_thickness", &thickness, "mask"_a, "spacing"_a, "boundary"_a, "backend"_a);
-  m.def("pore_size_distribution", &psd, "mask"_a, "spacing"_a, "boundary"_a, "backend"_a, "bins"_a, "log"_a,
-        "edges"_a = nb::none());
+  nb::class_<PyWorkspace>(m, "Workspace")
+      .def(nb::init<const std::string&, int64_t>(), "backend"_a, "voxels"_a = 0)
+      .def_prop_ro("backend", &PyWorkspace::backend)
+      .def("distance_transform", &PyWorkspace::distance, "mask"_a, "spacing"_a, "boundary"_a)
+      .def("local_thickness", &PyWorkspace::thickness, "mask"_a, "spacing"_a, "boundary"_a)
+      .def("pore_size_distribution", &PyWorkspace::psd, "mask"_a, "spacing"_a, "boundary"_a, "bins"_a, "log"_a,
+           "edges"_a = nb::none())
+      .def("distance_transform_device", &PyWorkspace::distance_device, "mask"_a, "out"_a.noconvert(), "spacing"_a,
+           "boundary"_a)
+      .def("local_thickness_device", &PyWorkspace::thickness_device, "mask"_a, "out"_a.noconvert(), "spacing"_a,
+           "boundary"_a)
+      .def("pore_size_distribution_device", &PyWorkspace::psd_device, "mask"_a, "spacing"_a, "boundary"_a,
+           "edges"_a);
+  m.def("empty_phase_message", &empty_phase_message);
+  // The PSD of counts made elsewhere (a CuPy array's map binned on the device), as the engine
+  // turns its own counts into one.
+  m.def("psd_from_counts", [](std::vector<int64_t> at_least, int64_t above, int64_t phase_voxels, std::vector<double> edges) {
+    if (phase_voxels == 0) throw InputError(empty_phase_message());
+    if (at_least.size() != edges.size()) throw InputError("one count per edge is needed");
+    const Bins bins = Bins::from_edges(std::move(edges));
+    PsdCounts c;
+    c.at_least = std::move(at_least);
+    c.above = above;
+    c.phase_voxels = phase_voxels;
+    return psd_dict(psd_from_counts(c, bins));
+  }, "at_least"_a, "above"_a, "phase_voxels"_a, "edges"_a);
+  m.def("default_edges", [](double lo, double hi, int bins, bool log) { return default_bins(lo, hi, bins, log).edges(); },
+        "lo"_a, "hi"_a, "bins"_a, "log"_a);
   m.def("two_point_correlation", &s2, "mask"_a, "spacing"_a);
   m.def("morphology", &morph, "mask"_a, "spacing"_a, "op"_a, "element"_a, "iterations"_a, "backend"_a);
   m.def("realism_profile", &profile, "mask"_a, "spacing"_a, "edges"_a.none(), "bins"_a, "permeability"_a,

@@ -115,6 +115,68 @@ def test_psd_fields_as_porespy_names_them():
     np.testing.assert_allclose(narrow.relfreq, psd.fraction[2:5] / psd.fraction[2:5].sum())
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_workspace_measures_a_sequence_as_the_functions_do(backend):
+    """Shapes, spacings, boundaries and bins change along the sequence and come back: each
+    result equals a fresh call's."""
+    rng = np.random.default_rng(seed())
+    ws = pf.Workspace(backend)
+    assert ws.backend == backend
+    a, b = random_structure((20, 22, 24), 0.4, rng), random_structure((16, 18, 14), 0.35, rng)
+    calls = [(a, "open", 1.0, 8), (a, "open", 1.0, 8), (b, "periodic", 1.0, 8), (a, "wall", (1.0, 2.0, 0.5), 5),
+             (a, "open", 1.0, np.array([1.0, 1.5, 2.0, 3.0]))]
+    for image, boundary, spacing, bins in calls:
+        kw = dict(boundary=boundary, spacing=spacing)
+        np.testing.assert_array_equal(ws.local_thickness(image, **kw), pf.local_thickness(image, backend="cpu", **kw))
+        np.testing.assert_array_equal(ws.distance_transform(image, **kw),
+                                      pf.distance_transform(image, backend="cpu", **kw))
+        got = ws.pore_size_distribution(image, bins=bins, **kw)
+        want = pf.pore_size_distribution(image, bins=bins, backend="cpu", **kw)
+        np.testing.assert_array_equal(got.bin_edges, want.bin_edges)
+        np.testing.assert_array_equal(got.fraction, want.fraction)
+    with pytest.raises(ValueError, match="the phase is empty"):
+        ws.local_thickness(np.zeros((8, 8, 8), bool))
+
+
+def _cupy():
+    try:
+        import cupy
+    except ImportError:
+        return None
+    return cupy if _poreforge.cuda_available() else None
+
+
+@pytest.mark.skipif(_cupy() is None, reason="CuPy and a CUDA device measure device arrays")
+def test_cupy_arrays_are_measured_on_the_device():
+    cupy = _cupy()
+    rng = np.random.default_rng(seed())
+    host = random_structure((40, 36, 32), 0.4, rng)
+    labels = cupy.asarray(np.where(host, 3, 7).astype(np.int16))
+    before = labels.copy()
+    ws = pf.Workspace("cuda")
+    for _ in range(2):  # the second call reuses the workspace
+        got = ws.local_thickness(labels, phase=3, boundary="periodic", spacing=(1.0, 1.0, 2.0))
+        assert isinstance(got, cupy.ndarray) and got.dtype == cupy.float32 and got.shape == host.shape
+        np.testing.assert_array_equal(cupy.asnumpy(got),
+                                      pf.local_thickness(host, boundary="periodic", spacing=(1.0, 1.0, 2.0),
+                                                         backend="cpu"))
+    cupy.testing.assert_array_equal(labels, before)
+    distance = pf.distance_transform(cupy.asarray(host), backend="cuda")
+    assert isinstance(distance, cupy.ndarray)
+    np.testing.assert_array_equal(cupy.asnumpy(distance), pf.distance_transform(host, backend="cpu"))
+    for bins in (9, np.array([0.5, 1.0, 2.0, 4.0])):
+        got = pf.pore_size_distribution(cupy.asarray(host), bins=bins, backend="cuda")
+        want = pf.pore_size_distribution(host, bins=bins, backend="cpu")
+        np.testing.assert_array_equal(got.bin_edges, want.bin_edges)
+        np.testing.assert_array_equal(got.fraction, want.fraction)
+    with pytest.raises(ValueError, match="the phase is empty"):
+        ws.local_thickness(cupy.zeros((8, 8, 8), cupy.uint8))
+    with pytest.raises(ValueError, match="CUDA backend"):
+        pf.Workspace("cpu").local_thickness(labels, phase=3)
+    # The functions that have no device path copy the array to the host.
+    np.testing.assert_array_equal(pf.two_point_correlation(cupy.asarray(host)).s2, pf.two_point_correlation(host).s2)
+
+
 def test_any_layout_reads_the_same():
     rng = np.random.default_rng(seed())
     base = random_structure((24, 20, 16), 0.4, rng)
@@ -218,10 +280,12 @@ def test_the_engine_lets_go_of_the_gil():
     mask = np.ascontiguousarray(random_structure((96, 96, 96), 0.4, rng, smooth=1), dtype=np.uint8)
     started, done, seen_running = threading.Event(), threading.Event(), []
 
+    engine = _poreforge.Workspace("cpu")
+
     def work():
         started.set()
-        _poreforge.local_thickness(mask, (1.0, 1.0, 1.0), "open", "cpu")
-        _poreforge.local_thickness(mask, (1.0, 1.0, 1.0), "open", "cpu")
+        engine.local_thickness(mask, (1.0, 1.0, 1.0), "open")
+        engine.local_thickness(mask, (1.0, 1.0, 1.0), "open")
         done.set()
 
     interval = sys.getswitchinterval()
@@ -234,7 +298,27 @@ def test_the_engine_lets_go_of_the_gil():
         worker.join()
     finally:
         sys.setswitchinterval(interval)
+    assert done.is_set(), "the worker failed (see the thread's exception above)"
     assert seen_running == [True]
+
+
+def test_threads_sharing_a_workspace_take_turns():
+    rng = np.random.default_rng(seed())
+    images = [random_structure((40, 40, 40), 0.4, rng) for _ in range(4)]
+    want = [pf.local_thickness(image, backend="cpu") for image in images]
+    ws = pf.Workspace(BACKENDS[-1])
+    got = [None] * len(images)
+
+    def work(k):
+        got[k] = ws.local_thickness(images[k])
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(len(images))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(g, w)
 
 
 @pytest.mark.skipif(CLI is None, reason="POREFORGE_CLI names the command line to compare with")

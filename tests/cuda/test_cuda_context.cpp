@@ -15,6 +15,7 @@
 #include "poreforge/edt.hpp"
 #include "poreforge/error.hpp"
 #include "poreforge/local_thickness.hpp"
+#include "poreforge/psd.hpp"
 #include "support/backends.hpp"
 #include "support/random.hpp"
 
@@ -258,6 +259,40 @@ TEST_CASE("local_thickness.cuda.loop_stays_flat" * PF_GPU_DECORATORS) {
   CHECK(after.second == before.second);
   const auto c = counts.download();
   CHECK(c.back() == count_phase(blobs));  // the last evaluation still counts every phase voxel
+}
+
+// A workspace kept across images whose shape, spacing, boundary, bins and centre count change
+// and come back gives each image the one-shot result; white noise has more ball centres than
+// the default room, so the workspace grows its context once and keeps it.
+TEST_CASE("local_thickness.cuda.workspace_across_images" * PF_GPU_DECORATORS) {
+  const uint64_t seed = testing::fresh_seed();
+  CAPTURE(seed);
+  cuda::Workspace workspace;
+  struct Image {
+    Mask mask;
+    Boundary boundary;
+  };
+  const Bins bins = Bins::linear(0.5, 6.0, 7), other = Bins::linear(1.0, 4.0, 3);
+  std::vector<Image> images;
+  images.push_back({testing::random_volume({33, 20, 17}, 1, 0.4, seed), Boundary::open});
+  images.push_back({testing::random_volume({33, 20, 17}, 1, 0.3, seed + 1), Boundary::periodic});
+  images.push_back({testing::random_volume({33, 20, 17}, 0, 0.6, seed + 2), Boundary::open});  // many centres
+  images.push_back({testing::random_volume({16, 24, 9}, 2, 0.4, seed + 3), Boundary::wall});
+  images.push_back({testing::random_volume({33, 20, 17}, 1, 0.4, seed + 4), Boundary::open});
+  images.back().mask.set_spacing({1.0, 2.0, 0.5});
+  for (std::size_t k = 0; k < images.size(); ++k) {
+    CAPTURE(k);
+    const Mask& m = images[k].mask;
+    const Boundary b = images[k].boundary;
+    CHECK(workspace.local_thickness(m, b).values() == local_thickness(m, b, Backend::cpu).values());
+    CHECK(workspace.distance_transform(m, b).values() == distance_transform(m, b, Backend::cpu).values());
+    for (const Bins* set : {&bins, &other}) {
+      const PoreSizeDistribution want = pore_size_distribution(m, b, *set, Backend::cpu);
+      CHECK(psd_from_counts(workspace.psd_counts(m, b, *set), *set).fraction == want.fraction);
+    }
+  }
+  CHECK_THROWS_WITH_AS(workspace.local_thickness(Mask({8, 8, 8}), Boundary::open), doctest::Contains("phase is empty"),
+                       InputError);
 }
 
 TEST_CASE("local_thickness.cuda.errors" * PF_GPU_DECORATORS) {

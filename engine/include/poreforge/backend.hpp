@@ -1,6 +1,7 @@
 #pragma once
 /// Run-time choice between the CPU (OpenMP) and CUDA backends.
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -21,6 +22,9 @@ int cuda_device_count();
 /// Free memory of the current CUDA device in bytes (cudaMemGetInfo); 0 without the CUDA
 /// backend or a device. Never throws.
 std::size_t cuda_memory_available();
+/// The current CUDA device's number (the one work goes to); -1 without the CUDA backend or a
+/// device. Never throws.
+int cuda_current_device();
 /// "NVIDIA H200 (sm_90, 139 GiB)" or a sentence saying why there is none.
 std::string cuda_device_description();
 
@@ -40,6 +44,21 @@ bool cuda_implements(Operation op);
 /// present and the operation has a CUDA twin; the CPU otherwise. An explicit `cuda` request
 /// that cannot be met throws InputError saying why.
 Backend resolve_backend(Backend requested, Operation op);
+
+/// Starts the CUDA device's context on another thread (nothing without the CUDA backend; once
+/// per process), so that a command that has chosen the device reads its input meanwhile.
+void start_device_in_background();
+
+/// What `automatic` resolves to for one-shot work on images of `voxels` voxels, `images` of
+/// them (a batch; a loop through one workspace): the backend expected to finish first — the
+/// CPU on every thread, or the device with its start-up unless this process has paid it — and
+/// why, in words. Another request resolves as resolve_backend does. Asks whether a device
+/// answers (the driver's start) but starts no context.
+struct BackendChoice {
+  Backend backend;
+  std::string reason;
+};
+BackendChoice choose_backend(Backend requested, Operation op, int64_t voxels, int64_t images = 1);
 
 /// Threads the CPU backend uses (OpenMP's maximum).
 int cpu_threads();

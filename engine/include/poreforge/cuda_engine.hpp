@@ -84,6 +84,8 @@ class ThicknessContext {
   void synchronize();
   /// Centres found by the last evaluation (valid after synchronize()).
   int64_t last_centre_count() const;
+  /// True when the last synchronize() threw because the centres overflowed the capacity.
+  bool last_overflowed() const;
 
   struct Impl;
 
@@ -91,7 +93,44 @@ class ThicknessContext {
   std::unique_ptr<Impl> m_impl;
 };
 
-/// One-shot helpers on host volumes (they allocate per call; for loops use the context).
+/// One-shot calls on many images (a batch of files, a Python loop): keeps a context and the
+/// device buffers for the mask and the result from one call to the next, and makes new ones
+/// only when the shape, spacing, boundary or PSD edges change, or a structure needs more room
+/// for ball centres. The host functions upload the mask and download the result; the device
+/// ones work on the caller's device memory (a CuPy array), after waiting for all the device's
+/// work (the caller's stream may have written it), and return when the result is written.
+/// Errors as the context's.
+class Workspace {
+ public:
+  Workspace();
+  ~Workspace();
+  Workspace(Workspace&&) noexcept;
+  Workspace& operator=(Workspace&&) noexcept;
+
+  /// True when a context for this shape, spacing and boundary is kept (a call needs no new
+  /// device memory for it).
+  bool holds(const Shape& shape, const Spacing& spacing, Boundary boundary) const;
+
+  Volume<float> distance_transform(const Mask& phase, Boundary boundary);
+  Volume<float> local_thickness(const Mask& phase, Boundary boundary);
+  PsdCounts psd_counts(const Mask& phase, Boundary boundary, const Bins& bins);
+
+  /// On the device the workspace first worked on (InputError when another is current).
+  /// `d_mask`: N bytes (1 = phase), `d_out`: N floats, device memory, x fastest.
+  void distance_transform(const uint8_t* d_mask, float* d_out, const Shape& shape, const Spacing& spacing,
+                          Boundary boundary);
+  void local_thickness(const uint8_t* d_mask, float* d_out, const Shape& shape, const Spacing& spacing,
+                       Boundary boundary);
+  PsdCounts psd_counts(const uint8_t* d_mask, const Shape& shape, const Spacing& spacing, Boundary boundary,
+                       const Bins& bins);
+
+  struct Impl;
+
+ private:
+  std::unique_ptr<Impl> m_impl;
+};
+
+/// One-shot helpers on host volumes (a workspace for one call).
 Volume<uint32_t> squared_distance_voxels(const Mask& phase, Boundary boundary);
 Volume<float> distance_transform(const Mask& phase, Boundary boundary);
 Volume<float> local_thickness(const Mask& phase, Boundary boundary);

@@ -27,4 +27,8 @@ class RuntimeError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+/// What every backend says of a phase with no voxel, for callers that check before the engine
+/// runs (the Python module, on a CuPy array).
+std::string empty_phase_message();
+
 }  // namespace poreforge

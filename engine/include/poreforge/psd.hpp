@@ -55,5 +55,7 @@ PoreSizeDistribution psd_from_thickness(const Volume<float>& thickness, const Ma
 /// Default bins for a thickness map: n bins (log-spaced if `log`) over [min, max] of the
 /// thickness over the phase, like PoreSpy's and numpy's histogram defaults.
 Bins default_bins(const Volume<float>& thickness, const Mask& phase, int n, bool log);
+/// The same from the thickness's range over the phase, [lo, hi].
+Bins default_bins(double lo, double hi, int n, bool log);
 
 }  // namespace poreforge

@@ -1,6 +1,7 @@
 // Device discovery for the dispatcher. Never throws: a machine without a GPU is normal.
 #include <cuda_runtime.h>
 
+#include <atomic>
 #include <string>
 
 #include "device.hpp"
@@ -31,6 +32,15 @@ int device_count() {
   return count;
 }
 
+int current_device() {
+  int device = -1;
+  if (cudaGetDevice(&device) != cudaSuccess) {
+    cudaGetLastError();
+    return -1;
+  }
+  return device;
+}
+
 std::size_t free_memory() {
   std::size_t free_bytes = 0, total_bytes = 0;
   if (cudaMemGetInfo(&free_bytes, &total_bytes) != cudaSuccess) {
@@ -51,5 +61,23 @@ std::string device_description() {
   return std::string(prop.name) + " (sm_" + std::to_string(prop.major) + std::to_string(prop.minor) +
          ", " + std::to_string(static_cast<int>(gib + 0.5)) + " GiB)";
 }
+
+namespace {
+std::atomic<bool> started{false};
+}  // namespace
+
+bool start_device() {
+  if (!device_present(nullptr)) return false;
+  if (cudaFree(nullptr) != cudaSuccess) {  // the documented way to create the context now
+    cudaGetLastError();
+    return false;
+  }
+  started = true;
+  return true;
+}
+
+bool device_started() { return started; }
+
+void note_device_started() { started = true; }
 
 }  // namespace poreforge::cuda

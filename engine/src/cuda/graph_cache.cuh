@@ -26,6 +26,7 @@ class GraphCache {
   void launch(const Key& key, cudaStream_t stream, Record&& record) {
     auto it = m_graphs.find(key);
     if (it == m_graphs.end()) {
+      if (m_graphs.size() >= kMaxGraphs) clear();
       cudaGraph_t graph = nullptr;
       PF_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
       try {
@@ -46,6 +47,16 @@ class GraphCache {
   }
 
  private:
+  // A caller that hands new buffers every call (a Python loop over CuPy arrays) would
+  // otherwise grow the cache without end; callers that keep their buffers use a few keys.
+  static constexpr std::size_t kMaxGraphs = 16;
+
+  // Every graph goes (one still running is freed when it completes).
+  void clear() noexcept {
+    for (auto& [key, exec] : m_graphs) PF_CUDA_CHECK_NOTHROW(cudaGraphExecDestroy(exec));
+    m_graphs.clear();
+  }
+
   std::map<Key, cudaGraphExec_t> m_graphs;
 };
 

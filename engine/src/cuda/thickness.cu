@@ -12,6 +12,7 @@
 
 #include "../common/ball_containment.hpp"
 #include "../common/messages.hpp"
+#include "device.hpp"
 #include "buffer.cuh"
 #include "check.cuh"
 #include "coverage_kernels.cuh"
@@ -382,6 +383,7 @@ struct ThicknessContext::Impl {
   kernels::Status* host_status = nullptr;  // pinned
   unsigned int* host_total = nullptr;      // pinned
   int64_t last_total = 0;
+  bool last_overflowed = false;
 
   ~Impl() {
     PF_CUDA_CHECK_NOTHROW(cudaStreamSynchronize(stream.get()));  // no graph is destroyed mid-run
@@ -445,6 +447,7 @@ ThicknessContext::ThicknessContext(const ContextConfig& config) : m_impl(std::ma
   const std::size_t need = workspace_size(config).total();
   std::size_t free_bytes = 0, total_bytes = 0;
   PF_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
+  note_device_started();  // the call above made the context, if nothing had before
   if (need > free_bytes)
     throw RuntimeError("a local-thickness context for " + to_string(config.shape) + " needs " +
                        std::to_string(need >> 20) + " MiB of device memory; the device has " +
@@ -523,6 +526,8 @@ void* ThicknessContext::stream() const { return m_impl->stream.get(); }
 
 int64_t ThicknessContext::last_centre_count() const { return m_impl->last_total; }
 
+bool ThicknessContext::last_overflowed() const { return m_impl->last_overflowed; }
+
 void ThicknessContext::synchronize() {
   const cudaStream_t s = m_impl->stream.get();
   m_impl->with_engine([&](auto& e) {
@@ -533,25 +538,20 @@ void ThicknessContext::synchronize() {
   m_impl->last_total = *m_impl->host_total;
   const kernels::Status st = *m_impl->host_status;
   *m_impl->host_status = {};
+  m_impl->last_overflowed = st.overflow;
   if (st.no_background) throw InputError(detail::no_background_message(m_impl->config.boundary));
   if (st.overflow)
     throw RuntimeError("the volume has " + std::to_string(m_impl->last_total) +
                        " ball centres, more than the context's capacity; make the context with a larger centre_capacity");
 }
 
-// ---- one-shot helpers --------------------------------------------------------------------
+// ---- workspace and one-shot helpers ------------------------------------------------------
 
 namespace {
 
 template <class T>
-DeviceBuffer<T> upload(const std::vector<T>& host, cudaStream_t s, const char* what) {
-  return upload_async(host.data(), host.size(), s, what);
-}
-
-template <class T>
-void download(const DeviceBuffer<T>& d, std::vector<T>& host, cudaStream_t s) {
-  host.resize(d.size());
-  PF_CUDA_CHECK(cudaMemcpyAsync(host.data(), d.data(), d.bytes(), cudaMemcpyDeviceToHost, s));
+void download(const DeviceBuffer<T>& d, T* host, std::size_t count, cudaStream_t s) {
+  PF_CUDA_CHECK(cudaMemcpyAsync(host, d.data(), count * sizeof(T), cudaMemcpyDeviceToHost, s));
   PF_CUDA_CHECK(cudaStreamSynchronize(s));
 }
 
@@ -561,90 +561,200 @@ void require_phase(const Mask& phase) {
   if (count_phase(phase) == 0) throw InputError(detail::empty_phase_message());
 }
 
-// Runs `run(context)`; if centres overflowed the default capacity, again with room for all.
-template <class F>
-void with_context(ContextConfig config, F&& run) {
-  for (double capacity : {config.centre_capacity, 1.0}) {
-    config.centre_capacity = capacity;
-    ThicknessContext context(config);
-    try {
-      run(context);
-      return;
-    } catch (const RuntimeError&) {
-      if (capacity == 1.0) throw;
-      cudaGetLastError();
-    }
-  }
-}
+// Room for ball centres a context gets for each kind of work: none to speak of for distances
+// (they keep no centres), the default for maps and PSDs (a structure with more makes the
+// workspace remake its context with room for every voxel).
+constexpr double kDistanceCapacity = 0.0001;
 
 }  // namespace
 
-namespace {
+struct Workspace::Impl {
+  std::unique_ptr<ThicknessContext> context;
+  ContextConfig config;               // the context's
+  int device = -1;                    // the device the context was made on
+  DeviceBuffer<uint8_t> mask;         // the host functions' copy of the mask
+  DeviceBuffer<float> map;            // and their result
+  DeviceBuffer<int64_t> counts;       // PSD counts (every path)
 
-// A distance map of a host mask through a context made for it (with `spacing`): upload,
-// `enqueue(context, d_mask, d_out)`, download (which waits for the stream).
-template <class T, class Enqueue>
-Volume<T> distance_map(const Mask& phase, const Spacing& spacing, Boundary boundary, const char* what,
-                       Enqueue&& enqueue) {
+  cudaStream_t stream() const { return static_cast<cudaStream_t>(context->stream()); }
+
+  // A context for `shape`, `spacing`, `boundary` and `edges` (empty: any) with room for
+  // `capacity` of the voxels as centres: the one kept when it fits, else a new one.
+  ThicknessContext& context_for(const Shape& shape, const Spacing& spacing, Boundary boundary,
+                                const std::vector<double>* edges, double capacity) {
+    int current = 0;
+    PF_CUDA_CHECK(cudaGetDevice(&current));
+    if (context && current != device)
+      throw InputError("this workspace works on CUDA device " + std::to_string(device) + ", and device " +
+                       std::to_string(current) + " is current now: use one workspace per device");
+    const bool fits = context && config.shape == shape && config.spacing == spacing && config.boundary == boundary &&
+                      (!edges || config.psd_edges == *edges) && config.centre_capacity >= capacity;
+    if (!fits) {
+      ContextConfig c{shape, spacing, boundary, edges ? *edges : std::vector<double>{}, capacity};
+      // Keep the larger room once a structure has needed it (a batch of similar images).
+      if (context && config.shape == shape && config.centre_capacity > capacity) c.centre_capacity = config.centre_capacity;
+      if (!edges && context && config.shape == shape && config.spacing == spacing && config.boundary == boundary)
+        c.psd_edges = config.psd_edges;
+      // The buffers are freed on the old context's stream, so they go before it; its
+      // workspace goes before the new one is allocated.
+      mask = {};
+      map = {};
+      counts = {};
+      context.reset();
+      context = std::make_unique<ThicknessContext>(c);
+      config = c;
+      device = current;
+    }
+    return *context;
+  }
+
+  // Runs `enqueue(context)` and waits; when centres overflow the context's room, once more
+  // with room for every voxel.
+  template <class Enqueue>
+  void run(const Shape& shape, const Spacing& spacing, Boundary boundary, const std::vector<double>* edges,
+           double capacity, Enqueue&& enqueue) {
+    for (;;) {
+      ThicknessContext& c = context_for(shape, spacing, boundary, edges, capacity);
+      enqueue(c);
+      try {
+        c.synchronize();
+        return;
+      } catch (const RuntimeError&) {
+        if (!c.last_overflowed() || config.centre_capacity >= 1.0) throw;
+        capacity = 1.0;
+      }
+    }
+  }
+
+  // The host mask on the device, in buffers kept for the next call of the same size.
+  const uint8_t* upload_mask(const Mask& phase) {
+    if (mask.size() != std::size_t(phase.voxels()))
+      mask = DeviceBuffer<uint8_t>(std::size_t(phase.voxels()), stream(), "the mask");
+    PF_CUDA_CHECK(cudaMemcpyAsync(mask.data(), phase.data(), mask.bytes(), cudaMemcpyHostToDevice, stream()));
+    return mask.data();
+  }
+  float* map_buffer(int64_t voxels) {
+    if (map.size() != std::size_t(voxels)) map = DeviceBuffer<float>(std::size_t(voxels), stream(), "the result");
+    return map.data();
+  }
+  int64_t* counts_buffer() {
+    if (counts.size() != context->psd_count_entries())
+      counts = DeviceBuffer<int64_t>(context->psd_count_entries(), stream(), "PSD counts");
+    return counts.data();
+  }
+  PsdCounts read_counts(std::size_t edges) {
+    std::vector<int64_t> host(counts.size());
+    download(counts, host.data(), host.size(), stream());
+    PsdCounts c;
+    c.at_least.assign(host.begin(), host.begin() + std::ptrdiff_t(edges));
+    c.above = host[edges];
+    c.phase_voxels = host[edges + 1];
+    if (c.phase_voxels == 0) throw InputError(detail::empty_phase_message());
+    return c;
+  }
+};
+
+Workspace::Workspace() : m_impl(std::make_unique<Impl>()) {}
+
+bool Workspace::holds(const Shape& shape, const Spacing& spacing, Boundary boundary) const {
+  const Impl& w = *m_impl;
+  return w.context && w.config.shape == shape && w.config.spacing == spacing && w.config.boundary == boundary;
+}
+Workspace::~Workspace() {
+  if (m_impl && m_impl->context) PF_CUDA_CHECK_NOTHROW(cudaStreamSynchronize(m_impl->stream()));
+}
+Workspace::Workspace(Workspace&&) noexcept = default;
+Workspace& Workspace::operator=(Workspace&&) noexcept = default;
+
+Volume<float> Workspace::distance_transform(const Mask& phase, Boundary boundary) {
   validate_shape(phase.shape());
   validate_spacing(phase.spacing());
-  ThicknessContext context({phase.shape(), spacing, boundary, {}, 0.0001});
-  const cudaStream_t s = static_cast<cudaStream_t>(context.stream());
-  auto d_mask = upload(phase.values(), s, "the mask");
-  DeviceBuffer<T> d_out(phase.voxels(), s, what);
-  enqueue(context, d_mask.data(), d_out.data());
-  context.synchronize();  // throws when a phase voxel had no background
-  Volume<T> out(phase.shape(), phase.spacing());
-  download(d_out, out.values(), s);
+  Impl& w = *m_impl;
+  Volume<float> out(phase.shape(), phase.spacing());
+  w.run(phase.shape(), phase.spacing(), boundary, nullptr, kDistanceCapacity, [&](ThicknessContext& c) {
+    c.distance_async(w.upload_mask(phase), w.map_buffer(phase.voxels()));
+  });
+  download(w.map, out.data(), std::size_t(phase.voxels()), w.stream());
   return out;
 }
 
-}  // namespace
+Volume<float> Workspace::local_thickness(const Mask& phase, Boundary boundary) {
+  require_phase(phase);
+  Impl& w = *m_impl;
+  Volume<float> out(phase.shape(), phase.spacing());
+  w.run(phase.shape(), phase.spacing(), boundary, nullptr, ContextConfig{}.centre_capacity, [&](ThicknessContext& c) {
+    c.thickness_async(w.upload_mask(phase), w.map_buffer(phase.voxels()));
+  });
+  download(w.map, out.data(), std::size_t(phase.voxels()), w.stream());
+  return out;
+}
+
+PsdCounts Workspace::psd_counts(const Mask& phase, Boundary boundary, const Bins& bins) {
+  require_phase(phase);
+  Impl& w = *m_impl;
+  w.run(phase.shape(), phase.spacing(), boundary, &bins.edges(), ContextConfig{}.centre_capacity,
+        [&](ThicknessContext& c) { c.psd_async(w.upload_mask(phase), w.counts_buffer()); });
+  return w.read_counts(bins.edges().size());
+}
+
+// The caller's arrays may have been written on any stream (CuPy's current one): the device is
+// synchronised before the context's stream reads them, and the result is complete on return.
+void Workspace::distance_transform(const uint8_t* d_mask, float* d_out, const Shape& shape, const Spacing& spacing,
+                                   Boundary boundary) {
+  validate_shape(shape);
+  validate_spacing(spacing);
+  PF_CUDA_CHECK(cudaDeviceSynchronize());
+  m_impl->run(shape, spacing, boundary, nullptr, kDistanceCapacity,
+              [&](ThicknessContext& c) { c.distance_async(d_mask, d_out); });
+}
+
+void Workspace::local_thickness(const uint8_t* d_mask, float* d_out, const Shape& shape, const Spacing& spacing,
+                                Boundary boundary) {
+  validate_shape(shape);
+  validate_spacing(spacing);
+  PF_CUDA_CHECK(cudaDeviceSynchronize());
+  m_impl->run(shape, spacing, boundary, nullptr, ContextConfig{}.centre_capacity,
+              [&](ThicknessContext& c) { c.thickness_async(d_mask, d_out); });
+  // Every phase keeps a centre (its deepest voxel at least): none means no phase.
+  if (m_impl->context->last_centre_count() == 0) throw InputError(detail::empty_phase_message());
+}
+
+PsdCounts Workspace::psd_counts(const uint8_t* d_mask, const Shape& shape, const Spacing& spacing, Boundary boundary,
+                                const Bins& bins) {
+  validate_shape(shape);
+  validate_spacing(spacing);
+  PF_CUDA_CHECK(cudaDeviceSynchronize());
+  Impl& w = *m_impl;
+  w.run(shape, spacing, boundary, &bins.edges(), ContextConfig{}.centre_capacity,
+        [&](ThicknessContext& c) { c.psd_async(d_mask, w.counts_buffer()); });
+  return w.read_counts(bins.edges().size());
+}
 
 Volume<uint32_t> squared_distance_voxels(const Mask& phase, Boundary boundary) {
+  validate_shape(phase.shape());
+  validate_spacing(phase.spacing());
   // Voxel units whatever the image's spacing: the context gets unit spacing.
-  return distance_map<uint32_t>(phase, Spacing{}, boundary, "squared distances", [](ThicknessContext& c, const uint8_t* m, uint32_t* o) {
-    c.squared_distance_async(m, o);
-  });
+  ThicknessContext context({phase.shape(), Spacing{}, boundary, {}, kDistanceCapacity});
+  const cudaStream_t s = static_cast<cudaStream_t>(context.stream());
+  auto d_mask = upload_async(phase.data(), std::size_t(phase.voxels()), s, "the mask");
+  DeviceBuffer<uint32_t> d_out(std::size_t(phase.voxels()), s, "squared distances");
+  context.squared_distance_async(d_mask.data(), d_out.data());
+  context.synchronize();  // throws when a phase voxel had no background
+  Volume<uint32_t> out(phase.shape(), phase.spacing());
+  download(d_out, out.data(), std::size_t(phase.voxels()), s);
+  return out;
 }
 
 Volume<float> distance_transform(const Mask& phase, Boundary boundary) {
-  return distance_map<float>(phase, phase.spacing(), boundary, "distances", [](ThicknessContext& c, const uint8_t* m, float* o) {
-    c.distance_async(m, o);
-  });
+  return Workspace().distance_transform(phase, boundary);
 }
 
 Volume<float> local_thickness(const Mask& phase, Boundary boundary) {
-  require_phase(phase);
-  Volume<float> out(phase.shape(), phase.spacing());
-  with_context({phase.shape(), phase.spacing(), boundary, {}}, [&](ThicknessContext& context) {
-    const cudaStream_t s = static_cast<cudaStream_t>(context.stream());
-    auto d_mask = upload(phase.values(), s, "the mask");
-    DeviceBuffer<float> d_out(phase.voxels(), s, "the thickness map");
-    context.thickness_async(d_mask.data(), d_out.data());
-    context.synchronize();
-    download(d_out, out.values(), s);
-  });
-  return out;
+  return Workspace().local_thickness(phase, boundary);
 }
 
 PsdCounts psd_counts(const Mask& phase, Boundary boundary, const Bins& bins) {
-  require_phase(phase);
-  PsdCounts counts;
-  with_context({phase.shape(), phase.spacing(), boundary, bins.edges()}, [&](ThicknessContext& context) {
-    const cudaStream_t s = static_cast<cudaStream_t>(context.stream());
-    auto d_mask = upload(phase.values(), s, "the mask");
-    DeviceBuffer<int64_t> d_counts(context.psd_count_entries(), s, "PSD counts");
-    context.psd_async(d_mask.data(), d_counts.data());
-    context.synchronize();
-    std::vector<int64_t> host;
-    download(d_counts, host, s);
-    const std::size_t n = bins.edges().size();
-    counts.at_least.assign(host.begin(), host.begin() + n);
-    counts.above = host[n];
-    counts.phase_voxels = host[n + 1];
-  });
-  return counts;
+  return Workspace().psd_counts(phase, boundary, bins);
 }
 
 }  // namespace poreforge::cuda
