@@ -38,6 +38,11 @@ LatticeSetup lattice_setup(const Mask& pore, int axis, const PermeabilityOptions
 
 // Darcy's law and the unit conversions of a finished run.
 void finish_permeability(PermeabilityResult& r, const PermeabilityOptions& options);
+/// Either backend's check after `check_every` steps: records the mean velocity (`momentum`
+/// over `voxels`) and its change since the last check (`previous`, updated); true once the
+/// change is below the tolerance (r.converged set).
+bool permeability_check(PermeabilityResult& r, double momentum, int64_t voxels, double& previous,
+                        const PermeabilityOptions& options);
 /// The start of either backend's permeability: options checked, porosity, whether a pore
 /// cluster spans; when none does, `r` is the final (zero) result and false is returned.
 bool start_permeability(PermeabilityResult& r, const Mask& pore, int axis, const PermeabilityOptions& options,

@@ -520,6 +520,12 @@ LinealPath lineal_path(const Mask& phase, uint8_t value) {
 
 // ---- components ----
 
+void detail::require_labelable(const Shape& shape) {
+  validate_shape(shape);
+  if (shape.voxels() >= int64_t(kNoRoot))
+    throw InputError("volume " + to_string(shape) + " too large to label (at most 2^32 - 2 voxels)");
+}
+
 namespace cpu {
 namespace {
 
@@ -547,9 +553,7 @@ inline void unite(uint32_t* parent, uint32_t a, uint32_t b) {
 
 std::vector<uint32_t> component_roots(const Mask& phase, Adjacency adjacency) {
   const Shape s = phase.shape();
-  validate_shape(s);
-  if (s.voxels() >= int64_t(kNone))
-    throw InputError("volume " + to_string(s) + " too large to label (at most 2^32 - 2 voxels)");
+  detail::require_labelable(s);
   const std::size_t n = std::size_t(s.voxels());
   std::vector<uint32_t> parent(n);
   uint32_t* p = parent.data();

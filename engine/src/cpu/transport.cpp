@@ -171,6 +171,18 @@ void finish_permeability(PermeabilityResult& r, const PermeabilityOptions& o) {
   }
 }
 
+bool permeability_check(PermeabilityResult& r, double momentum, int64_t voxels, double& previous,
+                        const PermeabilityOptions& options) {
+  r.steps += options.check_every;
+  r.mean_velocity = momentum / double(voxels);
+  if (std::isfinite(previous) && r.mean_velocity != 0) {
+    r.relative_change = std::abs(r.mean_velocity - previous) / std::abs(r.mean_velocity);
+    if (r.relative_change < options.tolerance) r.converged = true;
+  }
+  previous = r.mean_velocity;
+  return r.converged;
+}
+
 bool start_permeability(PermeabilityResult& r, const Mask& pore, int axis, const PermeabilityOptions& options,
                         Backend backend) {
   validate_permeability(pore, axis, options);
@@ -340,16 +352,7 @@ PermeabilityResult permeability(const Mask& pore, int axis, const PermeabilityOp
       std::swap(a, b);
       if (last) momentum = sum;
     }
-    r.steps += options.check_every;
-    r.mean_velocity = momentum / double(N);
-    if (std::isfinite(previous) && r.mean_velocity != 0) {
-      r.relative_change = std::abs(r.mean_velocity - previous) / std::abs(r.mean_velocity);
-      if (r.relative_change < options.tolerance) {
-        r.converged = true;
-        break;
-      }
-    }
-    previous = r.mean_velocity;
+    if (detail::permeability_check(r, momentum, N, previous, options)) break;
   }
   detail::finish_permeability(r, options);
   return r;

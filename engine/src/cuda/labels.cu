@@ -87,9 +87,7 @@ unsigned grid_for(uint64_t n) { return unsigned(std::clamp<uint64_t>((n + kThrea
 
 std::vector<uint32_t> component_roots(const Mask& phase, Adjacency adjacency) {
   const Shape s = phase.shape();
-  validate_shape(s);
-  if (s.voxels() >= int64_t(kNone))
-    throw InputError("volume " + to_string(s) + " too large to label (at most 2^32 - 2 voxels)");
+  detail::require_labelable(s);
   const uint64_t n = uint64_t(s.voxels());
   Stream stream;
   DeviceBuffer<uint8_t> d_mask = upload_async(phase.data(), std::size_t(n), stream.get(), "the labelling's mask");

@@ -259,16 +259,7 @@ PermeabilityResult permeability(const Mask& pore, int axis, const PermeabilityOp
       PF_CUDA_CHECK_LAUNCH(s);
       std::swap(a, b);
     }
-    r.steps += options.check_every;
-    r.mean_velocity = read_scalar(momentum.data(), s) / double(n);
-    if (std::isfinite(previous) && r.mean_velocity != 0) {
-      r.relative_change = std::abs(r.mean_velocity - previous) / std::abs(r.mean_velocity);
-      if (r.relative_change < options.tolerance) {
-        r.converged = true;
-        break;
-      }
-    }
-    previous = r.mean_velocity;
+    if (detail::permeability_check(r, read_scalar(momentum.data(), s), n, previous, options)) break;
   }
   detail::finish_permeability(r, options);
   return r;
