@@ -295,6 +295,36 @@ TEST_CASE("local_thickness.cuda.workspace_across_images" * PF_GPU_DECORATORS) {
                        InputError);
 }
 
+// The device-memory calls (CuPy's path) on 20 pairs of buffers, more than the graph cache keeps,
+// then on the first pair again: every map equals the CPU's, and the PSD of a device mask equals
+// the host path's.
+TEST_CASE("local_thickness.cuda.workspace_on_device_buffers" * PF_GPU_DECORATORS) {
+  const uint64_t seed = testing::fresh_seed();
+  CAPTURE(seed);
+  const Shape shape{24, 20, 18};
+  const Mask m = testing::random_volume(shape, 1, 0.4, seed);
+  const std::vector<float> want = local_thickness(m, Boundary::periodic, Backend::cpu).values();
+  std::vector<std::unique_ptr<Device<uint8_t>>> masks;
+  std::vector<std::unique_ptr<Device<float>>> maps;
+  cuda::Workspace workspace;
+  for (int k = 0; k < 20; ++k) {
+    masks.push_back(std::make_unique<Device<uint8_t>>(std::size_t(m.voxels())));
+    maps.push_back(std::make_unique<Device<float>>(std::size_t(m.voxels())));
+    masks.back()->upload(m.values());
+    workspace.local_thickness(masks.back()->ptr, maps.back()->ptr, shape, m.spacing(), Boundary::periodic);
+    CHECK(maps.back()->download() == want);
+  }
+  maps.front()->poison(nullptr);
+  CUDA_OK(cudaDeviceSynchronize());
+  workspace.local_thickness(masks.front()->ptr, maps.front()->ptr, shape, m.spacing(), Boundary::periodic);
+  CHECK(maps.front()->download() == want);
+  workspace.distance_transform(masks.front()->ptr, maps.front()->ptr, shape, m.spacing(), Boundary::periodic);
+  CHECK(maps.front()->download() == distance_transform(m, Boundary::periodic, Backend::cpu).values());
+  const Bins bins = Bins::linear(0.5, 5.0, 6);
+  CHECK(psd_from_counts(workspace.psd_counts(masks.front()->ptr, shape, m.spacing(), Boundary::periodic, bins), bins)
+            .fraction == pore_size_distribution(m, Boundary::periodic, bins, Backend::cpu).fraction);
+}
+
 TEST_CASE("local_thickness.cuda.errors" * PF_GPU_DECORATORS) {
   // A context the device cannot hold is refused before it allocates, naming both sizes. One
   // such context takes ~130 GB, which a 141 GB card holds: contexts are made until one does
