@@ -16,6 +16,12 @@ Volume<float> local_thickness(const Mask& phase, Boundary boundary);
 PsdCounts psd_counts(const Mask& phase, Boundary boundary, const Bins& bins);
 Mask morphology(const Mask& image, MorphOp op, const StructuringElement& element, int iterations);
 std::unique_ptr<PsdEvaluator> make_psd_evaluator(const Mask& phase, Boundary boundary, const Bins& bins);
+/// How many of a CPU evaluator's evaluations ran locally (around the changed voxels) and how
+/// many from scratch, for tests and benchmarks.
+struct EvaluationTally {
+  int64_t local = 0, full = 0;
+};
+EvaluationTally evaluation_tally(const PsdEvaluator& evaluator);
 /// Per voxel the index of its component's first voxel (detail::kNoRoot outside the phase).
 std::vector<uint32_t> component_roots(const Mask& phase, Adjacency adjacency);
 

@@ -1,5 +1,30 @@
-// The CPU evaluator: a mask kept up to date, evaluated from scratch by the CPU backend.
+// The CPU evaluator. On a volume large beside its structure it keeps the exact local-thickness
+// map and re-evaluates only around the voxels that changed (docs/local-evaluation.md); else,
+// and whenever the region would not be smaller than the volume, it evaluates from scratch.
+//
+// Why the region is exact. Let D be the largest distance (voxels) before a change and D' a
+// bound on it after (D plus, for each voxel that joined the phase, its new distance: a voxel
+// whose nearest background was that one is now at most that much farther). Around a changed
+// voxel p:
+// - distances change only within D of p, so ball centres (which depend on a voxel's and its
+//   neighbours' distances) change only within D + 1;
+// - a centre's ball reaches at most D' (new) or D (old) from it, so the thickness changes only
+//   within R2 = D + 1 + D' + 1 of p (Chebyshev box);
+// - the thickness in R2 depends on the centres within D' of R2, their distances and their
+//   neighbours': those lie in R2 + D' + 1, and their nearest background is within D' of them.
+// So the engine run on E = R2 + 2D' + 2, with a background layer beyond E's cut faces (and
+// beyond the volume's faces where the boundary is a wall; wrapped where periodic), gives the
+// exact thickness in R2: the layer is farther than D' from every voxel that matters there, and
+// only ever shortens the distances of the others, whose balls then cannot reach R2.
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <map>
+
+#include "../common/messages.hpp"
+#include "ball_centres.hpp"
 #include "cpu_backend.hpp"
+#include "poreforge/error.hpp"
 #include "poreforge/evaluator.hpp"
 
 namespace poreforge::cpu {
@@ -8,18 +33,250 @@ namespace {
 class CpuPsdEvaluator final : public PsdEvaluator {
  public:
   CpuPsdEvaluator(const Mask& phase, Boundary boundary, const Bins& bins)
-      : m_phase(phase), m_boundary(boundary), m_bins(bins) {}
-  void set(int64_t index, uint8_t value) override { m_phase[index] = value; }
-  PsdCounts counts() override { return psd_counts(m_phase, m_boundary, m_bins); }
+      : m_phase(phase), m_evaluated(phase), m_boundary(boundary), m_bins(bins) {
+    // Local re-evaluation needs a voxel metric (isotropic spacing) and room: it starts only
+    // where a box around one voxel is well inside the volume.
+    if (phase.spacing().isotropic() && count_phase(phase) > 0) {
+      try {
+        refresh();
+        m_local = region_fraction() < 0.25;
+      } catch (const InputError&) {  // no background: counts() reports it as the engine does
+        m_local = false;
+      }
+      if (!m_local) m_values.clear();
+    }
+  }
+  void set(int64_t index, uint8_t value) override {
+    m_phase[index] = value;
+    if (m_local) m_touched.push_back(index);
+  }
+
+  PsdCounts counts() override {
+    if (!m_local) return psd_counts(m_phase, m_boundary, m_bins);
+    std::vector<int64_t> changed;
+    collect_changes(changed);
+    if (changed.size() <= 8 && update(changed)) return tally();
+    refresh();
+    const PsdCounts c = tally();
+    if (region_fraction() >= 0.25) {  // the structure outgrew local boxes: from scratch from now on
+      m_local = false;
+      m_values.clear();
+      m_thickness = Volume<float>();
+    }
+    return c;
+  }
+
   Backend backend() const override { return Backend::cpu; }
 
+  EvaluationTally tally_of_evaluations() const { return {m_local_count, m_full}; }
+
  private:
-  Mask m_phase;
+  struct Axis {
+    int64_t start = 0, length = 1, pad_low = 0, pad_high = 0;  // E along one axis (start unwrapped)
+    int64_t r_start = 0, r_length = 1;                        // R2 along it
+  };
+
+  // The voxels whose value differs from the evaluated mask.
+  void collect_changes(std::vector<int64_t>& changed) {
+    // Only the voxels set() touched can differ; a voxel set and set back does not.
+    for (int64_t p : m_touched)
+      if (m_phase[p] != m_evaluated[p] && std::find(changed.begin(), changed.end(), p) == changed.end())
+        changed.push_back(p);
+    m_touched.clear();
+  }
+
+  // The whole map afresh.
+  void refresh() {
+    ++m_full;
+    m_thickness = local_thickness(m_phase, m_boundary);
+    m_evaluated = m_phase;
+    m_touched.clear();
+    m_values.clear();
+    m_phase_voxels = 0;
+    for (int64_t i = 0; i < m_phase.voxels(); ++i)
+      if (m_phase[i]) {
+        ++m_values[m_thickness[i]];
+        ++m_phase_voxels;
+      }
+  }
+
+  // The largest distance now, in voxels (rounded up).
+  int64_t largest_distance() const {
+    if (m_values.empty()) return 0;
+    return int64_t(std::ceil(double(m_values.rbegin()->first) / m_phase.spacing().x - 1e-9));
+  }
+
+  // The share of the volume a re-evaluation box takes at the current largest distance.
+  double region_fraction() const {
+    const int64_t d = largest_distance();
+    const int64_t half = (d + 1 + d + 1) + 2 * d + 2;
+    double f = 1;
+    for (int a = 0; a < 3; ++a) {
+      const int64_t n = m_phase.shape().extent(a);
+      if (n > 1) f *= std::min(1.0, double(2 * half + 1) / double(n));
+    }
+    return f;
+  }
+
+  // The distance (voxels) from `p` to the nearest background of the current mask, searched in
+  // growing shells; -1 when none lies within `limit`.
+  double nearest_background(int64_t p, int64_t limit) const {
+    const Shape& s = m_phase.shape();
+    const int64_t c[3] = {p % s.nx, (p / s.nx) % s.ny, p / (s.nx * s.ny)};
+    double best = -1;
+    if (m_boundary == Boundary::wall)
+      for (int a = 0; a < 3; ++a) {
+        const int64_t n = s.extent(a);
+        if (n == 1) continue;
+        const double w = double(std::min(c[a] + 1, n - c[a]));
+        if (best < 0 || w < best) best = w;
+      }
+    for (int64_t r = 1; r <= limit; ++r) {
+      if (best >= 0 && double(r) >= best) break;
+      for (int64_t dz = -r; dz <= r; ++dz)
+        for (int64_t dy = -r; dy <= r; ++dy)
+          for (int64_t dx = -r; dx <= r; ++dx) {
+            if (std::max({std::abs(dx), std::abs(dy), std::abs(dz)}) != r) continue;
+            int64_t q[3] = {c[0] + dx, c[1] + dy, c[2] + dz};
+            bool inside = true;
+            for (int a = 0; a < 3 && inside; ++a) {
+              const int64_t n = s.extent(a);
+              if (q[a] >= 0 && q[a] < n) continue;
+              if (m_boundary == Boundary::periodic && n > 1) q[a] = wrap(q[a], n);
+              else inside = false;
+            }
+            if (!inside || m_phase[(q[2] * s.ny + q[1]) * s.nx + q[0]]) continue;
+            const double d = std::sqrt(double(dx * dx + dy * dy + dz * dz));
+            if (best < 0 || d < best) best = d;
+          }
+    }
+    return best;
+  }
+
+  // Re-evaluates around each changed voxel; false when a region would not be smaller than the
+  // volume (or wraps onto itself), so the caller evaluates from scratch.
+  bool update(const std::vector<int64_t>& changed) {
+    if (changed.empty()) return true;
+    const int64_t d_old = largest_distance();
+    int64_t d_new = d_old;
+    const Shape& s = m_phase.shape();
+    const int64_t extent = std::max({s.nx, s.ny, s.nz});
+    for (int64_t p : changed)
+      if (m_phase[p]) {  // joined the phase: distances near it may grow by its own distance
+        const double d = nearest_background(p, extent);
+        if (d < 0) return false;
+        d_new = std::max(d_new, d_old + int64_t(std::ceil(d)));
+      }
+    const int64_t r2 = d_old + 1 + d_new + 1, half = r2 + 2 * d_new + 2;
+    std::vector<std::array<Axis, 3>> boxes;
+    for (int64_t p : changed) {
+      const int64_t c[3] = {p % s.nx, (p / s.nx) % s.ny, p / (s.nx * s.ny)};
+      std::array<Axis, 3> box;
+      for (int a = 0; a < 3; ++a) {
+        const int64_t n = s.extent(a);
+        Axis& ax = box[std::size_t(a)];
+        if (n == 1) continue;  // a flat axis: nothing beyond it, nothing to pad
+        if (2 * half + 1 >= n) return false;
+        if (m_boundary == Boundary::periodic) {
+          ax = {c[a] - half, 2 * half + 1, 1, 1, c[a] - r2, 2 * r2 + 1};
+        } else {
+          const int64_t lo = c[a] - half, hi = c[a] + half;
+          ax.start = std::max<int64_t>(lo, 0);
+          ax.length = std::min(hi, n - 1) - ax.start + 1;
+          ax.pad_low = lo > 0 || m_boundary == Boundary::wall ? 1 : 0;
+          ax.pad_high = hi < n - 1 || m_boundary == Boundary::wall ? 1 : 0;
+          ax.r_start = std::max<int64_t>(c[a] - r2, 0);
+          ax.r_length = std::min(c[a] + r2, n - 1) - ax.r_start + 1;
+        }
+      }
+      boxes.push_back(box);
+    }
+    for (const auto& box : boxes) reevaluate(box);
+    for (int64_t p : changed) m_evaluated[p] = m_phase[p];
+    ++m_local_count;
+    return true;
+  }
+
+  // The engine on one box E (padded, open beyond), its thickness copied into R2.
+  void reevaluate(const std::array<Axis, 3>& box) {
+    const Shape& s = m_phase.shape();
+    const Shape e{box[0].length + box[0].pad_low + box[0].pad_high, box[1].length + box[1].pad_low + box[1].pad_high,
+                  box[2].length + box[2].pad_low + box[2].pad_high};
+    auto volume_index = [&](int64_t x, int64_t y, int64_t z) {  // unwrapped coordinates
+      const int64_t q[3] = {x, y, z};
+      int64_t v[3];
+      for (int a = 0; a < 3; ++a) v[a] = s.extent(a) > 1 ? wrap(q[a], s.extent(a)) : 0;
+      return (v[2] * s.ny + v[1]) * s.nx + v[0];
+    };
+    Mask region(e, m_phase.spacing());  // the padding stays 0: background
+    int64_t phase = 0;
+    for (int64_t z = 0; z < box[2].length; ++z)
+      for (int64_t y = 0; y < box[1].length; ++y)
+        for (int64_t x = 0; x < box[0].length; ++x) {
+          const uint8_t v = m_phase[volume_index(box[0].start + x, box[1].start + y, box[2].start + z)];
+          region(x + box[0].pad_low, y + box[1].pad_low, z + box[2].pad_low) = v;
+          phase += v;
+        }
+    Volume<float> map;
+    if (phase > 0) map = local_thickness(region, Boundary::open);
+    for (int64_t z = 0; z < box[2].r_length; ++z)
+      for (int64_t y = 0; y < box[1].r_length; ++y)
+        for (int64_t x = 0; x < box[0].r_length; ++x) {
+          const int64_t ux = box[0].r_start + x, uy = box[1].r_start + y, uz = box[2].r_start + z;
+          const int64_t i = volume_index(ux, uy, uz);
+          const float now = phase > 0 ? map(ux - box[0].start + box[0].pad_low, uy - box[1].start + box[1].pad_low,
+                                            uz - box[2].start + box[2].pad_low)
+                                      : 0.0f;
+          // A phase voxel's thickness is positive, any other's 0: the map says what is counted.
+          const float before = m_thickness[i];
+          if (now == before) continue;
+          if (before > 0) {
+            auto it = m_values.find(before);
+            if (--it->second == 0) m_values.erase(it);
+            --m_phase_voxels;
+          }
+          if (now > 0) {
+            ++m_values[now];
+            ++m_phase_voxels;
+          }
+          m_thickness[i] = now;
+        }
+  }
+
+  // The PSD counts of the kept map, as psd_from_thickness counts a map.
+  PsdCounts tally() const {
+    if (m_phase_voxels == 0) throw InputError(detail::empty_phase_message());
+    const auto& edges = m_bins.edges();
+    PsdCounts c;
+    c.phase_voxels = m_phase_voxels;
+    c.at_least.assign(edges.size(), 0);
+    for (const auto& [value, count] : m_values) {
+      const double v = value;
+      const auto below = std::upper_bound(edges.begin(), edges.end(), v) - edges.begin();
+      for (std::ptrdiff_t k = 0; k < below; ++k) c.at_least[std::size_t(k)] += count;
+      if (v > edges.back()) c.above += count;
+    }
+    return c;
+  }
+
+  Mask m_phase;      // as set() leaves it
+  Mask m_evaluated;  // the mask m_thickness is of
   Boundary m_boundary;
   Bins m_bins;
+  bool m_local = false;
+  Volume<float> m_thickness;
+  std::map<float, int64_t> m_values;  // thickness value -> phase voxels with it
+  int64_t m_phase_voxels = 0;
+  std::vector<int64_t> m_touched;  // voxels set() changed since the last evaluation
+  int64_t m_full = 0, m_local_count = 0;
 };
 
 }  // namespace
+
+EvaluationTally evaluation_tally(const PsdEvaluator& evaluator) {
+  const auto* cpu = dynamic_cast<const CpuPsdEvaluator*>(&evaluator);
+  return cpu ? cpu->tally_of_evaluations() : EvaluationTally{};
+}
 
 std::unique_ptr<PsdEvaluator> make_psd_evaluator(const Mask& phase, Boundary boundary, const Bins& bins) {
   return std::make_unique<CpuPsdEvaluator>(phase, boundary, bins);
