@@ -2,6 +2,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdlib>
 #include <random>
@@ -239,9 +240,12 @@ TEST_CASE("psd.cpu.local_evaluation_equals_full") {
   // Evaluations per boundary: 280 in the suite (a few seconds on two cores); more by hand.
   const char* asked = std::getenv("POREFORGE_LOCAL_EVALUATIONS");
   const int steps = asked ? std::atoi(asked) : 280;
-  for (Boundary boundary : {Boundary::open, Boundary::wall, Boundary::periodic}) {
+  for (int run = 0; run < 6; ++run) {
+    const Boundary boundary = std::array<Boundary, 3>{Boundary::open, Boundary::wall, Boundary::periodic}[run % 3];
+    const Shape shape = run < 3 ? Shape{72, 64, 60} : Shape{200, 180, 1};  // 3D, then 2D (a flat z)
     CAPTURE(to_string(boundary));
-    Mask m = generate_blobs({72, 64, 60}, 0.45, 3.0, seed + uint64_t(boundary));
+    CAPTURE(to_string(shape));
+    Mask m = generate_blobs(shape, 0.45, 3.0, seed + uint64_t(run));
     auto evaluator = make_psd_evaluator(m, boundary, bins, Backend::cpu);
     std::vector<int64_t> pore, solid;
     for (int64_t i = 0; i < m.voxels(); ++i) (m[std::size_t(i)] ? pore : solid).push_back(i);
