@@ -274,8 +274,70 @@ TEST_CASE("psd.cpu.local_evaluation_equals_full") {
     }
     const cpu::EvaluationTally tally = cpu::evaluation_tally(*evaluator);
     CAPTURE(tally.full);
-    // Every evaluation after a change ran locally (none are left to the full path at this size).
+    // The first evaluation computes the map; every later one after a change ran locally (none
+    // is left to the full path at this size).
     CHECK(tally.full == 1);
-    CHECK(tally.local == steps - (steps + 3) / 7);
+    CHECK(tally.local == steps - (steps + 3) / 7 - 1);
   }
+}
+
+// The local evaluator's edges: an evaluation that throws (the phase emptied) leaves the next
+// to start afresh; a non-unit spacing; a volume too thin for local boxes goes from scratch.
+TEST_CASE("psd.cpu.local_evaluation_edges") {
+  const Bins bins = Bins::linear(0.05, 0.45, 5);
+  Mask specks({64, 64, 64}, {0.1, 0.1, 0.1});
+  const int64_t spots[3] = {64 * 64 * 10 + 64 * 10 + 10, 64 * 64 * 30 + 64 * 40 + 50, 64 * 64 * 50 + 64 * 20 + 33};
+  for (int64_t i : spots) specks[std::size_t(i)] = 1;
+  auto e = make_psd_evaluator(specks, Boundary::open, bins, Backend::cpu);
+  CHECK(e->counts().at_least == cpu::psd_counts(specks, Boundary::open, bins).at_least);
+  for (int64_t i : spots) e->set(i, 0);
+  CHECK_THROWS_WITH_AS(e->counts(), doctest::Contains("phase is empty"), InputError);
+  e->set(spots[1], 1);
+  specks[std::size_t(spots[0])] = specks[std::size_t(spots[2])] = 0;
+  const PsdCounts after = e->counts();
+  CHECK(after.phase_voxels == 1);
+  CHECK(after.at_least == cpu::psd_counts(specks, Boundary::open, bins).at_least);
+  CHECK(cpu::evaluation_tally(*e).local == 2);  // the empty phase was found locally too
+
+  // Every voxel phase: no background, the evaluation throws from scratch; one voxel back and
+  // the next evaluation starts afresh and is right.
+  Mask full_box = generate_blobs({48, 48, 48}, 0.45, 3.0, 9);
+  auto whole = make_psd_evaluator(full_box, Boundary::open, bins, Backend::cpu);
+  whole->counts();
+  for (int64_t i = 0; i < full_box.voxels(); ++i) whole->set(i, 1);
+  CHECK_THROWS_WITH_AS(whole->counts(), doctest::Contains("no background"), InputError);
+  Mask one_solid({48, 48, 48}, {}, 1);
+  one_solid(20, 20, 20) = 0;
+  whole->set((20 * 48 + 20) * 48 + 20, 0);
+  CHECK(whole->counts().at_least == cpu::psd_counts(one_solid, Boundary::open, bins).at_least);
+
+  // A spacing of 0.3: radii in physical units, the same counts.
+  Mask blobs = generate_blobs({70, 66, 62}, 0.45, 3.0, 11);
+  blobs.set_spacing({0.3, 0.3, 0.3});
+  const Bins wide = Bins::linear(0.1, 1.5, 7);
+  auto local = make_psd_evaluator(blobs, Boundary::wall, wide, Backend::cpu);
+  local->counts();
+  std::mt19937_64 rng(5);
+  for (int step = 0; step < 40; ++step) {
+    int64_t a, b;
+    do a = int64_t(rng() % uint64_t(blobs.voxels())); while (!blobs[std::size_t(a)]);
+    do b = int64_t(rng() % uint64_t(blobs.voxels())); while (blobs[std::size_t(b)]);
+    local->set(a, 0), local->set(b, 1);
+    blobs[std::size_t(a)] = 0, blobs[std::size_t(b)] = 1;
+    CHECK(local->counts().at_least == cpu::psd_counts(blobs, Boundary::wall, wide).at_least);
+  }
+  CHECK(cpu::evaluation_tally(*local).local == 40);
+
+  // Periodic and 12 voxels thick: no box fits along z, so every evaluation is from scratch.
+  Mask thin = generate_blobs({96, 96, 12}, 0.45, 3.0, 12);
+  auto flat = make_psd_evaluator(thin, Boundary::periodic, bins, Backend::cpu);
+  flat->counts();
+  int64_t a = 0, b = 0;
+  while (!thin[std::size_t(a)]) ++a;
+  while (thin[std::size_t(b)]) ++b;
+  flat->set(a, 0), flat->set(b, 1);
+  thin[std::size_t(a)] = 0, thin[std::size_t(b)] = 1;
+  CHECK(flat->counts().at_least == cpu::psd_counts(thin, Boundary::periodic, bins).at_least);
+  CHECK(cpu::evaluation_tally(*flat).local == 0);
+  CHECK(cpu::evaluation_tally(*flat).full == 1);  // the first: it found no room and stopped keeping a map
 }

@@ -4,18 +4,19 @@
 //
 // Why the region is exact. Let D be the largest distance (voxels) before a change and D' a
 // bound on it after (D plus, for each voxel that joined the phase, its new distance: a voxel
-// whose nearest background was that one is now at most that much farther). Around a changed
-// voxel p:
-// - distances change only within D of p, so ball centres (which depend on a voxel's and its
-//   neighbours' distances) change only within D + 1;
-// - a centre's ball reaches at most D' (new) or D (old) from it, so the thickness changes only
-//   within R2 = D + 1 + D' + 1 of p (Chebyshev box);
-// - the thickness in R2 depends on the centres within D' of R2, their distances and their
-//   neighbours': those lie in R2 + D' + 1, and their nearest background is within D' of them.
-// So the engine run on E = R2 + 2D' + 2, with a background layer beyond E's cut faces (and
+// whose nearest background was that one is now at most that much farther). The thickness at y
+// is the largest d(c) over the voxels c with |y − c| < d(c); pruning ball centres (a ball
+// inside a neighbour's) does not change it. Around a changed voxel p:
+// - distances change only within D of p (a voxel whose nearest background left, or that a new
+//   background voxel is nearer to);
+// - the ball of such a voxel reaches less than D' from it, so the thickness changes only
+//   within R2 = D + D' − 1 of p (Chebyshev);
+// - the thickness in R2 comes from balls whose centres lie within D' − 1 of R2, with their
+//   nearest background within D' of them.
+// So the engine run on E = R2 + 2D' − 2, with a background layer beyond E's cut faces (and
 // beyond the volume's faces where the boundary is a wall; wrapped where periodic), gives the
-// exact thickness in R2: the layer is farther than D' from every voxel that matters there, and
-// only ever shortens the distances of the others, whose balls then cannot reach R2.
+// exact thickness in R2: the layer is no nearer than D' to those centres, and it only ever
+// shortens the distances of the others, whose balls then cannot reach R2.
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -32,38 +33,39 @@ namespace {
 
 class CpuPsdEvaluator final : public PsdEvaluator {
  public:
+  // Local re-evaluation needs a voxel metric (isotropic spacing); whether it pays is decided
+  // at the first evaluation, which computes the map anyway.
   CpuPsdEvaluator(const Mask& phase, Boundary boundary, const Bins& bins)
-      : m_phase(phase), m_evaluated(phase), m_boundary(boundary), m_bins(bins) {
-    // Local re-evaluation needs a voxel metric (isotropic spacing) and room: it starts only
-    // where a box around one voxel is well inside the volume.
-    if (phase.spacing().isotropic() && count_phase(phase) > 0) {
-      try {
-        refresh();
-        m_local = region_fraction() < 0.25;
-      } catch (const InputError&) {  // no background: counts() reports it as the engine does
-        m_local = false;
-      }
-      if (!m_local) m_values.clear();
-    }
-  }
+      : m_phase(phase), m_boundary(boundary), m_bins(bins), m_local(phase.spacing().isotropic()) {}
+
   void set(int64_t index, uint8_t value) override {
     m_phase[index] = value;
-    if (m_local) m_touched.push_back(index);
+    if (m_local && !m_stale && m_touched.size() < kMostTouched) m_touched.push_back(index);
+    else if (m_local) m_stale = true;  // more changes than pay locally: the next evaluation starts afresh
   }
 
   PsdCounts counts() override {
     if (!m_local) return psd_counts(m_phase, m_boundary, m_bins);
+    // Stale until this evaluation completes: one that throws leaves the next to start afresh.
+    const bool afresh = m_stale || m_evaluated.voxels() == 0;
+    m_stale = true;
     std::vector<int64_t> changed;
-    collect_changes(changed);
-    if (changed.size() <= 8 && update(changed)) return tally();
-    refresh();
-    const PsdCounts c = tally();
-    if (region_fraction() >= 0.25) {  // the structure outgrew local boxes: from scratch from now on
-      m_local = false;
-      m_values.clear();
-      m_thickness = Volume<float>();
+    if (!afresh) collect_changes(changed);
+    if (afresh || changed.size() > kMostChanges || !update(changed)) {
+      refresh();
+      if (!pays()) {  // the structure is too large beside the volume: from scratch from now on
+        const PsdCounts c = tally();
+        m_local = false;
+        m_values.clear();
+        m_thickness = Volume<float>();
+        m_evaluated = Mask();
+        m_touched.clear();
+        return c;
+      }
     }
-    return c;
+    m_touched.clear();
+    m_stale = false;
+    return tally();
   }
 
   Backend backend() const override { return Backend::cpu; }
@@ -71,51 +73,74 @@ class CpuPsdEvaluator final : public PsdEvaluator {
   EvaluationTally tally_of_evaluations() const { return {m_local_count, m_full}; }
 
  private:
+  // Changed voxels beyond which an evaluation starts afresh (the annealer changes two), and
+  // voxels set between evaluations beyond which they are not even looked at (it sets four: a
+  // swap undone and the next swap).
+  static constexpr std::size_t kMostChanges = 8, kMostTouched = 64;
+
   struct Axis {
     int64_t start = 0, length = 1, pad_low = 0, pad_high = 0;  // E along one axis (start unwrapped)
     int64_t r_start = 0, r_length = 1;                        // R2 along it
   };
 
-  // The voxels whose value differs from the evaluated mask.
-  void collect_changes(std::vector<int64_t>& changed) {
-    // Only the voxels set() touched can differ; a voxel set and set back does not.
+  // The voxels whose value differs from the evaluated mask (a voxel set and set back does not).
+  void collect_changes(std::vector<int64_t>& changed) const {
     for (int64_t p : m_touched)
-      if (m_phase[p] != m_evaluated[p] && std::find(changed.begin(), changed.end(), p) == changed.end())
+      if (m_phase[std::size_t(p)] != m_evaluated[std::size_t(p)] &&
+          std::find(changed.begin(), changed.end(), p) == changed.end())
         changed.push_back(p);
-    m_touched.clear();
   }
 
   // The whole map afresh.
   void refresh() {
     ++m_full;
-    m_thickness = local_thickness(m_phase, m_boundary);
-    m_evaluated = m_phase;
     m_touched.clear();
     m_values.clear();
     m_phase_voxels = 0;
+    m_thickness = local_thickness(m_phase, m_boundary);
+    m_evaluated = m_phase;
     for (int64_t i = 0; i < m_phase.voxels(); ++i)
-      if (m_phase[i]) {
-        ++m_values[m_thickness[i]];
+      if (m_phase[std::size_t(i)]) {
+        ++m_values[m_thickness[std::size_t(i)]];
         ++m_phase_voxels;
       }
   }
 
-  // The largest distance now, in voxels (rounded up).
+  // The largest distance now, in voxels, rounded up. The map holds float32 radii in physical
+  // units: the relative margin absorbs their rounding (a distance is the root of an integer,
+  // never within 1e-6 of an integer above it below 700 voxels).
   int64_t largest_distance() const {
     if (m_values.empty()) return 0;
-    return int64_t(std::ceil(double(m_values.rbegin()->first) / m_phase.spacing().x - 1e-9));
+    return int64_t(std::ceil(double(m_values.rbegin()->first) / m_phase.spacing().x * (1.0 - 1e-6)));
   }
 
-  // The share of the volume a re-evaluation box takes at the current largest distance.
-  double region_fraction() const {
+  // The half-widths of R2 and E around a changed voxel for largest distances d before and
+  // d_new after. A distance changes only within d of the voxel; the ball of a voxel whose
+  // distance changed reaches less than d_new from it; so the thickness changes only within
+  // Chebyshev d + d_new − 1. Pruning ball centres does not change the thickness (a pruned ball
+  // lies inside a kept one), so only distances matter: the balls reaching R2 come from within
+  // d_new − 1 of it, and their distances are exact when their nearest background (within
+  // d_new) lies in E and the layer beyond E is no nearer: E = R2 + 2 d_new − 2.
+  static std::pair<int64_t, int64_t> half_widths(int64_t d, int64_t d_new) {
+    const int64_t r2 = std::max<int64_t>(d + d_new - 1, 0);
+    return {r2, r2 + std::max<int64_t>(2 * d_new - 2, 0)};
+  }
+
+  // Whether boxes around a changed voxel are small beside the volume — a fifth of it at most
+  // (larger ones, two to a swap with their bookkeeping, measured no faster than one whole
+  // evaluation), and never wrapping onto themselves along a periodic axis — at the current
+  // largest distance and one voxel more after a change.
+  bool pays() const {
     const int64_t d = largest_distance();
-    const int64_t half = (d + 1 + d + 1) + 2 * d + 2;
+    const int64_t half = half_widths(d, d + 1).second;
     double f = 1;
     for (int a = 0; a < 3; ++a) {
       const int64_t n = m_phase.shape().extent(a);
-      if (n > 1) f *= std::min(1.0, double(2 * half + 1) / double(n));
+      if (n == 1) continue;
+      if (m_boundary == Boundary::periodic && 2 * half + 1 >= n) return false;
+      f *= std::min(1.0, double(2 * half + 1) / double(n));
     }
-    return f;
+    return f <= 0.2;
   }
 
   // The distance (voxels) from `p` to the nearest background of the current mask, searched in
@@ -167,7 +192,7 @@ class CpuPsdEvaluator final : public PsdEvaluator {
         if (d < 0) return false;
         d_new = std::max(d_new, d_old + int64_t(std::ceil(d)));
       }
-    const int64_t r2 = d_old + 1 + d_new + 1, half = r2 + 2 * d_new + 2;
+    const auto [r2, half] = half_widths(d_old, d_new);
     std::vector<std::array<Axis, 3>> boxes;
     for (int64_t p : changed) {
       const int64_t c[3] = {p % s.nx, (p / s.nx) % s.ny, p / (s.nx * s.ny)};
@@ -176,8 +201,8 @@ class CpuPsdEvaluator final : public PsdEvaluator {
         const int64_t n = s.extent(a);
         Axis& ax = box[std::size_t(a)];
         if (n == 1) continue;  // a flat axis: nothing beyond it, nothing to pad
-        if (2 * half + 1 >= n) return false;
         if (m_boundary == Boundary::periodic) {
+          if (2 * half + 1 >= n) return false;  // the box would wrap onto itself
           ax = {c[a] - half, 2 * half + 1, 1, 1, c[a] - r2, 2 * r2 + 1};
         } else {
           const int64_t lo = c[a] - half, hi = c[a] + half;
@@ -260,10 +285,11 @@ class CpuPsdEvaluator final : public PsdEvaluator {
   }
 
   Mask m_phase;      // as set() leaves it
-  Mask m_evaluated;  // the mask m_thickness is of
+  Mask m_evaluated;  // the mask m_thickness is of (empty before the first evaluation)
   Boundary m_boundary;
   Bins m_bins;
-  bool m_local = false;
+  bool m_local;        // re-evaluates locally (until it stops paying)
+  bool m_stale = false;  // the kept map is not to be trusted: the next evaluation starts afresh
   Volume<float> m_thickness;
   std::map<float, int64_t> m_values;  // thickness value -> phase voxels with it
   int64_t m_phase_voxels = 0;
