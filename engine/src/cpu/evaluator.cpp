@@ -1,6 +1,6 @@
 // The CPU evaluator. On a volume large beside its structure it keeps the exact local-thickness
-// map and re-evaluates only around the voxels that changed (docs/local-evaluation.md); else,
-// and whenever the region would not be smaller than the volume, it evaluates from scratch.
+// map and re-evaluates only around the voxels that changed (docs/local-evaluation.md); where
+// those boxes would not be small beside the volume, it evaluates from scratch.
 //
 // Why the region is exact. Let D be the largest distance (voxels) before a change and D' a
 // bound on it after (D plus, for each voxel that joined the phase, its new distance: a voxel
@@ -178,8 +178,9 @@ class CpuPsdEvaluator final : public PsdEvaluator {
     return best;
   }
 
-  // Re-evaluates around each changed voxel; false when a region would not be smaller than the
-  // volume (or wraps onto itself), so the caller evaluates from scratch.
+  // Re-evaluates around each changed voxel; false when a box would wrap onto itself along a
+  // periodic axis, or a voxel that joined the phase has no background to measure from, so the
+  // caller evaluates from scratch.
   bool update(const std::vector<int64_t>& changed) {
     if (changed.empty()) return true;
     const int64_t d_old = largest_distance();
