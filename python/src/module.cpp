@@ -208,7 +208,13 @@ class PyWorkspace {
   // holds a context for it (asking again would count what it holds as needed twice).
   void require_room(const Mask& m, Boundary b) {
     MemoryEstimate e = thickness_memory(m.shape(), 1, m.spacing(), b, m_engine.backend());
-    if (m_engine.holds(m.shape(), m.spacing(), b)) e.device_bytes = 0;
+    bool held = false;
+    {
+      nb::gil_scoped_release release;  // another thread may be inside the engine with the lock
+      std::lock_guard<std::mutex> one_at_a_time(m_busy);
+      held = m_engine.holds(m.shape(), m.spacing(), b);
+    }
+    if (held) e.device_bytes = 0;
     require_memory(e);
   }
 
