@@ -20,7 +20,6 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
-#include <map>
 
 #include "../common/messages.hpp"
 #include "ball_centres.hpp"
@@ -46,20 +45,29 @@ class CpuPsdEvaluator final : public PsdEvaluator {
 
   PsdCounts counts() override {
     if (!m_local) return psd_counts(m_phase, m_boundary, m_bins);
-    // Stale until this evaluation completes: one that throws leaves the next to start afresh.
-    const bool afresh = m_stale || m_evaluated.voxels() == 0;
-    m_stale = true;
+    if (m_stale) {
+      // Many voxels set since the last evaluation (a start's candidate), or that one threw: the
+      // plain path, the map dropped; the next evaluation after a few changes makes it anew.
+      m_evaluated = Mask();
+      m_touched.clear();
+      const PsdCounts c = psd_counts(m_phase, m_boundary, m_bins);
+      m_stale = false;
+      return c;
+    }
+    m_stale = true;  // until this evaluation completes: one that throws leaves the next to start afresh
     std::vector<int64_t> changed;
+    const bool afresh = m_evaluated.voxels() == 0;
     if (!afresh) collect_changes(changed);
     if (afresh || changed.size() > kMostChanges || !update(changed)) {
       refresh();
       if (!pays()) {  // the structure is too large beside the volume: from scratch from now on
         const PsdCounts c = tally();
         m_local = false;
-        m_values.clear();
+        clear_tallies();
         m_thickness = Volume<float>();
         m_evaluated = Mask();
         m_touched.clear();
+        m_stale = false;
         return c;
       }
     }
@@ -95,52 +103,113 @@ class CpuPsdEvaluator final : public PsdEvaluator {
   void refresh() {
     ++m_full;
     m_touched.clear();
-    m_values.clear();
-    m_phase_voxels = 0;
+    clear_tallies();
     m_thickness = local_thickness(m_phase, m_boundary);
     m_evaluated = m_phase;
-    for (int64_t i = 0; i < m_phase.voxels(); ++i)
-      if (m_phase[std::size_t(i)]) {
-        ++m_values[m_thickness[std::size_t(i)]];
-        ++m_phase_voxels;
-      }
+    for (int64_t i = 0; i < m_phase.voxels(); ++i) add(m_thickness[std::size_t(i)], +1);
+  }
+
+  void clear_tallies() {
+    m_hits.assign(m_bins.edges().size() + 1, 0);
+    m_by_voxels.clear();
+    m_above = m_phase_voxels = 0;
+  }
+
+  // Counts a thickness value in (+1) or out (−1) of the tallies; 0 (outside the phase) is not
+  // counted. hits[k]: values with exactly k edges at or below them (psd_from_thickness's
+  // rule); by_voxels[c]: values whose ceiling in voxels is c (the largest distance).
+  void add(float value, int64_t sign) {
+    if (value <= 0) return;
+    const auto& e = m_bins.edges();
+    const double v = value;
+    m_hits[std::size_t(std::upper_bound(e.begin(), e.end(), v) - e.begin())] += sign;
+    if (v > e.back()) m_above += sign;
+    const std::size_t c = std::size_t(ceil_voxels(value));
+    if (c >= m_by_voxels.size()) m_by_voxels.resize(c + 1, 0);
+    m_by_voxels[c] += sign;
+    m_phase_voxels += sign;
   }
 
   // The largest distance now, in voxels, rounded up. The map holds float32 radii in physical
   // units: the relative margin absorbs their rounding (a distance is the root of an integer,
   // never within 1e-6 of an integer above it below 700 voxels).
   int64_t largest_distance() const {
-    if (m_values.empty()) return 0;
-    return int64_t(std::ceil(double(m_values.rbegin()->first) / m_phase.spacing().x * (1.0 - 1e-6)));
+    for (std::size_t c = m_by_voxels.size(); c-- > 0;)
+      if (m_by_voxels[c] > 0) return int64_t(c);
+    return 0;
   }
 
-  // The half-widths of R2 and E around a changed voxel for largest distances d before and
-  // d_new after. A distance changes only within d of the voxel; the ball of a voxel whose
-  // distance changed reaches less than d_new from it; so the thickness changes only within
-  // Chebyshev d + d_new − 1. Pruning ball centres does not change the thickness (a pruned ball
-  // lies inside a kept one), so only distances matter: the balls reaching R2 come from within
-  // d_new − 1 of it, and their distances are exact when their nearest background (within
-  // d_new) lies in E and the layer beyond E is no nearer: E = R2 + 2 d_new − 2.
-  static std::pair<int64_t, int64_t> half_widths(int64_t d, int64_t d_new) {
-    const int64_t r2 = std::max<int64_t>(d + d_new - 1, 0);
-    return {r2, r2 + std::max<int64_t>(2 * d_new - 2, 0)};
+  // The kept map's thickness at `x` in voxels, rounded up: a bound on its distance (a voxel's
+  // own ball is among those the thickness is the largest of).
+  int64_t ceil_voxels(int64_t x) const { return ceil_voxels(m_thickness[std::size_t(x)]); }
+  int64_t ceil_voxels(float value) const {
+    return int64_t(std::ceil(double(value) / m_phase.spacing().x * (1.0 - 1e-6)));
   }
 
-  // Whether boxes around a changed voxel are small beside the volume — a fifth of it at most
-  // (larger ones, two to a swap with their bookkeeping, measured no faster than one whole
-  // evaluation), and never wrapping onto themselves along a periodic axis — at the current
-  // largest distance and one voxel more after a change.
-  bool pays() const {
-    const int64_t d = largest_distance();
-    const int64_t half = half_widths(d, d + 1).second;
-    double f = 1;
+  // The largest of f(voxel, offset) over the Chebyshev box of half-width h around c (wrapped
+  // where periodic, clipped otherwise).
+  template <class F>
+  int64_t box_max(const int64_t c[3], int64_t h, F&& f) const {
+    const Shape& s = m_phase.shape();
+    int64_t lo[3], hi[3];
     for (int a = 0; a < 3; ++a) {
-      const int64_t n = m_phase.shape().extent(a);
-      if (n == 1) continue;
-      if (m_boundary == Boundary::periodic && 2 * half + 1 >= n) return false;
-      f *= std::min(1.0, double(2 * half + 1) / double(n));
+      const int64_t n = s.extent(a), r = n > 1 ? h : 0;
+      lo[a] = m_boundary == Boundary::periodic ? c[a] - std::min(r, (n - 1) / 2) : std::max<int64_t>(c[a] - r, 0);
+      hi[a] = m_boundary == Boundary::periodic ? c[a] + std::min(r, n / 2) : std::min(c[a] + r, n - 1);
     }
-    return f <= 0.2;
+    int64_t best = 0;
+    for (int64_t z = lo[2]; z <= hi[2]; ++z)
+      for (int64_t y = lo[1]; y <= hi[1]; ++y)
+        for (int64_t x = lo[0]; x <= hi[0]; ++x) {
+          const int64_t i = (wrap(z, s.nz) * s.ny + wrap(y, s.ny)) * s.nx + wrap(x, s.nx);
+          best = std::max(best, f(i, (x - c[0]) * (x - c[0]) + (y - c[1]) * (y - c[1]) + (z - c[2]) * (z - c[2])));
+        }
+    return best;
+  }
+
+  // R2 and E around a changed voxel p from the kept map rather than the volume's largest
+  // distance d: distances change only at voxels x with d(x) ≥ |x − p| (the farthest at d1);
+  // their balls reach less than rho, the most their distances can be after the change (at most
+  // `grown` more than the map says); the balls reaching R2 have distances at most sigma, the
+  // most in the region any ball reaching R2 can come from (d + grown of it).
+  std::pair<int64_t, int64_t> local_half_widths(int64_t p, int64_t d, int64_t grown) const {
+    const Shape& s = m_phase.shape();
+    const int64_t c[3] = {p % s.nx, (p / s.nx) % s.ny, p / (s.nx * s.ny)};
+    const int64_t d1 = box_max(c, d, [&](int64_t i, int64_t r2) {
+      const int64_t t = ceil_voxels(i);
+      return t * t >= r2 ? int64_t(std::ceil(std::sqrt(double(r2)))) : int64_t(0);
+    });
+    const int64_t rho = box_max(c, d1, [&](int64_t i, int64_t) { return ceil_voxels(i); }) + grown;
+    const int64_t r2 = std::max<int64_t>(d1 + rho - 1, 0);
+    const int64_t sigma = box_max(c, r2 + d + grown, [&](int64_t i, int64_t) { return ceil_voxels(i); }) + grown;
+    return {r2, r2 + std::max<int64_t>(2 * sigma - 2, 0)};
+  }
+
+  // Whether boxes around changed voxels are small beside the volume: over a sample of phase
+  // voxels on the interface (where swaps fall), one voxel's box takes a fifth of the volume
+  // at most on average (larger ones, two to a swap with their bookkeeping, measured no faster
+  // than one whole evaluation), a box that would wrap onto itself along a periodic axis
+  // counting as the whole volume.
+  bool pays() const {
+    const Shape& s = m_phase.shape();
+    const int64_t d = largest_distance(), n = m_phase.voxels();
+    const int64_t step = std::max<int64_t>(1, n / 4096);
+    double total = 0;
+    int samples = 0;
+    for (int64_t i = 0; i < n && samples < 16; i += step) {
+      if (!m_phase[std::size_t(i)] || ceil_voxels(i) > 1) continue;  // interface voxels only
+      const auto [r2, half] = local_half_widths(i, d, 1);
+      double f = 1;
+      for (int a = 0; a < 3; ++a) {
+        const int64_t e = s.extent(a);
+        if (e == 1) continue;
+        if (m_boundary == Boundary::periodic && 2 * half + 1 >= e) f = 1e9;
+        f *= std::min(1.0, double(2 * half + 1) / double(e));
+      }
+      total += std::min(f, 1.0);
+      ++samples;
+    }
+    return samples > 0 && total / samples <= 0.2;
   }
 
   // The distance (voxels) from `p` to the nearest background of the current mask, searched in
@@ -179,8 +248,8 @@ class CpuPsdEvaluator final : public PsdEvaluator {
   }
 
   // Re-evaluates around each changed voxel; false when a box would wrap onto itself along a
-  // periodic axis, or a voxel that joined the phase has no background to measure from, so the
-  // caller evaluates from scratch.
+  // periodic axis, the boxes together hold the volume or more, or a voxel that joined the
+  // phase has no background to measure from, so the caller evaluates from scratch.
   bool update(const std::vector<int64_t>& changed) {
     if (changed.empty()) return true;
     const int64_t d_old = largest_distance();
@@ -193,9 +262,9 @@ class CpuPsdEvaluator final : public PsdEvaluator {
         if (d < 0) return false;
         d_new = std::max(d_new, d_old + int64_t(std::ceil(d)));
       }
-    const auto [r2, half] = half_widths(d_old, d_new);
     std::vector<std::array<Axis, 3>> boxes;
     for (int64_t p : changed) {
+      const auto [r2, half] = local_half_widths(p, d_old, d_new - d_old);
       const int64_t c[3] = {p % s.nx, (p / s.nx) % s.ny, p / (s.nx * s.ny)};
       std::array<Axis, 3> box;
       for (int a = 0; a < 3; ++a) {
@@ -217,6 +286,14 @@ class CpuPsdEvaluator final : public PsdEvaluator {
       }
       boxes.push_back(box);
     }
+    // Boxes that together hold the volume or more cost more than the whole map afresh.
+    double voxels = 0;
+    for (const auto& box : boxes) {
+      double v = 1;
+      for (const Axis& ax : box) v *= double(ax.length + ax.pad_low + ax.pad_high);
+      voxels += v;
+    }
+    if (voxels >= double(m_phase.voxels())) return false;
     for (const auto& box : boxes) reevaluate(box);
     for (int64_t p : changed) m_evaluated[p] = m_phase[p];
     ++m_local_count;
@@ -256,15 +333,8 @@ class CpuPsdEvaluator final : public PsdEvaluator {
           // A phase voxel's thickness is positive, any other's 0: the map says what is counted.
           const float before = m_thickness[i];
           if (now == before) continue;
-          if (before > 0) {
-            auto it = m_values.find(before);
-            if (--it->second == 0) m_values.erase(it);
-            --m_phase_voxels;
-          }
-          if (now > 0) {
-            ++m_values[now];
-            ++m_phase_voxels;
-          }
+          add(before, -1);
+          add(now, +1);
           m_thickness[i] = now;
         }
   }
@@ -272,15 +342,14 @@ class CpuPsdEvaluator final : public PsdEvaluator {
   // The PSD counts of the kept map, as psd_from_thickness counts a map.
   PsdCounts tally() const {
     if (m_phase_voxels == 0) throw InputError(detail::empty_phase_message());
-    const auto& edges = m_bins.edges();
     PsdCounts c;
     c.phase_voxels = m_phase_voxels;
-    c.at_least.assign(edges.size(), 0);
-    for (const auto& [value, count] : m_values) {
-      const double v = value;
-      const auto below = std::upper_bound(edges.begin(), edges.end(), v) - edges.begin();
-      for (std::ptrdiff_t k = 0; k < below; ++k) c.at_least[std::size_t(k)] += count;
-      if (v > edges.back()) c.above += count;
+    c.above = m_above;
+    c.at_least.assign(m_bins.edges().size(), 0);
+    int64_t suffix = 0;
+    for (std::size_t k = m_hits.size() - 1; k >= 1; --k) {
+      suffix += m_hits[k];
+      c.at_least[k - 1] = suffix;
     }
     return c;
   }
@@ -292,8 +361,8 @@ class CpuPsdEvaluator final : public PsdEvaluator {
   bool m_local;        // re-evaluates locally (until it stops paying)
   bool m_stale = false;  // the kept map is not to be trusted: the next evaluation starts afresh
   Volume<float> m_thickness;
-  std::map<float, int64_t> m_values;  // thickness value -> phase voxels with it
-  int64_t m_phase_voxels = 0;
+  std::vector<int64_t> m_hits, m_by_voxels;  // the map's tallies (add())
+  int64_t m_above = 0, m_phase_voxels = 0;
   std::vector<int64_t> m_touched;  // voxels set() changed since the last evaluation
   int64_t m_full = 0, m_local_count = 0;
 };
