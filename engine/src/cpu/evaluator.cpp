@@ -2,20 +2,22 @@
 // map and re-evaluates only around the voxels that changed (docs/local-evaluation.md); where
 // those boxes would not be small beside the volume, it evaluates from scratch.
 //
-// Why the region is exact. Let D be the largest distance (voxels) before a change and D' a
-// bound on it after (D plus, for each voxel that joined the phase, its new distance: a voxel
-// whose nearest background was that one is now at most that much farther). The thickness at y
-// is the largest d(c) over the voxels c with |y − c| < d(c); pruning ball centres (a ball
-// inside a neighbour's) does not change it. Around a changed voxel p:
-// - distances change only within D of p (a voxel whose nearest background left, or that a new
-//   background voxel is nearer to);
-// - the ball of such a voxel reaches less than D' from it, so the thickness changes only
-//   within R2 = D + D' − 1 of p (Chebyshev);
-// - the thickness in R2 comes from balls whose centres lie within D' − 1 of R2, with their
-//   nearest background within D' of them.
-// So the engine run on E = R2 + 2D' − 2, with a background layer beyond E's cut faces (and
+// Why the region is exact. The thickness at y is the largest d(c) over the voxels c with
+// |y − c| < d(c); pruning ball centres (a ball inside a neighbour's) does not change it. Let
+// `grown` bound how much a distance can grow: for each voxel that joined the phase, its own new
+// distance (a voxel whose nearest background was that one is now at most that much farther).
+// The kept map bounds every old distance (a voxel's own ball is among those its thickness is
+// the largest of). Around a changed voxel p:
+// - distances change only at voxels x with d(x) ≥ |x − p| (a voxel whose nearest background
+//   left, or that a new background voxel is nearer to); d1 bounds |x − p| for them;
+// - the balls of those voxels, before and after, reach less than rho (their largest thickness
+//   plus `grown`), so the thickness changes only within R2 = d1 + rho − 1 (Chebyshev);
+// - the balls reaching R2 have distances at most sigma (the largest thickness, plus `grown`,
+//   where such a ball's centre can lie), so their centres lie within sigma − 1 of R2, with their
+//   nearest background within sigma of them.
+// So the engine run on E = R2 + 2 sigma − 2, with a background layer beyond E's cut faces (and
 // beyond the volume's faces where the boundary is a wall; wrapped where periodic), gives the
-// exact thickness in R2: the layer is no nearer than D' to those centres, and it only ever
+// exact thickness in R2: the layer is no nearer than sigma to those centres, and it only ever
 // shortens the distances of the others, whose balls then cannot reach R2.
 #include <algorithm>
 #include <array>
