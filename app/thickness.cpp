@@ -109,14 +109,18 @@ double measure(const ThicknessOptions& o, const std::string& in_path, const std:
   const auto start = std::chrono::steady_clock::now();
   Volume<float> map = workspace.local_thickness(phase, boundary);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  if (o.diameter)
-    for (auto& v : map.values()) v *= 2.0f;
+  if (o.diameter) {
+    float* v = map.data();
+    const int64_t n = map.voxels();
+#pragma omp parallel for
+    for (int64_t i = 0; i < n; ++i) v[i] *= 2.0f;
+  }
   const std::string quantity = o.diameter ? "diameter" : "radius";
 
-  const Bins bins = edges.empty() ? default_bins(map, phase, o.bins, o.log_bins) : Bins::from_edges(edges);
+  const ThicknessRange range = thickness_range(map, phase);  // the map is 0 outside the phase
+  const Bins bins = edges.empty() ? default_bins(range.lo, range.hi, o.bins, o.log_bins) : Bins::from_edges(edges);
   const PoreSizeDistribution psd = psd_from_thickness(map, phase, bins);
-  float max_value = 0;
-  for (float v : map.values()) max_value = std::max(max_value, v);
+  const double max_value = range.hi;
   if (detail) {
     std::printf("thickness %s, max %.6g (physical units), computed in %.3f s\n", quantity.c_str(), max_value, seconds);
     print_psd(psd, quantity);

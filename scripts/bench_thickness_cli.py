@@ -6,7 +6,8 @@ on `auto`, and the Python module's workspace in a loop over host and CuPy images
         [--image data/berea_400.h5] [-o results/bench/thickness_cli.json]
 
 One-shot: the wall clock of the whole command (process start, device start-up, reading,
-engine, writing the compressed map), median of --repeats runs, each backend and `auto` with
+engine, writing the compressed map), median of --repeats runs (three times as many below 200³),
+the backends taking turns, each backend and `auto` with
 the backend it chose and why; the command's own read / engine / write figures beside it.
 Batch: --batch images of the largest size (blobs of different seeds) in one command, wall clock
 per image. Python (when PYTHONPATH holds the module): a Workspace over the same images, per
@@ -58,7 +59,7 @@ def main():
     parser.add_argument("--sizes", default="64,128,256")
     parser.add_argument("--image", default="data/berea_400.h5")
     parser.add_argument("--batch", type=int, default=8)
-    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--backends", default="cpu,cuda,auto")
     parser.add_argument("-o", "--output", default="results/bench/thickness_cli.json")
     args = parser.parse_args()
@@ -74,15 +75,23 @@ def main():
         images.append((os.path.basename(args.image), args.image, None))
 
     one_shot = []
+    out = os.path.join(work, "out.h5")
     for name, path, voxels in images:
+        # The backends take turns within each repeat, so that the machine's drift (page cache,
+        # clocks, other tenants) falls on all of them alike; a small image has more repeats, its
+        # run being short beside that noise.
+        repeats = args.repeats if voxels is None or voxels >= 200 ** 3 else 3 * args.repeats
+        walls = {b: [] for b in backends}
+        stdouts = {}
+        for _ in range(repeats):
+            for backend in backends:
+                wall, stdouts[backend] = run([args.cli, "thickness", path, "-o", out, "--force", "--backend", backend])
+                walls[backend].append(wall)
         for backend in backends:
-            out = os.path.join(work, "out.h5")
-            walls, stdout = [], ""
-            for _ in range(args.repeats):
-                wall, stdout = run([args.cli, "thickness", path, "-o", out, "--force", "--backend", backend])
-                walls.append(wall)
-            one_shot.append({"image": name, "backend": backend, "wall_s": statistics.median(walls), **figures(stdout)})
-            print(f"{name:>16} {backend:>5}: {statistics.median(walls):7.3f} s  ({one_shot[-1]['chose']})", flush=True)
+            one_shot.append({"image": name, "backend": backend, "repeats": repeats,
+                             "wall_s": statistics.median(walls[backend]), **figures(stdouts[backend])})
+            print(f"{name:>16} {backend:>5}: {statistics.median(walls[backend]):7.3f} s  ({one_shot[-1]['chose']})",
+                  flush=True)
 
     n = sizes[-1]
     batch_inputs = []

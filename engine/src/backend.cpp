@@ -128,14 +128,15 @@ DeviceStart& device_start() {
   return start;
 }
 
-// Cost model of one-shot local thickness, from the recorded benchmarks
+// Cost model of one-shot local thickness, from the thickness command's measured times
 // (docs/performance.md): the CPU engine takes about 7.7e-8 s a voxel on one thread (a 250³ map
-// in 0.69 s on two) and gains about 0.75 of that for each further thread, up to 64; the device
+// in 0.69 s on two) and gains about 0.3 of that for each further thread, up to 64 (memory
+// bandwidth, not cores, bounds it: 400³ in 0.86 s on 16 threads); the device
 // about 1.5e-9 s a voxel, most of it the copies in and out of pageable memory, plus 0.02 s to
 // make its workspace, plus its start-up (driver and context), counted at 0.5 s until this
 // process has started it.
 constexpr double kCpuSecondsPerVoxel = 7.7e-8;
-constexpr double kThreadEfficiency = 0.75;
+constexpr double kThreadEfficiency = 0.3;
 constexpr int kThreadsModelled = 64;
 constexpr double kDeviceSecondsPerVoxel = 1.5e-9;
 constexpr double kDeviceWorkspaceSeconds = 0.02;
@@ -159,21 +160,26 @@ void start_device_in_background() {
 BackendChoice choose_backend(Backend requested, Operation op, int64_t voxels, int64_t images) {
   if (requested != Backend::automatic) return {resolve_backend(requested, op), "asked for"};
   if (!cuda_compiled()) return {Backend::cpu, "this build has no CUDA backend"};
-  if (!has_cuda_device()) return {Backend::cpu, "no CUDA device"};
-  if (!cuda_implements(op)) return {Backend::cpu, "the CUDA backend has no kernel for this"};
   const double n = double(std::max<int64_t>(voxels, 1)), k = double(std::max<int64_t>(images, 1));
   const int threads = cpu_threads();
   const double cpu = k * n * kCpuSecondsPerVoxel /
                      (1.0 + kThreadEfficiency * double(std::min(threads, kThreadsModelled) - 1));
+  const std::string on_cpu = seconds_text(cpu) + " on " + std::to_string(threads) + " CPU threads";
 #ifdef POREFORGE_HAVE_CUDA
-  const double start_left = cuda::device_started() ? 0.0 : kDeviceStartSeconds;
+  const bool started = cuda::device_started();
 #else
-  const double start_left = kDeviceStartSeconds;
+  const bool started = false;
 #endif
+  // Asking whether a device answers starts the driver, which takes longer than a small image
+  // on the CPU: work the CPU finishes before any device could start never asks.
+  if (!started && cpu <= kDeviceStartSeconds)
+    return {Backend::cpu, "about " + on_cpu + ", less than a device's start-up alone"};
+  if (!has_cuda_device()) return {Backend::cpu, "no CUDA device"};
+  if (!cuda_implements(op)) return {Backend::cpu, "the CUDA backend has no kernel for this"};
+  const double start_left = started ? 0.0 : kDeviceStartSeconds;
   const double device = start_left + kDeviceWorkspaceSeconds + k * n * kDeviceSecondsPerVoxel;
   const std::string estimate = "about " + seconds_text(device) + " on the device" +
-                               (start_left > 0 ? " with its start-up" : "") + " against " + seconds_text(cpu) +
-                               " on " + std::to_string(threads) + " CPU threads";
+                               (start_left > 0 ? " with its start-up" : "") + " against " + on_cpu;
   return device < cpu ? BackendChoice{Backend::cuda, estimate} : BackendChoice{Backend::cpu, estimate};
 }
 

@@ -64,17 +64,37 @@ PoreSizeDistribution psd_from_thickness(const Volume<float>& thickness, const Ma
   if (thickness.shape() != phase.shape())
     throw InputError("thickness map and phase mask differ in shape");
   const auto& e = bins.edges();
-  // hits[k]: voxels with exactly k edges ≤ value; at_least[i] is then a suffix sum.
-  std::vector<int64_t> hits(e.size() + 1, 0);
-  PsdCounts counts;
+  const std::size_t slots = e.size() + 1;
+  // hits[k]: voxels with exactly k edges ≤ value; at_least[i] is then a suffix sum. Each
+  // thread tallies its own row, summed after: integer counts, so the sum is exact.
+  std::vector<int64_t> hits;
+  int64_t phase_voxels = 0, above = 0;
   const int64_t n = phase.voxels();
-  for (int64_t i = 0; i < n; ++i) {
-    if (!phase[i]) continue;
-    const double v = thickness[i];
-    ++counts.phase_voxels;
-    hits[std::upper_bound(e.begin(), e.end(), v) - e.begin()]++;
-    if (v > e.back()) ++counts.above;
+  const uint8_t* in = phase.data();
+  const float* t = thickness.data();
+#pragma omp parallel
+  {
+    std::vector<int64_t> mine(slots, 0);
+    int64_t mine_phase = 0, mine_above = 0;
+#pragma omp for nowait
+    for (int64_t i = 0; i < n; ++i) {
+      if (!in[i]) continue;
+      const double v = t[i];
+      ++mine_phase;
+      mine[std::upper_bound(e.begin(), e.end(), v) - e.begin()]++;
+      if (v > e.back()) ++mine_above;
+    }
+#pragma omp critical
+    {
+      if (hits.empty()) hits.assign(slots, 0);
+      for (std::size_t k = 0; k < slots; ++k) hits[k] += mine[k];
+      phase_voxels += mine_phase;
+      above += mine_above;
+    }
   }
+  PsdCounts counts;
+  counts.phase_voxels = phase_voxels;
+  counts.above = above;
   counts.at_least.assign(e.size(), 0);
   int64_t suffix = 0;
   for (std::size_t k = e.size(); k >= 1; --k) {
@@ -85,14 +105,25 @@ PoreSizeDistribution psd_from_thickness(const Volume<float>& thickness, const Ma
   return psd_from_counts(counts, bins);
 }
 
-Bins default_bins(const Volume<float>& thickness, const Mask& phase, int n, bool log) {
-  double lo = std::numeric_limits<double>::infinity(), hi = -lo;
-  for (int64_t i = 0; i < phase.voxels(); ++i)
-    if (phase[i]) {
-      lo = std::min(lo, double(thickness[i]));
-      hi = std::max(hi, double(thickness[i]));
+ThicknessRange thickness_range(const Volume<float>& thickness, const Mask& phase) {
+  if (thickness.shape() != phase.shape())
+    throw InputError("thickness map and phase mask differ in shape");
+  float lo = std::numeric_limits<float>::infinity(), hi = -lo;
+  const int64_t n = phase.voxels();
+  const uint8_t* in = phase.data();
+  const float* t = thickness.data();
+#pragma omp parallel for reduction(min : lo) reduction(max : hi)
+  for (int64_t i = 0; i < n; ++i)
+    if (in[i]) {
+      lo = std::min(lo, t[i]);
+      hi = std::max(hi, t[i]);
     }
-  return default_bins(lo, hi, n, log);
+  return {lo, hi};
+}
+
+Bins default_bins(const Volume<float>& thickness, const Mask& phase, int n, bool log) {
+  const ThicknessRange r = thickness_range(thickness, phase);
+  return default_bins(r.lo, r.hi, n, log);
 }
 
 Bins default_bins(double lo, double hi, int n, bool log) {

@@ -52,6 +52,12 @@ PoreSizeDistribution psd_from_counts(const PsdCounts& counts, const Bins& bins);
 PoreSizeDistribution psd_from_thickness(const Volume<float>& thickness, const Mask& phase,
                                         const Bins& bins);
 
+/// The least and greatest thickness over the phase's voxels; lo > hi when the phase is empty.
+struct ThicknessRange {
+  double lo, hi;
+};
+ThicknessRange thickness_range(const Volume<float>& thickness, const Mask& phase);
+
 /// Default bins for a thickness map: n bins (log-spaced if `log`) over [min, max] of the
 /// thickness over the phase, like PoreSpy's and numpy's histogram defaults.
 Bins default_bins(const Volume<float>& thickness, const Mask& phase, int n, bool log);
