@@ -719,6 +719,8 @@ BlobStart choose_blob_start(Shape shape, Spacing spacing, const Targets& targets
       if (grains) {
         try {
           m = make_grain_start(shape, spacing, targets, boundary, 2 * sigma, seed, backend, &c, clusters, spread);
+        } catch (const MemoryLimitError&) {
+          throw;  // too little memory ends the search: smaller grains would not need less
         } catch (const InputError&) {
           // Grains as large as a small domain (a coarse level's) leave it no pore, and larger
           // ones too: this spread's search ends there. Only when no size of any spread made a

@@ -66,18 +66,18 @@ PoreSizeDistribution Workspace::pore_size_distribution(const Mask& phase, Bounda
 
 void Workspace::distance_transform([[maybe_unused]] const uint8_t* d_mask, [[maybe_unused]] float* d_out,
                                    [[maybe_unused]] const Shape& shape, [[maybe_unused]] const Spacing& spacing,
-                                   [[maybe_unused]] Boundary boundary) {
+                                   [[maybe_unused]] Boundary boundary, [[maybe_unused]] void* stream) {
 #ifdef POREFORGE_HAVE_CUDA
-  if (m_impl) return m_impl->cuda.distance_transform(d_mask, d_out, shape, spacing, boundary);
+  if (m_impl) return m_impl->cuda.distance_transform(d_mask, d_out, shape, spacing, boundary, stream);
 #endif
   device_memory_refused();
 }
 
 void Workspace::local_thickness([[maybe_unused]] const uint8_t* d_mask, [[maybe_unused]] float* d_out,
                                 [[maybe_unused]] const Shape& shape, [[maybe_unused]] const Spacing& spacing,
-                                [[maybe_unused]] Boundary boundary) {
+                                [[maybe_unused]] Boundary boundary, [[maybe_unused]] void* stream) {
 #ifdef POREFORGE_HAVE_CUDA
-  if (m_impl) return m_impl->cuda.local_thickness(d_mask, d_out, shape, spacing, boundary);
+  if (m_impl) return m_impl->cuda.local_thickness(d_mask, d_out, shape, spacing, boundary, stream);
 #endif
   device_memory_refused();
 }
@@ -86,9 +86,10 @@ PoreSizeDistribution Workspace::pore_size_distribution([[maybe_unused]] const ui
                                                        [[maybe_unused]] const Shape& shape,
                                                        [[maybe_unused]] const Spacing& spacing,
                                                        [[maybe_unused]] Boundary boundary,
-                                                       [[maybe_unused]] const Bins& bins) {
+                                                       [[maybe_unused]] const Bins& bins,
+                                                       [[maybe_unused]] void* stream) {
 #ifdef POREFORGE_HAVE_CUDA
-  if (m_impl) return psd_from_counts(m_impl->cuda.psd_counts(d_mask, shape, spacing, boundary, bins), bins);
+  if (m_impl) return psd_from_counts(m_impl->cuda.psd_counts(d_mask, shape, spacing, boundary, bins, stream), bins);
 #endif
   device_memory_refused();
 }

@@ -130,6 +130,14 @@ def _device_mask(image, phase, *, required=True):
     return mask
 
 
+def _current_stream():
+    """CuPy's current stream on the current device, as the engine takes it (a cudaStream_t): the
+    engine's work waits for what CuPy has queued there, not for the whole device."""
+    import cupy
+
+    return cupy.cuda.get_current_stream().ptr
+
+
 class Workspace:
     """The engine for many images in a row: on CUDA it keeps its device workspace (the engine
     context, its buffers and captured launches) from one call to the next and makes a new one
@@ -138,8 +146,8 @@ class Workspace:
 
     CuPy arrays (any array with the CUDA array interface) are measured where they lie, without
     a copy to the host, on a ``"cuda"`` workspace, and the results are CuPy arrays on the same
-    device; the workspace waits for the device's queued work first and returns when the result
-    is written. One call at a time runs in a workspace: threads that share one take turns."""
+    device; the workspace's work waits for what CuPy's current stream has queued (not for
+    the rest of the device) and the call returns when the result is written. One call at a time runs in a workspace: threads that share one take turns."""
 
     def __init__(self, backend="auto"):
         self._engine = _poreforge.Workspace(_word("backend", backend))
@@ -169,7 +177,7 @@ class Workspace:
 
         mask = _device_mask(image, phase, required=required)
         out = cupy.empty(mask.shape, dtype=cupy.float32)
-        method(mask, out, _spacing(spacing, mask.ndim), _word("boundary", boundary))
+        method(mask, out, _spacing(spacing, mask.ndim), _word("boundary", boundary), _current_stream())
         return out
 
     def _on_host(self, image):
@@ -217,12 +225,13 @@ class Workspace:
             sp = _spacing(spacing, mask.ndim)
             if np.ndim(bins) != 0:
                 return PoreSizeDistribution(self._engine.pore_size_distribution_device(mask, sp, boundary,
-                                                                                       _edges(bins)))
+                                                                                       _edges(bins),
+                                                                                       _current_stream()))
             # The map, binned where it lies as the engine bins a host map (psd_from_thickness):
             # a voxel counts at each edge at or below its radius, compared as stored.
             n = _whole("bins", bins, 1, 100000)
             out = cupy.empty(mask.shape, dtype=cupy.float32)
-            self._engine.local_thickness_device(mask, out, sp, boundary)
+            self._engine.local_thickness_device(mask, out, sp, boundary, _current_stream())
             radii = out[mask.view(cupy.bool_)].astype(cupy.float64)
             edges = _poreforge.default_edges(float(radii.min()), float(radii.max()), n, bool(log))
             below = cupy.searchsorted(cupy.asarray(edges), radii, side="right")

@@ -11,6 +11,7 @@
 #include <nanobind/stl/vector.h>
 
 #include <array>
+#include <cstdint>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -150,16 +151,17 @@ class PyWorkspace {
   }
 
   // On CuPy arrays: the result into `out`, a device array the caller made.
+  // `stream`: the cudaStream_t the arrays were written on (CuPy's current stream's `ptr`).
   void distance_device(const DeviceMaskArray& a, const DeviceMapArray& out, std::array<double, 3> spacing,
-                       const std::string& boundary) {
-    device_map(a, out, spacing, boundary, &Workspace::distance_transform);
+                       const std::string& boundary, std::uintptr_t stream) {
+    device_map(a, out, spacing, boundary, stream, &Workspace::distance_transform);
   }
   void thickness_device(const DeviceMaskArray& a, const DeviceMapArray& out, std::array<double, 3> spacing,
-                        const std::string& boundary) {
-    device_map(a, out, spacing, boundary, &Workspace::local_thickness);
+                        const std::string& boundary, std::uintptr_t stream) {
+    device_map(a, out, spacing, boundary, stream, &Workspace::local_thickness);
   }
   nb::dict psd_device(const DeviceMaskArray& a, std::array<double, 3> spacing, const std::string& boundary,
-                      std::vector<double> edges) {
+                      std::vector<double> edges, std::uintptr_t stream) {
     const Shape shape = shape_of(a);
     validate_shape(shape);
     require_current_device(a.device_id());
@@ -169,14 +171,15 @@ class PyWorkspace {
     {
       nb::gil_scoped_release release;
       std::lock_guard<std::mutex> one_at_a_time(m_busy);
-      d = m_engine.pore_size_distribution(a.data(), shape, Spacing{spacing[0], spacing[1], spacing[2]}, b, bins);
+      d = m_engine.pore_size_distribution(a.data(), shape, Spacing{spacing[0], spacing[1], spacing[2]}, b, bins,
+                                          reinterpret_cast<void*>(stream));
     }
     return psd_dict(d);
   }
 
  private:
   using HostMap = Volume<float> (Workspace::*)(const Mask&, Boundary);
-  using DeviceMap = void (Workspace::*)(const uint8_t*, float*, const Shape&, const Spacing&, Boundary);
+  using DeviceMap = void (Workspace::*)(const uint8_t*, float*, const Shape&, const Spacing&, Boundary, void*);
 
   nb::ndarray<nb::numpy, float> map(const MaskArray& a, std::array<double, 3> spacing, const std::string& boundary,
                                     HostMap compute) {
@@ -193,7 +196,7 @@ class PyWorkspace {
   }
 
   void device_map(const DeviceMaskArray& a, const DeviceMapArray& out, std::array<double, 3> spacing,
-                  const std::string& boundary, DeviceMap compute) {
+                  const std::string& boundary, std::uintptr_t stream, DeviceMap compute) {
     const Shape shape = shape_of(a);
     validate_shape(shape);
     require_same_shape(a, out);
@@ -201,7 +204,8 @@ class PyWorkspace {
     const Boundary b = parse_boundary(boundary);
     nb::gil_scoped_release release;
     std::lock_guard<std::mutex> one_at_a_time(m_busy);
-    (m_engine.*compute)(a.data(), out.data(), shape, Spacing{spacing[0], spacing[1], spacing[2]}, b);
+    (m_engine.*compute)(a.data(), out.data(), shape, Spacing{spacing[0], spacing[1], spacing[2]}, b,
+                        reinterpret_cast<void*>(stream));
   }
 
   // Memory for a call on `m`: the host's always, the device's unless the workspace already
@@ -422,11 +426,11 @@ NB_MODULE(_poreforge, m) {
       .def("pore_size_distribution", &PyWorkspace::psd, "mask"_a, "spacing"_a, "boundary"_a, "bins"_a, "log"_a,
            "edges"_a = nb::none())
       .def("distance_transform_device", &PyWorkspace::distance_device, "mask"_a, "out"_a.noconvert(), "spacing"_a,
-           "boundary"_a)
+           "boundary"_a, "stream"_a)
       .def("local_thickness_device", &PyWorkspace::thickness_device, "mask"_a, "out"_a.noconvert(), "spacing"_a,
-           "boundary"_a)
+           "boundary"_a, "stream"_a)
       .def("pore_size_distribution_device", &PyWorkspace::psd_device, "mask"_a, "spacing"_a, "boundary"_a,
-           "edges"_a);
+           "edges"_a, "stream"_a);
   m.def("empty_phase_message", &empty_phase_message);
   // The PSD of counts made elsewhere (a CuPy array's map binned on the device), as the engine
   // turns its own counts into one.

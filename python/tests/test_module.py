@@ -161,6 +161,17 @@ def test_cupy_arrays_are_measured_on_the_device():
                                       pf.local_thickness(host, boundary="periodic", spacing=(1.0, 1.0, 2.0),
                                                          backend="cpu"))
     cupy.testing.assert_array_equal(labels, before)
+    # On a stream of CuPy's own, with work queued there ahead of the call: the engine takes its
+    # turn in that stream's order.
+    with cupy.cuda.Stream(non_blocking=True):
+        busy = cupy.zeros(1 << 26, cupy.float32)
+        for _ in range(10):
+            busy += 1
+        late = labels.copy()
+        got = ws.local_thickness(late, phase=3, boundary="periodic", spacing=(1.0, 1.0, 2.0))
+        np.testing.assert_array_equal(cupy.asnumpy(got),
+                                      pf.local_thickness(host, boundary="periodic", spacing=(1.0, 1.0, 2.0),
+                                                         backend="cpu"))
     distance = pf.distance_transform(cupy.asarray(host), backend="cuda")
     assert isinstance(distance, cupy.ndarray)
     np.testing.assert_array_equal(cupy.asnumpy(distance), pf.distance_transform(host, backend="cpu"))

@@ -297,7 +297,8 @@ TEST_CASE("local_thickness.cuda.workspace_across_images" * PF_GPU_DECORATORS) {
 
 // The device-memory calls (CuPy's path) on 20 pairs of buffers, more than the graph cache keeps,
 // then on the first pair again: every map equals the CPU's, and the PSD of a device mask equals
-// the host path's.
+// the host path's. Last, the mask written on a stream of the caller's own, kept busy, and the
+// call made at once: the engine waits for that stream's work, so the map is still right.
 TEST_CASE("local_thickness.cuda.workspace_on_device_buffers" * PF_GPU_DECORATORS) {
   const uint64_t seed = testing::fresh_seed();
   CAPTURE(seed);
@@ -311,18 +312,34 @@ TEST_CASE("local_thickness.cuda.workspace_on_device_buffers" * PF_GPU_DECORATORS
     masks.push_back(std::make_unique<Device<uint8_t>>(std::size_t(m.voxels())));
     maps.push_back(std::make_unique<Device<float>>(std::size_t(m.voxels())));
     masks.back()->upload(m.values());
-    workspace.local_thickness(masks.back()->ptr, maps.back()->ptr, shape, m.spacing(), Boundary::periodic);
+    workspace.local_thickness(masks.back()->ptr, maps.back()->ptr, shape, m.spacing(), Boundary::periodic, nullptr);
     CHECK(maps.back()->download() == want);
   }
   maps.front()->poison(nullptr);
   CUDA_OK(cudaDeviceSynchronize());
-  workspace.local_thickness(masks.front()->ptr, maps.front()->ptr, shape, m.spacing(), Boundary::periodic);
+  workspace.local_thickness(masks.front()->ptr, maps.front()->ptr, shape, m.spacing(), Boundary::periodic, nullptr);
   CHECK(maps.front()->download() == want);
-  workspace.distance_transform(masks.front()->ptr, maps.front()->ptr, shape, m.spacing(), Boundary::periodic);
+  workspace.distance_transform(masks.front()->ptr, maps.front()->ptr, shape, m.spacing(), Boundary::periodic,
+                               nullptr);
   CHECK(maps.front()->download() == distance_transform(m, Boundary::periodic, Backend::cpu).values());
   const Bins bins = Bins::linear(0.5, 5.0, 6);
-  CHECK(psd_from_counts(workspace.psd_counts(masks.front()->ptr, shape, m.spacing(), Boundary::periodic, bins), bins)
+  CHECK(psd_from_counts(workspace.psd_counts(masks.front()->ptr, shape, m.spacing(), Boundary::periodic, bins,
+                                             nullptr),
+                        bins)
             .fraction == pore_size_distribution(m, Boundary::periodic, bins, Backend::cpu).fraction);
+
+  cudaStream_t caller = nullptr;
+  CUDA_OK(cudaStreamCreateWithFlags(&caller, cudaStreamNonBlocking));
+  Device<uint8_t>& late = *masks[1];
+  CUDA_OK(cudaMemsetAsync(late.ptr, 0, late.n, caller));
+  Device<float> busy(std::size_t(64) << 20);  // 256 MiB cleared 20 times ahead of the mask
+  for (int k = 0; k < 20; ++k) CUDA_OK(cudaMemsetAsync(busy.ptr, k, busy.n * sizeof(float), caller));
+  CUDA_OK(cudaMemcpyAsync(late.ptr, masks.front()->ptr, late.n, cudaMemcpyDeviceToDevice, caller));
+  maps[1]->poison(caller);
+  workspace.local_thickness(late.ptr, maps[1]->ptr, shape, m.spacing(), Boundary::periodic, caller);
+  CHECK(maps[1]->download() == want);
+  CUDA_OK(cudaStreamSynchronize(caller));
+  CUDA_OK(cudaStreamDestroy(caller));
 }
 
 TEST_CASE("local_thickness.cuda.errors" * PF_GPU_DECORATORS) {

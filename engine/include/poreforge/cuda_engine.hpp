@@ -97,8 +97,9 @@ class ThicknessContext {
 /// device buffers for the mask and the result from one call to the next, and makes new ones
 /// only when the shape, spacing, boundary or PSD edges change, or a structure needs more room
 /// for ball centres. The host functions upload the mask and download the result; the device
-/// ones work on the caller's device memory (a CuPy array), after waiting for all the device's
-/// work (the caller's stream may have written it), and return when the result is written.
+/// ones work on the caller's device memory (a CuPy array) in the caller's stream order: the
+/// work waits for what `stream` (a cudaStream_t; CuPy's current one) has queued so far, and
+/// not for the rest of the device, and the call returns when the result is written.
 /// Errors as the context's.
 class Workspace {
  public:
@@ -118,11 +119,11 @@ class Workspace {
   /// On the device the workspace first worked on (InputError when another is current).
   /// `d_mask`: N bytes (1 = phase), `d_out`: N floats, device memory, x fastest.
   void distance_transform(const uint8_t* d_mask, float* d_out, const Shape& shape, const Spacing& spacing,
-                          Boundary boundary);
+                          Boundary boundary, void* stream);
   void local_thickness(const uint8_t* d_mask, float* d_out, const Shape& shape, const Spacing& spacing,
-                       Boundary boundary);
+                       Boundary boundary, void* stream);
   PsdCounts psd_counts(const uint8_t* d_mask, const Shape& shape, const Spacing& spacing, Boundary boundary,
-                       const Bins& bins);
+                       const Bins& bins, void* stream);
 
   struct Impl;
 

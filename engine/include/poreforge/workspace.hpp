@@ -31,15 +31,15 @@ class Workspace {
   PoreSizeDistribution pore_size_distribution(const Mask& phase, Boundary boundary, const Bins& bins);
 
   /// The same on device memory (a CuPy array's): `d_mask` N bytes (1 = phase), `d_out` N
-  /// floats, x fastest. Waits for all the device's work first (the caller's stream may have
-  /// written the mask) and returns when the result is written. CUDA workspaces only:
-  /// InputError otherwise.
+  /// floats, x fastest, in the order of `stream` (a cudaStream_t, CuPy's current one): the
+  /// work waits for what that stream has queued, not for the whole device, and the call
+  /// returns when the result is written. CUDA workspaces only: InputError otherwise.
   void distance_transform(const uint8_t* d_mask, float* d_out, const Shape& shape, const Spacing& spacing,
-                          Boundary boundary);
+                          Boundary boundary, void* stream);
   void local_thickness(const uint8_t* d_mask, float* d_out, const Shape& shape, const Spacing& spacing,
-                       Boundary boundary);
+                       Boundary boundary, void* stream);
   PoreSizeDistribution pore_size_distribution(const uint8_t* d_mask, const Shape& shape, const Spacing& spacing,
-                                              Boundary boundary, const Bins& bins);
+                                              Boundary boundary, const Bins& bins, void* stream);
 
   struct Impl;
 

@@ -20,7 +20,7 @@ class DeviceBuffer {
     const cudaError_t err = cudaMallocAsync(reinterpret_cast<void**>(&m_data), bytes(), stream);
     if (err != cudaSuccess) {
       cudaGetLastError();
-      throw RuntimeError("out of device memory: allocating " + std::to_string(bytes()) + " bytes (" +
+      throw MemoryLimitError("out of device memory: allocating " + std::to_string(bytes()) + " bytes (" +
                          std::to_string(bytes() >> 20) + " MiB) for " + what + " failed: " +
                          cudaGetErrorString(err));
     }

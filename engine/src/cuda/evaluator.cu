@@ -53,7 +53,7 @@ class CudaPsdEvaluator final : public PsdEvaluator {
         break;
       } catch (const RuntimeError&) {
         // More ball centres than the context has room for: once, a context with room for all.
-        if (m_config.centre_capacity == 1.0) throw;
+        if (!m_context->last_overflowed() || m_config.centre_capacity == 1.0) throw;
         cudaGetLastError();
         m_config.centre_capacity = 1.0;
         m_context = std::make_unique<ThicknessContext>(m_config);  // the old one synchronises as it goes

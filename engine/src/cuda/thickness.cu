@@ -449,7 +449,7 @@ ThicknessContext::ThicknessContext(const ContextConfig& config) : m_impl(std::ma
   PF_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
   note_device_started();  // the call above made the context, if nothing had before
   if (need > free_bytes)
-    throw RuntimeError("a local-thickness context for " + to_string(config.shape) + " needs " +
+    throw MemoryLimitError("a local-thickness context for " + to_string(config.shape) + " needs " +
                        std::to_string(need >> 20) + " MiB of device memory; the device has " +
                        std::to_string(free_bytes >> 20) + " MiB free of " + std::to_string(total_bytes >> 20));
   m_impl->config = config;
@@ -575,8 +575,24 @@ struct Workspace::Impl {
   DeviceBuffer<uint8_t> mask;         // the host functions' copy of the mask
   DeviceBuffer<float> map;            // and their result
   DeviceBuffer<int64_t> counts;       // PSD counts (every path)
+  cudaEvent_t caller_done = nullptr;  // where the caller's stream had got to (device-memory calls)
+
+  Impl() = default;
+  Impl(const Impl&) = delete;
+  Impl& operator=(const Impl&) = delete;
+  ~Impl() {
+    if (caller_done) PF_CUDA_CHECK_NOTHROW(cudaEventDestroy(caller_done));
+  }
 
   cudaStream_t stream() const { return static_cast<cudaStream_t>(context->stream()); }
+
+  // The context's stream waits for what the caller's stream has queued so far (its arrays may
+  // still be being written there), not for the rest of the device.
+  void after(void* caller, ThicknessContext& c) {
+    if (!caller_done) PF_CUDA_CHECK(cudaEventCreateWithFlags(&caller_done, cudaEventDisableTiming));
+    PF_CUDA_CHECK(cudaEventRecord(caller_done, static_cast<cudaStream_t>(caller)));
+    PF_CUDA_CHECK(cudaStreamWaitEvent(static_cast<cudaStream_t>(c.stream()), caller_done, 0));
+  }
 
   // A context for `shape`, `spacing`, `boundary` and `edges` (empty: any) with room for
   // `capacity` of the voxels as centres: the one kept when it fits, else a new one.
@@ -697,36 +713,39 @@ PsdCounts Workspace::psd_counts(const Mask& phase, Boundary boundary, const Bins
   return w.read_counts(bins.edges().size());
 }
 
-// The caller's arrays may have been written on any stream (CuPy's current one): the device is
-// synchronised before the context's stream reads them, and the result is complete on return.
 void Workspace::distance_transform(const uint8_t* d_mask, float* d_out, const Shape& shape, const Spacing& spacing,
-                                   Boundary boundary) {
+                                   Boundary boundary, void* stream) {
   validate_shape(shape);
   validate_spacing(spacing);
-  PF_CUDA_CHECK(cudaDeviceSynchronize());
-  m_impl->run(shape, spacing, boundary, nullptr, kDistanceCapacity,
-              [&](ThicknessContext& c) { c.distance_async(d_mask, d_out); });
+  Impl& w = *m_impl;
+  w.run(shape, spacing, boundary, nullptr, kDistanceCapacity, [&](ThicknessContext& c) {
+    w.after(stream, c);
+    c.distance_async(d_mask, d_out);
+  });
 }
 
 void Workspace::local_thickness(const uint8_t* d_mask, float* d_out, const Shape& shape, const Spacing& spacing,
-                                Boundary boundary) {
+                                Boundary boundary, void* stream) {
   validate_shape(shape);
   validate_spacing(spacing);
-  PF_CUDA_CHECK(cudaDeviceSynchronize());
-  m_impl->run(shape, spacing, boundary, nullptr, ContextConfig{}.centre_capacity,
-              [&](ThicknessContext& c) { c.thickness_async(d_mask, d_out); });
+  Impl& w = *m_impl;
+  w.run(shape, spacing, boundary, nullptr, ContextConfig{}.centre_capacity, [&](ThicknessContext& c) {
+    w.after(stream, c);
+    c.thickness_async(d_mask, d_out);
+  });
   // Every phase keeps a centre (its deepest voxel at least): none means no phase.
-  if (m_impl->context->last_centre_count() == 0) throw InputError(detail::empty_phase_message());
+  if (w.context->last_centre_count() == 0) throw InputError(detail::empty_phase_message());
 }
 
 PsdCounts Workspace::psd_counts(const uint8_t* d_mask, const Shape& shape, const Spacing& spacing, Boundary boundary,
-                                const Bins& bins) {
+                                const Bins& bins, void* stream) {
   validate_shape(shape);
   validate_spacing(spacing);
-  PF_CUDA_CHECK(cudaDeviceSynchronize());
   Impl& w = *m_impl;
-  w.run(shape, spacing, boundary, &bins.edges(), ContextConfig{}.centre_capacity,
-        [&](ThicknessContext& c) { c.psd_async(d_mask, w.counts_buffer()); });
+  w.run(shape, spacing, boundary, &bins.edges(), ContextConfig{}.centre_capacity, [&](ThicknessContext& c) {
+    w.after(stream, c);
+    c.psd_async(d_mask, w.counts_buffer());
+  });
   return w.read_counts(bins.edges().size());
 }
 
