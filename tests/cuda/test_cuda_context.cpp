@@ -343,16 +343,16 @@ TEST_CASE("local_thickness.cuda.workspace_on_device_buffers" * PF_GPU_DECORATORS
 }
 
 TEST_CASE("local_thickness.cuda.errors" * PF_GPU_DECORATORS) {
-  // A context the device cannot hold is refused before it allocates, naming both sizes. One
-  // such context takes ~130 GB, which a 141 GB card holds: contexts are made until one does
-  // not fit.
+  // A context the device cannot hold is refused before it allocates, naming both sizes, as a
+  // memory limit (the module's MemoryError). One such context takes ~130 GB, which a 141 GB
+  // card holds: contexts are made until one does not fit.
   {
     cuda::ContextConfig huge = context_config({1300, 1300, 2400}, {1.0, 1.0, 1.5}, Boundary::open, {1.0, 2.0}, 1.0);
     std::vector<std::unique_ptr<cuda::ThicknessContext>> held;
     std::string message;
     try {
       for (int k = 0; k < 4; ++k) held.push_back(std::make_unique<cuda::ThicknessContext>(huge));
-    } catch (const RuntimeError& e) {
+    } catch (const MemoryLimitError& e) {
       message = e.what();
     }
     CHECK(held.size() < 4);
