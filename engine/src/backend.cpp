@@ -128,16 +128,15 @@ DeviceStart& device_start() {
   return start;
 }
 
-// Cost model of one-shot local thickness, from the thickness command's measured times
-// (docs/performance.md): the CPU engine takes about 7.7e-8 s a voxel on one thread (a 250³ map
-// in 0.69 s on two) and gains about 0.3 of that for each further thread, up to 64 (memory
-// bandwidth, not cores, bounds it: 400³ in 0.86 s on 16 threads); the device
-// about 1.5e-9 s a voxel, most of it the copies in and out of pageable memory, plus 0.02 s to
-// make its workspace, plus its start-up (driver and context), counted at 0.5 s until this
-// process has started it.
-constexpr double kCpuSecondsPerVoxel = 7.7e-8;
-constexpr double kThreadEfficiency = 0.3;
-constexpr int kThreadsModelled = 64;
+// Cost model of one-shot local thickness, from the thickness command's measured engine times
+// (docs/performance.md). The CPU engine follows Amdahl's law: about 1.0e-8 s a voxel that more
+// threads do not shorten (memory bandwidth) and 6.9e-8 s a voxel shared among the threads
+// (fitted to 250³ in 0.69 s on 2 threads and 400³ in 0.88 s on 16, on two machines). The
+// device takes about 1.5e-9 s a voxel, most of it the copies in and out of pageable memory,
+// plus 0.02 s to make its workspace, plus its start-up (driver and context), counted at 0.5 s
+// until this process has started it.
+constexpr double kCpuSerialSecondsPerVoxel = 1.0e-8;
+constexpr double kCpuParallelSecondsPerVoxel = 6.9e-8;
 constexpr double kDeviceSecondsPerVoxel = 1.5e-9;
 constexpr double kDeviceWorkspaceSeconds = 0.02;
 constexpr double kDeviceStartSeconds = 0.5;
@@ -161,26 +160,23 @@ BackendChoice choose_backend(Backend requested, Operation op, int64_t voxels, in
   if (requested != Backend::automatic) return {resolve_backend(requested, op), "asked for"};
   if (!cuda_compiled()) return {Backend::cpu, "this build has no CUDA backend"};
   const double n = double(std::max<int64_t>(voxels, 1)), k = double(std::max<int64_t>(images, 1));
-  const int threads = cpu_threads();
-  const double cpu = k * n * kCpuSecondsPerVoxel /
-                     (1.0 + kThreadEfficiency * double(std::min(threads, kThreadsModelled) - 1));
-  const std::string on_cpu = seconds_text(cpu) + " on " + std::to_string(threads) + " CPU threads";
+  const int threads = std::max(cpu_threads(), 1);
+  const double cpu = k * n * (kCpuSerialSecondsPerVoxel + kCpuParallelSecondsPerVoxel / double(threads));
 #ifdef POREFORGE_HAVE_CUDA
-  const bool started = cuda::device_started();
+  const double start_left = cuda::device_started() ? 0.0 : kDeviceStartSeconds;
 #else
-  const bool started = false;
+  const double start_left = kDeviceStartSeconds;
 #endif
-  // Asking whether a device answers starts the driver, which takes longer than a small image
-  // on the CPU: work the CPU finishes before any device could start never asks.
-  if (!started && cpu <= kDeviceStartSeconds)
-    return {Backend::cpu, "about " + on_cpu + ", less than a device's start-up alone"};
+  const double device = start_left + kDeviceWorkspaceSeconds + k * n * kDeviceSecondsPerVoxel;
+  const std::string estimate = "about " + seconds_text(device) + " on a device" +
+                               (start_left > 0 ? " with its start-up" : "") + " against " + seconds_text(cpu) +
+                               " on " + std::to_string(threads) + " CPU threads";
+  // Asking whether a device answers starts the driver (0.1-0.15 s, longer than a small image
+  // takes on the CPU): work the CPU should finish first never asks.
+  if (cpu <= device) return {Backend::cpu, estimate};
   if (!has_cuda_device()) return {Backend::cpu, "no CUDA device"};
   if (!cuda_implements(op)) return {Backend::cpu, "the CUDA backend has no kernel for this"};
-  const double start_left = started ? 0.0 : kDeviceStartSeconds;
-  const double device = start_left + kDeviceWorkspaceSeconds + k * n * kDeviceSecondsPerVoxel;
-  const std::string estimate = "about " + seconds_text(device) + " on the device" +
-                               (start_left > 0 ? " with its start-up" : "") + " against " + on_cpu;
-  return device < cpu ? BackendChoice{Backend::cuda, estimate} : BackendChoice{Backend::cpu, estimate};
+  return {Backend::cuda, estimate};
 }
 
 int cpu_threads() { return omp_get_max_threads(); }
