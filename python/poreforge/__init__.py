@@ -147,7 +147,9 @@ class Workspace:
     CuPy arrays (any array with the CUDA array interface) are measured where they lie, without
     a copy to the host, on a ``"cuda"`` workspace, and the results are CuPy arrays on the same
     device; the workspace's work waits for what CuPy's current stream has queued (not for
-    the rest of the device) and the call returns when the result is written. One call at a time runs in a workspace: threads that share one take turns."""
+    the rest of the device) and the call returns when the result is written. Another
+    library's array is taken through ``cupy.asarray``, which waits for the stream its
+    interface names (CUDA array interface v3). One call at a time runs in a workspace: threads that share one take turns."""
 
     def __init__(self, backend="auto"):
         self._engine = _poreforge.Workspace(_word("backend", backend))

@@ -10,14 +10,14 @@
 
 namespace poreforge::cuda::errors {
 
-// Out of device memory is a limit of the machine for this input (a smaller volume or the CPU
-// would do): MemoryLimitError, which the module raises as MemoryError; any other failure is
-// the machine's.
+// Out of memory (the device's, or page-locked host memory: the failed call names which) is a
+// limit of the machine for this input (a smaller volume or the CPU would do):
+// MemoryLimitError, which the module raises as MemoryError; any other failure is the machine's.
 [[noreturn]] inline void throw_cuda_error(cudaError_t err, const char* call, const char* file,
                                           int line) {
   const std::string what = std::string("CUDA error at ") + file + ":" + std::to_string(line) + ": " + call +
                            " failed: " + cudaGetErrorString(err);
-  if (err == cudaErrorMemoryAllocation) throw MemoryLimitError("out of device memory: " + what);
+  if (err == cudaErrorMemoryAllocation) throw MemoryLimitError("out of memory: " + what);
   throw RuntimeError(what);
 }
 
