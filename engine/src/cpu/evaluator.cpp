@@ -215,7 +215,8 @@ class CpuPsdEvaluator final : public PsdEvaluator {
   }
 
   // The distance (voxels) from `p` to the nearest background of the current mask, searched in
-  // growing shells; -1 when none lies within `limit`.
+  // growing cube shells (only the shell's surface: O(r²) a shell); -1 when none lies within
+  // `limit`.
   double nearest_background(int64_t p, int64_t limit) const {
     const Shape& s = m_phase.shape();
     const int64_t c[3] = {p % s.nx, (p / s.nx) % s.ny, p / (s.nx * s.ny)};
@@ -230,9 +231,11 @@ class CpuPsdEvaluator final : public PsdEvaluator {
     for (int64_t r = 1; r <= limit; ++r) {
       if (best >= 0 && double(r) >= best) break;
       for (int64_t dz = -r; dz <= r; ++dz)
-        for (int64_t dy = -r; dy <= r; ++dy)
-          for (int64_t dx = -r; dx <= r; ++dx) {
-            if (std::max({std::abs(dx), std::abs(dy), std::abs(dz)}) != r) continue;
+        for (int64_t dy = -r; dy <= r; ++dy) {
+          // On a face of the shell along z or y every x belongs to it; inside, only x = ±r.
+          const bool face = std::abs(dz) == r || std::abs(dy) == r;
+          const int64_t dx_step = face ? 1 : 2 * r;
+          for (int64_t dx = -r; dx <= r; dx += dx_step) {
             int64_t q[3] = {c[0] + dx, c[1] + dy, c[2] + dz};
             bool inside = true;
             for (int a = 0; a < 3 && inside; ++a) {
@@ -245,6 +248,7 @@ class CpuPsdEvaluator final : public PsdEvaluator {
             const double d = std::sqrt(double(dx * dx + dy * dy + dz * dz));
             if (best < 0 || d < best) best = d;
           }
+        }
     }
     return best;
   }
