@@ -260,6 +260,7 @@ RunConfig parse_run_config(const std::string& text, const std::string& source, c
   ranged(an, "max_seconds", c.max_seconds, 0.0, 1e9);
   ranged<int64_t>(an, "verify_every", c.verify_every, 0, int64_t(1) << 50);
   ranged(an, "levels", c.levels, 1, 6);
+  ranged(an, "batch", c.loop.batch, 0, 4096);
   // Not a setting: on CUDA the loop runs on the device (the host-driven loop was measured
   // slower and stays for cross-checks in the tests and bench_anneal --loop host). Configs that
   // poreforge stored with `host_loop: false` still read.
@@ -420,7 +421,8 @@ std::string RunConfig::to_yaml() const {
     << "max_evaluations" << YAML::Value << stop.max_evaluations << YAML::Key << "energy_tolerance" << YAML::Value
     << stop.energy_tolerance << YAML::Key << "stall_stages" << YAML::Value << stop.stall_stages << YAML::Key
     << "max_seconds" << YAML::Value << max_seconds << YAML::Key << "verify_every" << YAML::Value << verify_every
-    << YAML::Key << "levels" << YAML::Value << levels << YAML::EndMap;
+    << YAML::Key << "levels" << YAML::Value << levels << YAML::Key << "batch" << YAML::Value << loop.batch
+    << YAML::EndMap;
   y << YAML::Key << "moves" << YAML::Value << YAML::BeginMap << YAML::Key << "interface_bias" << YAML::Value
     << loop.moves.interface_bias << YAML::Key << "keep_pore_connected" << YAML::Value << loop.moves.keep_pore_connected
     << YAML::EndMap;

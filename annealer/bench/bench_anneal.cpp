@@ -5,8 +5,12 @@
 // evaluations, host overhead included.
 //
 //   bench_anneal [--backend cpu|cuda] [--loop device|host] [--size N] [--evaluations E] [--seed S]
-//                [--json PATH] [--berea PATH] [--initial noise|blobs] [--blobiness B]
+//                [--json PATH] [--berea PATH] [--initial noise|blobs] [--blobiness B] [--batch K] [--t0 T]
 //
+// --t0: the initial temperature (0, the default: from the trial moves); a low one shows the
+// rate where most proposals are rejected.
+// --batch (the host loop): Config::batch, proposals scored at once on the threads (0, the
+// default: chosen as the run goes; 1: one at a time). The run is the same for every value.
 // --loop (CUDA): the whole loop on the device (default), or driven from the host with the PSD
 // on the device, one round trip per step.
 //
@@ -34,6 +38,8 @@ int main(int argc, char** argv) {
   std::string json, berea = POREFORGE_DATA_DIR "/berea_110.raw", backend_name = "cpu", initial = "noise",
               loop = "device";
   double blobiness = 0.5;
+  int batch = 0;
+  double temperature = 0;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i];
     if (a == "--size") size = std::stoll(argv[i + 1]);
@@ -45,8 +51,10 @@ int main(int argc, char** argv) {
     else if (a == "--initial") initial = argv[i + 1];
     else if (a == "--blobiness") blobiness = std::stod(argv[i + 1]);
     else if (a == "--loop") loop = argv[i + 1];
+    else if (a == "--batch") batch = std::stoi(argv[i + 1]);
+    else if (a == "--t0") temperature = std::stod(argv[i + 1]);
     else {
-      std::fprintf(stderr, "usage: bench_anneal [--backend cpu|cuda] [--loop device|host] [--size N] [--evaluations E] [--seed S] [--json PATH] [--berea PATH] [--initial noise|blobs] [--blobiness B]\n");
+      std::fprintf(stderr, "usage: bench_anneal [--backend cpu|cuda] [--loop device|host] [--size N] [--evaluations E] [--seed S] [--json PATH] [--berea PATH] [--initial noise|blobs] [--blobiness B] [--batch K] [--t0 T]\n");
       return 2;
     }
   }
@@ -66,6 +74,8 @@ int main(int argc, char** argv) {
   c.backend = backend;
   c.host_loop = loop == "host";
   c.seed = seed;
+  c.batch = batch;
+  c.schedule.t0 = temperature;
   c.schedule.stage_length = std::max<int64_t>(100, evaluations / 60);
   c.schedule.alpha = 0.9;
   c.stopping.max_evaluations = evaluations;
@@ -98,6 +108,11 @@ int main(int argc, char** argv) {
   std::printf("%-14s %12.4f %10.4f %10.5f   (%s after %lld evaluations)\n", "reconstruction", p.energy.total, end.pore_psd_l1,
               end.s2_rms, to_string(p.stopped).c_str(), static_cast<long long>(p.evaluations));
   std::printf("evaluations per second: %.1f (setup %.2f s, run %.2f s)\n", double(p.evaluations) / seconds, setup, seconds);
+  const Annealer::BatchTally tally = a.batch_tally();
+  if (!a.device_loop())
+    std::printf("batches of more than one proposal: %lld, scoring %lld proposals, %lld of them dropped (batch %s)\n",
+                static_cast<long long>(tally.batches), static_cast<long long>(tally.scored),
+                static_cast<long long>(tally.dropped), batch ? std::to_string(batch).c_str() : "auto");
   std::ofstream out(json);
   out << "{\n  \"benchmark\": \"anneal\",\n  \"version\": \"" << version_string() << "\",\n  \"backend\": \""
       << to_string(backend) << "\",\n  \"device\": \"" << where << "\",\n  \"loop\": \"" << loop_ran << "\",\n  \"timer\": \"wall clock around the run, which ends synchronised\",\n  \"threads\": "
@@ -107,6 +122,8 @@ int main(int argc, char** argv) {
       << double(p.evaluations) / seconds << ",\n  \"stop_reason\": \"" << to_string(p.stopped)
       << "\",\n  \"initial_energy\": " << c.weights.pore_psd + c.weights.s2 << ",\n  \"final_energy\": "
       << p.energy.total << ",\n  \"start\": {\"psd_l1\": " << start.pore_psd_l1 << ", \"s2_rms\": " << start.s2_rms
-      << "},\n  \"final\": {\"psd_l1\": " << end.pore_psd_l1 << ", \"s2_rms\": " << end.s2_rms << "}\n}\n";
+      << "},\n  \"final\": {\"psd_l1\": " << end.pore_psd_l1 << ", \"s2_rms\": " << end.s2_rms
+      << "},\n  \"batch\": " << batch << ",\n  \"batches\": " << tally.batches << ",\n  \"batched_proposals\": "
+      << tally.scored << ",\n  \"dropped_proposals\": " << tally.dropped << "\n}\n";
   return out ? 0 : 1;
 }

@@ -1,6 +1,7 @@
 // The annealer: its random stream, incremental S2, swaps, energy bookkeeping, determinism,
 // Metropolis statistics and parameter checks.
 #include <doctest/doctest.h>
+#include <omp.h>
 
 #include <algorithm>
 #include <cmath>
@@ -151,6 +152,68 @@ PF_BACKEND_TEST("anneal", "golden_runs_unchanged") {
     a.run();
     CHECK(testing::golden_summary(a) == testing::kGoldenSummaries[k]);
   }
+}
+
+// The host loop's speculative batches take the chain one proposal at a time would: with every
+// term weighted, biased and connectivity-kept moves, batches of 1, 7 and 64 and the automatic
+// size on three threads give the same progress at every report and the same structure, voxel
+// order, schedule state and energies to the bit; the runs of 7 and 64 did batch and drop.
+TEST_CASE("anneal.cpu.batches_take_the_same_chain") {
+  const uint64_t seed = testing::fresh_seed();
+  CAPTURE(seed);
+  const int threads_before = omp_get_max_threads();
+  omp_set_num_threads(3);
+  Config c = small_config({13, 12, 11}, seed);
+  c.weights.solid_psd = 0.5;
+  c.weights.euler = 0.3;
+  c.weights.surface = 0.7;
+  c.weights.chords = 0.6;
+  c.moves.interface_bias = 1.0;
+  c.moves.keep_pore_connected = true;
+  c.stopping.max_evaluations = 1500;
+  c.stopping.energy_tolerance = 0;
+  c.stopping.stall_stages = 1000000;
+  struct Run {
+    std::vector<double> energies;
+    Snapshot end;
+    Annealer::BatchTally tally;
+  };
+  auto run = [&](int batch) {
+    c.batch = batch;
+    Annealer a(c);
+    Run r;
+    a.run([&](const Progress& p) { r.energies.push_back(p.energy.total); }, 150);
+    r.end = a.snapshot();
+    r.tally = a.batch_tally();
+    CHECK(a.evaluate_from_scratch().total == a.progress().energy.total);
+    return r;
+  };
+  const Run one = run(1);
+  CHECK(one.tally.batches == 0);
+  CHECK(one.end.progress.accepted > 100);
+  CHECK(one.end.progress.rejected > 100);
+  for (int batch : {7, 64, 0}) {
+    CAPTURE(batch);
+    const Run r = run(batch);
+    CHECK(r.energies == one.energies);
+    CHECK(r.end.pore.values() == one.end.pore.values());
+    CHECK(r.end.solid_voxels == one.end.solid_voxels);
+    CHECK(r.end.pore_voxels == one.end.pore_voxels);
+    CHECK(r.end.progress.evaluations == one.end.progress.evaluations);
+    CHECK(r.end.progress.accepted == one.end.progress.accepted);
+    CHECK(r.end.progress.rejected == one.end.progress.rejected);
+    CHECK(r.end.progress.stage == one.end.progress.stage);
+    CHECK(r.end.progress.temperature == one.end.progress.temperature);
+    CHECK(r.end.progress.energy.total == one.end.progress.energy.total);
+    CHECK(r.end.progress.best.total == one.end.progress.best.total);
+    CHECK(r.end.stall == one.end.stall);
+    CHECK(r.end.stage_energies == one.end.stage_energies);
+    if (batch > 1) {  // the automatic size batches only costly proposals, on many threads
+      CHECK(r.tally.batches > 0);
+      CHECK(r.tally.dropped > 0);
+    }
+  }
+  omp_set_num_threads(threads_before);
 }
 
 PF_BACKEND_TEST("anneal", "same_seed_same_run") {

@@ -127,6 +127,12 @@ struct Config {
   /// CUDA backend: drive the loop from the host, the engine's PSD on the device (a round trip
   /// per step), instead of the device-resident loop. For cross-checks and comparisons.
   bool host_loop = false;
+  /// The host loop's speculative batches: this many proposals are scored at once, on the
+  /// threads, each against the same structure, and taken in order up to the first accepted
+  /// one; the rest are dropped. The run is the same, draw for draw, for every value (each
+  /// proposal draws from its own evaluation's counter). 0: chosen as it runs, from the
+  /// acceptance rate and the threads; 1: one at a time. The device loop takes one at a time.
+  int batch = 0;
 };
 
 /// Throws InputError naming the parameter when a config is unusable.
@@ -170,6 +176,7 @@ struct Snapshot {
 
 namespace detail {
 class DeviceLoop;
+struct Chain;
 }
 
 class Annealer {
@@ -215,6 +222,12 @@ class Annealer {
   double energy_against_random_start() const;
   /// The incremental two-point counts (for checks against a recount).
   const DirectionalCounts& counts() const;
+  /// The host loop's speculative batches so far (Config::batch): batches of more than one
+  /// proposal, the proposals they scored, and those dropped (scored after the accepted one).
+  struct BatchTally {
+    int64_t batches = 0, scored = 0, dropped = 0;
+  };
+  BatchTally batch_tally() const { return m_batch_tally; }
 
  private:
   // The structure's energy from scratch (every term recounted) under normalisers `norm`.
@@ -232,11 +245,17 @@ class Annealer {
   // When the loop runs on the device: hand it the state and the evaluators' engine contexts.
   void start_device_loop();
   bool host_step();
-  // The host loop's side of a step around the shared functions (step.hpp): the swap with the
-  // S2 counts and the evaluators, its undo, and the candidate's energy.
+  // One speculative batch of at most `most` proposals (Config::batch); returns how many the
+  // chain took (the first accepted one and those before it, or all of them).
+  int64_t host_batch(int64_t most);
+  // Proposals a batch scores now: Config::batch, or from the acceptance rate and the threads.
+  int64_t batch_size() const;
+  // The host loop's side of a step around the shared functions (step.hpp), on this annealer's
+  // own state (chain()): the swap with the S2 counts and the evaluators, its undo, and the
+  // candidate's energy.
+  detail::Chain chain();
   void swap(int64_t to_solid, int64_t to_pore);
   void undo(int64_t to_solid, int64_t to_pore);
-  void tell_evaluators(int64_t now_solid, int64_t now_pore);  // the two voxels that changed phase
   Energy score();
 
   Config m_config;
@@ -262,6 +281,15 @@ class Annealer {
   std::unique_ptr<PsdEvaluator> m_pore_evaluator, m_solid_evaluator;  // null when the weight is 0
   Backend m_backend = Backend::cpu;
   std::unique_ptr<detail::DeviceLoop> m_device;  // the loop's state lives there when set
+  // Copies of the host loop's state that score a batch's proposals on the other threads, kept
+  // equal to it after every accepted swap; made when a batch first needs them.
+  struct Replica;
+  std::unique_ptr<Replica> replica() const;
+  std::vector<std::unique_ptr<Replica>> m_replicas;
+  int64_t m_most_replicas = -1;  // as many as half the host's free memory holds (asked once)
+  double m_acceptance = 1.0;  // the acceptance rate lately (a moving average): the batch size
+  double m_proposal_seconds = 0;  // a proposal's wall time lately (a moving average; 0: none yet)
+  BatchTally m_batch_tally;
 };
 
 }  // namespace poreforge::anneal
