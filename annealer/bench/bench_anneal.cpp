@@ -17,6 +17,7 @@
 // The start matters for the speed on the CUDA backend: the PSD path paints the kept balls
 // of the structure, few and small in white noise, more and larger in a pore-like structure
 // (porosity-matched blobs).
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -90,6 +91,10 @@ int main(int argc, char** argv) {
   const auto t0 = std::chrono::steady_clock::now();
   Annealer a(c);
   const Quality start = quality(a.structure(), c.targets, c.boundary, Backend::cpu);
+  // The start's largest pore radius (voxels): a local evaluation's boxes grow with it.
+  const Volume<float> start_map = local_thickness(a.structure(), c.boundary, Backend::cpu);
+  float largest_radius = 0;
+  for (float r : start_map.values()) largest_radius = std::max(largest_radius, r);
   const double setup = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   const auto t1 = std::chrono::steady_clock::now();
   const Progress p = a.run([](const Progress& pr) {
@@ -107,7 +112,8 @@ int main(int argc, char** argv) {
               start.s2_rms);
   std::printf("%-14s %12.4f %10.4f %10.5f   (%s after %lld evaluations)\n", "reconstruction", p.energy.total, end.pore_psd_l1,
               end.s2_rms, to_string(p.stopped).c_str(), static_cast<long long>(p.evaluations));
-  std::printf("evaluations per second: %.1f (setup %.2f s, run %.2f s)\n", double(p.evaluations) / seconds, setup, seconds);
+  std::printf("evaluations per second: %.1f (setup %.2f s, run %.2f s); the start's largest pore radius %.1f voxels\n",
+              double(p.evaluations) / seconds, setup, seconds, largest_radius);
   const Annealer::BatchTally tally = a.batch_tally();
   if (!a.device_loop())
     std::printf("batches of more than one proposal: %lld, scoring %lld proposals, %lld of them dropped (batch %s)\n",
@@ -123,7 +129,7 @@ int main(int argc, char** argv) {
       << "\",\n  \"initial_energy\": " << c.weights.pore_psd + c.weights.s2 << ",\n  \"final_energy\": "
       << p.energy.total << ",\n  \"start\": {\"psd_l1\": " << start.pore_psd_l1 << ", \"s2_rms\": " << start.s2_rms
       << "},\n  \"final\": {\"psd_l1\": " << end.pore_psd_l1 << ", \"s2_rms\": " << end.s2_rms
-      << "},\n  \"batch\": " << batch << ",\n  \"batches\": " << tally.batches << ",\n  \"batched_proposals\": "
+      << "},\n  \"start_largest_radius\": " << largest_radius << ",\n  \"batch\": " << batch << ",\n  \"batches\": " << tally.batches << ",\n  \"batched_proposals\": "
       << tally.scored << ",\n  \"dropped_proposals\": " << tally.dropped << "\n}\n";
   return out ? 0 : 1;
 }
