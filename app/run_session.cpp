@@ -266,16 +266,16 @@ struct Session {
     show(a.progress(), true, false);
     int64_t reported = a.progress().evaluations;
     while (a.progress().stopped == anneal::StopReason::none) {
-      // One step at a time on the host loop; on the device loop a batch of steps is enqueued
-      // at once and its progress read back at its end. A batch ends at the next record or count
-      // checkpoint and is short (256 steps), so the screen, the time
-      // checkpoints and a signal are still seen often.
-      const int64_t done = a.progress().evaluations, longest = a.device_loop() ? 256 : 1;
-      int64_t batch = std::min(longest, rc.report_every - done % rc.report_every);
+      // On the host loop as many steps as it scores at once (one, or a speculative batch); on
+      // the device loop a run of steps is enqueued at once and its progress read back at its
+      // end. A run ends at the next record or count checkpoint and is short (256 steps), so the
+      // screen, the time checkpoints and a signal are still seen often.
+      const int64_t done = a.progress().evaluations, longest = a.device_loop() ? 256 : a.proposals_at_once();
+      int64_t steps = std::min(longest, rc.report_every - done % rc.report_every);
       if (rc.checkpoint_every_evaluations > 0)
-        batch = std::min(batch, rc.checkpoint_every_evaluations - done % rc.checkpoint_every_evaluations);
-      if (rc.verify_every > 0) batch = std::min(batch, rc.verify_every - done % rc.verify_every);
-      a.advance(batch);
+        steps = std::min(steps, rc.checkpoint_every_evaluations - done % rc.checkpoint_every_evaluations);
+      if (rc.verify_every > 0) steps = std::min(steps, rc.verify_every - done % rc.verify_every);
+      a.advance(steps);
       const auto& p = a.progress();
       if (rc.verify_every > 0 && p.evaluations % rc.verify_every == 0) verify(a);
       if (seconds_limit() > 0 && p.stopped == anneal::StopReason::none &&
@@ -573,7 +573,7 @@ void run_coarse_levels(Session& run, anneal::Config& loop, const Mask& reference
     anneal::Annealer a(lc);
     auto shown = level_began;
     while (a.progress().stopped == anneal::StopReason::none) {
-      a.advance(a.device_loop() ? 256 : 1);  // as drive's batches: the clock and signals seen often
+      a.advance(a.device_loop() ? 256 : a.proposals_at_once());  // as drive's runs: the clock and signals seen often
       if (budget > 0 && a.progress().stopped == anneal::StopReason::none && since(level_began) >= budget)
         a.stop(anneal::StopReason::time_limit);
       stop_if_signalled();  // the coarser levels keep no checkpoint

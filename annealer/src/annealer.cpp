@@ -3,6 +3,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -568,7 +569,7 @@ void Annealer::make_step() {
 
 // The host loop's state as a step changes and scores it: an annealer's own, or a replica's
 // (host_batch). The functions below are the host side of step.hpp's.
-struct detail::Chain {
+struct detail::HostState {
   Step* step;
   PsdEvaluator* evaluator[2];  // pore, solid; null when the term is off
   int64_t* psd_counts[2];
@@ -578,7 +579,7 @@ struct detail::Chain {
 namespace {
 
 // The two voxels that changed phase, told to the evaluators.
-void tell_evaluators(const detail::Chain& c, int64_t now_solid, int64_t now_pore) {
+void tell_evaluators(const detail::HostState& c, int64_t now_solid, int64_t now_pore) {
   if (c.evaluator[0]) {
     c.evaluator[0]->set(now_solid, 0);
     c.evaluator[0]->set(now_pore, 1);
@@ -589,21 +590,21 @@ void tell_evaluators(const detail::Chain& c, int64_t now_solid, int64_t now_pore
   }
 }
 
-void swap_in(const detail::Chain& c, int64_t to_solid, int64_t to_pore) {
+void swap_in(const detail::HostState& c, int64_t to_solid, int64_t to_pore) {
   apply_swap(*c.step, to_solid, to_pore);
   const terms::S2& s2 = c.step->objective.s2;
   for (int e = 0; e < s2.count_entries; ++e) s2.apply(c.step->pore, e, to_solid, to_pore);
   tell_evaluators(c, to_solid, to_pore);
 }
 
-void undo_in(const detail::Chain& c, int64_t to_solid, int64_t to_pore) {
+void undo_in(const detail::HostState& c, int64_t to_solid, int64_t to_pore) {
   undo_swap(*c.step, to_solid, to_pore);
   const terms::S2& s2 = c.step->objective.s2;
   for (int e = 0; e < s2.count_entries; ++e) s2.undo(e);
   tell_evaluators(c, to_pore, to_solid);
 }
 
-Energy score_of(const detail::Chain& c) {
+Energy score_of(const detail::HostState& c) {
   for (int k = 0; k < 2; ++k)
     if (c.evaluator[k]) terms::flatten(c.evaluator[k]->counts(), c.psd_counts[k]);
   const Objective& o = c.step->objective;
@@ -615,25 +616,22 @@ Energy score_of(const detail::Chain& c) {
 // When the batch size is automatic (batch_size), proposals cheaper than this are scored one
 // at a time: below it a batch's thread wake-ups and replica swaps cost more than the proposals
 // it scores beside the first (white noise at 64³ on 2 cores, 0.18 ms a proposal: 5,680
-// evaluations/s one at a time, 4,180 in batches of 2). Nor are there batches on fewer threads,
-// or with an expected run of rejections shorter, than kBatchedThreads.
+// evaluations/s one at a time, 4,180 in batches of 2). Nor are there batches on fewer threads
+// than kBatchedThreads, or while the expected run of rejections is shorter than kBatchedRun.
 constexpr double kBatchedProposalSeconds = 1e-3;
 constexpr int kBatchedThreads = 4;
-
-// Host memory a replica holds a voxel (host_batch): the structure, the voxel lists and their
-// slots, and each evaluator's mask and kept map.
-constexpr double kReplicaBytesPerVoxel = 1 + 8 + 8 + 2 * (1 + 4);
+constexpr double kBatchedRun = 4;
 
 }  // namespace
 
-detail::Chain Annealer::chain() {
+detail::HostState Annealer::host_state() {
   return {&m_step,
           {m_pore_evaluator.get(), m_solid_evaluator.get()},
           {m_psd_counts[0].data(), m_psd_counts[1].data()},
           m_squares.data()};
 }
 
-Energy Annealer::score() { return score_of(chain()); }
+Energy Annealer::score() { return score_of(host_state()); }
 
 Energy Annealer::energy_from_scratch(const Mask& pore, const Norms& norm) const {
   // Every term recounted: S2 and the count terms counted afresh, PSDs by a fresh evaluator of
@@ -702,9 +700,9 @@ double Annealer::energy_against_random_start() const {
   return total;
 }
 
-void Annealer::swap(int64_t to_solid, int64_t to_pore) { swap_in(chain(), to_solid, to_pore); }
+void Annealer::swap(int64_t to_solid, int64_t to_pore) { swap_in(host_state(), to_solid, to_pore); }
 
-void Annealer::undo(int64_t to_solid, int64_t to_pore) { undo_in(chain(), to_solid, to_pore); }
+void Annealer::undo(int64_t to_solid, int64_t to_pore) { undo_in(host_state(), to_solid, to_pore); }
 
 // A copy of the host loop's state with buffers of its own (the targets and the frozen voxels,
 // which never change, are shared): its Step scores proposals on another thread.
@@ -717,7 +715,7 @@ struct Annealer::Replica {
   std::unique_ptr<PsdEvaluator> evaluator[2];
   Step step;
 
-  detail::Chain chain() {
+  detail::HostState host_state() {
     return {&step, {evaluator[0].get(), evaluator[1].get()}, {psd_counts[0].data(), psd_counts[1].data()},
             squares.data()};
   }
@@ -782,45 +780,44 @@ const Progress& Annealer::advance(int64_t steps) {
   return p;
 }
 
+int64_t Annealer::proposals_at_once() const { return m_device ? 1 : batch_size(); }
+
 int64_t Annealer::batch_size() const {
   if (m_config.batch > 0) return m_config.batch;
-  // One at a time the evaluator's boxes use every thread; in a batch each proposal has one,
-  // and every replica re-evaluates around each accepted swap as well. A batch pays only where
-  // it takes more proposals than the threads speed one up: a long run of rejections (1 / rate,
-  // beyond which proposals are mostly dropped) on many threads, and proposals costly beside a
-  // parallel region's start (kBatchedProposalSeconds). Measured on 2 threads it never did
-  // (docs/local-evaluation.md).
+  // One at a time the evaluator's large boxes use every thread; in a batch each proposal has
+  // one, and every replica re-evaluates around each accepted swap as well. A batch pays only
+  // where it takes more proposals than the threads speed one up: a long run of rejections
+  // (1 / rate, beyond which proposals are mostly dropped) on many threads, and proposals costly
+  // beside a parallel region's start (m_proposal_seconds, timed one at a time). Measured on 2
+  // threads it never did (docs/local-evaluation.md).
   const int threads = omp_get_max_threads();
   const double run = 1.0 / std::max(m_acceptance, 1e-9);
-  if (threads < kBatchedThreads || run < kBatchedThreads || m_proposal_seconds < kBatchedProposalSeconds) return 1;
+  if (threads < kBatchedThreads || run < kBatchedRun || m_proposal_seconds < kBatchedProposalSeconds) return 1;
   return std::clamp<int64_t>(int64_t(run), 1, threads);
 }
 
 int64_t Annealer::host_batch(int64_t most) {
   const int64_t k = std::min(batch_size(), most);
   const auto note = [&](bool accepted) { m_acceptance = 0.99 * m_acceptance + (accepted ? 0.01 : 0.0); };
-  // The wall time of one proposal on one thread, for batch_size (never for the chain itself).
-  const auto started = std::chrono::steady_clock::now();
-  const auto time_per_proposal = [&](int64_t proposals_a_thread) {
-    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count() /
-                     double(std::max<int64_t>(proposals_a_thread, 1));
+  // One at a time: its wall time, for batch_size (never for the chain itself). Batches are not
+  // timed: a proposal there runs on one thread and would look costlier, keeping them on.
+  const auto one_at_a_time = [&] {
+    const auto started = std::chrono::steady_clock::now();
+    note(host_step());
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     m_proposal_seconds = m_proposal_seconds > 0 ? 0.95 * m_proposal_seconds + 0.05 * s : s;
+    return int64_t(1);
   };
-  if (k <= 1) {
-    note(host_step());
-    time_per_proposal(1);
-    return 1;
+  if (k <= 1) return one_at_a_time();
+  // A thread a replica (this annealer's own state the first), as many as the batch and half
+  // the host's free memory allow (unknown memory: no limit).
+  if (m_most_replicas < 0) {
+    const double room = 0.5 * host_memory_available() /
+                        (memory_per_voxel::run_cpu_replica * double(m_config.shape.voxels()));
+    m_most_replicas = int64_t(std::clamp(room, 0.0, double(omp_get_max_threads())));
   }
-  // A thread a replica (this annealer's own state the first), as many as the batch and the
-  // host's memory allow.
-  if (m_most_replicas < 0)
-    m_most_replicas = int64_t(0.5 * host_memory_available() / (kReplicaBytesPerVoxel * double(m_config.shape.voxels())));
   const int threads = int(std::min<int64_t>({k, omp_get_max_threads(), m_most_replicas + 1}));
-  if (threads <= 1) {
-    note(host_step());
-    time_per_proposal(1);
-    return 1;
-  }
+  if (threads <= 1) return one_at_a_time();
   while (int64_t(m_replicas.size()) < threads - 1) m_replicas.push_back(replica());
 
   // Every proposal scored against the same state, each on its own evaluation's draws (those
@@ -832,45 +829,57 @@ int64_t Annealer::host_batch(int64_t most) {
   std::vector<Scored> scored(static_cast<std::size_t>(k));
   const uint64_t first = uint64_t(m_state.progress.evaluations);
   std::exception_ptr error;
+  std::atomic<bool> failed{false};
 #pragma omp parallel num_threads(threads)
   {
     const int t = omp_get_thread_num();
-    const detail::Chain c = t == 0 ? chain() : m_replicas[std::size_t(t - 1)]->chain();
+    const detail::HostState state = t == 0 ? host_state() : m_replicas[std::size_t(t - 1)]->host_state();
+    // The evaluators' own parallel regions stay on this thread (nested OpenMP would
+    // oversubscribe the cores the batch already uses); restored for thread 0 afterwards.
+    const int team = omp_get_max_threads();
+    omp_set_num_threads(1);
 #pragma omp for schedule(static, 1)
     for (int64_t j = 0; j < k; ++j) {
+      if (failed.load(std::memory_order_relaxed)) continue;
       try {
         Scored& out = scored[std::size_t(j)];
         const uint64_t step = first + uint64_t(j);
-        out.to_solid = propose(*c.step, 1, step, 0);
-        out.to_pore = propose(*c.step, 0, step, 1, out.to_solid);
-        swap_in(c, out.to_solid, out.to_pore);
-        out.energy = score_of(c);
-        undo_in(c, out.to_solid, out.to_pore);
+        out.to_solid = propose(*state.step, 1, step, 0);
+        out.to_pore = propose(*state.step, 0, step, 1, out.to_solid);
+        swap_in(state, out.to_solid, out.to_pore);
+        try {
+          out.energy = score_of(state);
+        } catch (...) {
+          undo_in(state, out.to_solid, out.to_pore);
+          throw;
+        }
+        undo_in(state, out.to_solid, out.to_pore);
       } catch (...) {
         // An exception may not leave an OpenMP region: the first one is kept and rethrown.
+        failed.store(true, std::memory_order_relaxed);
 #pragma omp critical(poreforge_anneal_batch)
         if (!error) error = std::current_exception();
       }
     }
+    omp_set_num_threads(team);
   }
   if (error) {
-    m_replicas.clear();  // a replica may hold a swap half made
+    m_replicas.clear();  // remade from this state when next needed
     std::rethrow_exception(error);
   }
-  time_per_proposal((k + threads - 1) / threads);
 
   // The chain: the proposals in order, as one at a time would take them, up to the first
   // accepted one, which every replica takes too.
   StepState& s = m_state;
   int64_t used = 0;
-  for (const Scored& c : scored) {
+  for (const Scored& proposal : scored) {
     ++used;
-    s.to_solid = c.to_solid;
-    s.to_pore = c.to_pore;
-    const bool accepted = accept(m_step, s, c.energy);
+    s.to_solid = proposal.to_solid;
+    s.to_pore = proposal.to_pore;
+    const bool accepted = accept(m_step, s, proposal.energy);
     if (accepted) {
-      swap(c.to_solid, c.to_pore);
-      for (auto& r : m_replicas) swap_in(r->chain(), c.to_solid, c.to_pore);
+      swap(proposal.to_solid, proposal.to_pore);
+      for (auto& r : m_replicas) swap_in(r->host_state(), proposal.to_solid, proposal.to_pore);
     }
     note(accepted);
     end_evaluation(m_step.cooling, s, m_step.stage_energies);
@@ -888,10 +897,17 @@ bool Annealer::host_step() {
   s.to_solid = propose(m_step, 1, step, 0);
   s.to_pore = propose(m_step, 0, step, 1, s.to_solid);
   swap(s.to_solid, s.to_pore);
-  const bool accepted = accept(m_step, s, score());
+  Energy candidate;
+  try {
+    candidate = score();
+  } catch (...) {
+    undo(s.to_solid, s.to_pore);  // the state as before the step
+    throw;
+  }
+  const bool accepted = accept(m_step, s, candidate);
   if (!accepted) undo(s.to_solid, s.to_pore);
   if (accepted)  // the replicas kept equal to this state for the next batch
-    for (auto& r : m_replicas) swap_in(r->chain(), s.to_solid, s.to_pore);
+    for (auto& r : m_replicas) swap_in(r->host_state(), s.to_solid, s.to_pore);
   end_evaluation(m_step.cooling, s, m_step.stage_energies);
   return accepted;
 }

@@ -43,6 +43,10 @@ inline constexpr double generate_spheres = 2;
 /// run on the CPU, per voxel of the domain: structure, its thickness and distance states,
 /// the S2 line sums and the start being built (a blobs start at 96³ to 128³ measured 60).
 inline constexpr double run_cpu = 72;
+/// run on the CPU, each replica of a speculative batch (annealing.batch): structure 1, voxel
+/// lists 8 and slots 8, the pore and solid evaluators' masks and evaluated masks 4 and kept maps
+/// 8, and a full evaluation's working memory while it starts (thickness_cpu).
+inline constexpr double run_cpu_replica = 29 + thickness_cpu;
 /// run on CUDA, host side: the structure, the start and the copies read back for outputs.
 inline constexpr double run_cuda_host = 8;
 /// run on CUDA, device side besides the thickness context: structure, candidate, map.

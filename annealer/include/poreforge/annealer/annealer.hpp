@@ -176,7 +176,7 @@ struct Snapshot {
 
 namespace detail {
 class DeviceLoop;
-struct Chain;
+struct HostState;
 }
 
 class Annealer {
@@ -228,6 +228,10 @@ class Annealer {
     int64_t batches = 0, scored = 0, dropped = 0;
   };
   BatchTally batch_tally() const { return m_batch_tally; }
+  /// Proposals the loop would score at once now: the host loop's speculative batch
+  /// (Config::batch, or the automatic size); 1 on the device loop. A caller that advances by
+  /// at least this many lets a batch form.
+  int64_t proposals_at_once() const;
 
  private:
   // The structure's energy from scratch (every term recounted) under normalisers `norm`.
@@ -251,9 +255,9 @@ class Annealer {
   // Proposals a batch scores now: Config::batch, or from the acceptance rate and the threads.
   int64_t batch_size() const;
   // The host loop's side of a step around the shared functions (step.hpp), on this annealer's
-  // own state (chain()): the swap with the S2 counts and the evaluators, its undo, and the
+  // own state (host_state()): the swap with the S2 counts and the evaluators, its undo, and the
   // candidate's energy.
-  detail::Chain chain();
+  detail::HostState host_state();
   void swap(int64_t to_solid, int64_t to_pore);
   void undo(int64_t to_solid, int64_t to_pore);
   Energy score();
