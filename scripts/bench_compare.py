@@ -14,21 +14,12 @@ and their parts are timed by their own reports).
 import argparse
 import json
 import os
-import subprocess
 import sys
 import tempfile
-import time
+
+from benchlib import timed
 
 PUBLISHED = {"formation_factor": "23-25", "permeability_mD": "1,200-1,400"}
-
-
-def timed(cmd):
-    start = time.perf_counter()
-    done = subprocess.run(cmd, capture_output=True, text=True)
-    seconds = time.perf_counter() - start
-    if done.returncode != 0:
-        sys.exit(f"bench_compare: {' '.join(cmd)} failed ({done.returncode}):\n{done.stderr}")
-    return seconds, done.stdout
 
 
 def main():

@@ -25,14 +25,7 @@ import sys
 import tempfile
 import time
 
-
-def run(command):
-    start = time.perf_counter()
-    done = subprocess.run(command, capture_output=True, text=True)
-    wall = time.perf_counter() - start
-    if done.returncode != 0:
-        sys.exit(f"bench_thickness_cli: {' '.join(command)} failed:\n{done.stderr}")
-    return wall, done.stdout
+from benchlib import timed
 
 
 def figures(stdout):
@@ -69,7 +62,7 @@ def main():
     images = []
     for n in sizes:
         path = os.path.join(work, f"blobs_{n}.h5")
-        run([args.cli, "generate", "blobs", "--shape", f"{n},{n},{n}", "--porosity", "0.35", "--seed", "1", "-o", path])
+        timed([args.cli, "generate", "blobs", "--shape", f"{n},{n},{n}", "--porosity", "0.35", "--seed", "1", "-o", path])
         images.append((f"blobs {n}^3", path, n ** 3))
     if args.image and os.path.exists(args.image):
         images.append((os.path.basename(args.image), args.image, None))
@@ -85,7 +78,7 @@ def main():
         stdouts = {}
         for _ in range(repeats):
             for backend in backends:
-                wall, stdouts[backend] = run([args.cli, "thickness", path, "-o", out, "--force", "--backend", backend])
+                wall, stdouts[backend] = timed([args.cli, "thickness", path, "-o", out, "--force", "--backend", backend])
                 walls[backend].append(wall)
         for backend in backends:
             one_shot.append({"image": name, "backend": backend, "repeats": repeats,
@@ -97,13 +90,13 @@ def main():
     batch_inputs = []
     for k in range(args.batch):
         path = os.path.join(work, f"batch_{k}.h5")
-        run([args.cli, "generate", "blobs", "--shape", f"{n},{n},{n}", "--porosity", "0.35", "--seed", str(k + 1),
+        timed([args.cli, "generate", "blobs", "--shape", f"{n},{n},{n}", "--porosity", "0.35", "--seed", str(k + 1),
              "-o", path])
         batch_inputs.append(path)
     batch = []
     for backend in backends:
         folder = os.path.join(work, f"batch_out_{backend}")
-        wall, stdout = run([args.cli, "thickness", *batch_inputs, "-o", folder, "--force", "--backend", backend])
+        wall, stdout = timed([args.cli, "thickness", *batch_inputs, "-o", folder, "--force", "--backend", backend])
         line = re.search(r"^backend +(.*)$", stdout, re.M)
         batch.append({"images": args.batch, "size": n, "backend": backend, "wall_s": wall,
                       "per_image_s": wall / args.batch, "chose": line.group(1) if line else None})

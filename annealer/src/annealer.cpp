@@ -613,6 +613,17 @@ Energy score_of(const detail::HostState& c) {
   return o.combine(c.squares);
 }
 
+// The candidate's energy with the swap made; a throw while scoring leaves the state as before.
+Energy swap_and_score(const detail::HostState& c, int64_t to_solid, int64_t to_pore) {
+  swap_in(c, to_solid, to_pore);
+  try {
+    return score_of(c);
+  } catch (...) {
+    undo_in(c, to_solid, to_pore);
+    throw;
+  }
+}
+
 // When the batch size is automatic (batch_size), proposals cheaper than this are scored one
 // at a time: below it a batch's thread wake-ups and replica swaps cost more than the proposals
 // it scores beside the first (white noise at 64³ on 2 cores, 0.18 ms a proposal: 5,680
@@ -846,13 +857,7 @@ int64_t Annealer::host_batch(int64_t most) {
         const uint64_t step = first + uint64_t(j);
         out.to_solid = propose(*state.step, 1, step, 0);
         out.to_pore = propose(*state.step, 0, step, 1, out.to_solid);
-        swap_in(state, out.to_solid, out.to_pore);
-        try {
-          out.energy = score_of(state);
-        } catch (...) {
-          undo_in(state, out.to_solid, out.to_pore);
-          throw;
-        }
+        out.energy = swap_and_score(state, out.to_solid, out.to_pore);
         undo_in(state, out.to_solid, out.to_pore);
       } catch (...) {
         // An exception may not leave an OpenMP region: the first one is kept and rethrown.
@@ -896,15 +901,7 @@ bool Annealer::host_step() {
   const uint64_t step = uint64_t(s.progress.evaluations);
   s.to_solid = propose(m_step, 1, step, 0);
   s.to_pore = propose(m_step, 0, step, 1, s.to_solid);
-  swap(s.to_solid, s.to_pore);
-  Energy candidate;
-  try {
-    candidate = score();
-  } catch (...) {
-    undo(s.to_solid, s.to_pore);  // the state as before the step
-    throw;
-  }
-  const bool accepted = accept(m_step, s, candidate);
+  const bool accepted = accept(m_step, s, swap_and_score(host_state(), s.to_solid, s.to_pore));
   if (!accepted) undo(s.to_solid, s.to_pore);
   if (accepted)  // the replicas kept equal to this state for the next batch
     for (auto& r : m_replicas) swap_in(r->host_state(), s.to_solid, s.to_pore);

@@ -84,7 +84,7 @@ PoreSizeDistribution psd_from_thickness(const Volume<float>& thickness, const Ma
       mine[std::upper_bound(e.begin(), e.end(), v) - e.begin()]++;
       if (v > e.back()) ++mine_above;
     }
-#pragma omp critical
+#pragma omp critical(poreforge_psd_tally)
     {
       if (hits.empty()) hits.assign(slots, 0);
       for (std::size_t k = 0; k < slots; ++k) hits[k] += mine[k];

@@ -39,6 +39,22 @@ Config small_config(Shape shape, uint64_t seed, Backend backend = Backend::cpu) 
   return c;
 }
 
+// A 13x12x11 run with every term weighted, biased and connectivity-kept moves, stopped only by
+// `evaluations`.
+Config every_term_config(uint64_t seed, int64_t evaluations, Backend backend = Backend::cpu) {
+  Config c = small_config({13, 12, 11}, seed, backend);
+  c.weights.solid_psd = 0.5;
+  c.weights.euler = 0.3;
+  c.weights.surface = 0.7;
+  c.weights.chords = 0.6;
+  c.moves.interface_bias = 1.0;
+  c.moves.keep_pore_connected = true;
+  c.stopping.max_evaluations = evaluations;
+  c.stopping.energy_tolerance = 0;
+  c.stopping.stall_stages = 1000000;
+  return c;
+}
+
 }  // namespace
 
 TEST_CASE("anneal.philox.known_answers") {
@@ -113,16 +129,7 @@ TEST_CASE("anneal.s2.incremental_equals_recount") {
 PF_BACKEND_TEST("anneal", "swaps_keep_porosity_and_energy_exact") {
   const uint64_t seed = testing::fresh_seed();
   CAPTURE(seed);
-  Config c = small_config({13, 12, 11}, seed, B::backend);
-  c.weights.solid_psd = 0.5;
-  c.weights.euler = 0.3;
-  c.weights.surface = 0.7;
-  c.weights.chords = 0.6;
-  c.moves.interface_bias = 1.0;
-  c.moves.keep_pore_connected = true;
-  c.stopping.max_evaluations = 4000;
-  c.stopping.energy_tolerance = 0;
-  c.stopping.stall_stages = 1000000;
+  const Config c = every_term_config(seed, 4000, B::backend);
   Annealer a(c);
   const int64_t pore = count_phase(a.structure());
   CHECK(pore == std::llround(c.targets.porosity * double(c.shape.voxels())));
@@ -167,16 +174,7 @@ TEST_CASE("anneal.cpu.batches_take_the_same_chain") {
     Threads() { omp_set_num_threads(3); }
     ~Threads() { omp_set_num_threads(before); }
   } threads;
-  Config c = small_config({13, 12, 11}, seed);
-  c.weights.solid_psd = 0.5;
-  c.weights.euler = 0.3;
-  c.weights.surface = 0.7;
-  c.weights.chords = 0.6;
-  c.moves.interface_bias = 1.0;
-  c.moves.keep_pore_connected = true;
-  c.stopping.max_evaluations = 1500;
-  c.stopping.energy_tolerance = 0;
-  c.stopping.stall_stages = 1000000;
+  Config c = every_term_config(seed, 1500);
   struct Run {
     std::vector<double> energies;
     Snapshot end;
