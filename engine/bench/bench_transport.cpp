@@ -3,6 +3,7 @@
 //
 //   bench_transport [--image PATH] [--label L] [--crop N] [--offset O] [--axes xyz]
 //                   [--measures ff,k] [--backend auto|cpu|cuda] [--voxel-m S] [--tau T]
+//                   [--tolerance E]
 //                   [--mirror 0|1]
 // Defaults: data/berea_400.h5, label 1 (pore), the whole image, both measures, spacing from
 // the file in µm (Berea: 5.345 µm).
@@ -19,7 +20,7 @@ using namespace poreforge;
 
 int main(int argc, char** argv) {
   std::string path = std::string(POREFORGE_DATA_DIR) + "/berea_400.h5", axes = "xyz", measures = "ff,k";
-  double label = 1, voxel_m = 0, tau = 1.0;
+  double label = 1, voxel_m = 0, tau = PermeabilityOptions{}.tau, tolerance = PermeabilityOptions{}.tolerance;
   int64_t crop = 0, offset = 0;
   bool mirror = true;
   Backend backend = Backend::automatic;
@@ -34,6 +35,7 @@ int main(int argc, char** argv) {
     else if (k == "--backend") backend = parse_backend(v);
     else if (k == "--voxel-m") voxel_m = std::stod(v);
     else if (k == "--tau") tau = std::stod(v);
+    else if (k == "--tolerance") tolerance = std::stod(v);
     else if (k == "--mirror") mirror = v != "0";
     else {
       std::fprintf(stderr, "unknown option %s\n", k.c_str());
@@ -71,15 +73,16 @@ int main(int argc, char** argv) {
       PermeabilityOptions o;
       o.voxel_size_m = voxel_m;
       o.tau = tau;
+      o.tolerance = tolerance;
       o.mirror = mirror;
       const auto t0 = clock::now();
       const std::clock_t c0 = std::clock();
       const PermeabilityResult r = permeability(m, axis, o, backend);
       const double s = std::chrono::duration<double>(clock::now() - t0).count();
       const double cpu = double(std::clock() - c0) / CLOCKS_PER_SEC;
-      std::printf("k_%c = %.1f mD = %.4g m2 = %.4f voxel2  (%lld steps, %s, change %.1e, %s, %.2f s, %.2f s of CPU)\n", a,
+      std::printf("k_%c = %.1f mD = %.4g m2 = %.4f voxel2  (%lld steps, %s, error %.1e, %s, %.2f s, %.2f s of CPU)\n", a,
                   r.k_millidarcy, r.k_m2, r.k_voxels, (long long)r.steps, r.converged ? "converged" : "NOT converged",
-                  r.relative_change, to_string(r.backend).c_str(), s, cpu);
+                  r.relative_error, to_string(r.backend).c_str(), s, cpu);
     }
     std::fflush(stdout);
   }

@@ -2,6 +2,7 @@
 // The transport measures' backend twins and the host steps both share (spanning cluster,
 // validation, the lattice set-up); the public functions of transport.hpp dispatch here.
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <vector>
 
@@ -28,20 +29,27 @@ LaplaceGrid laplace_grid(const Mask& pore, int axis);
 double open_conductance(const Mask& pore, int axis);
 int64_t max_cg_iterations(const Mask& pore, int axis, const FormationFactorOptions& options);
 
-// The lattice a permeability run works on: the fluid (pore) mask, mirrored along the axis
-// when asked, and the kernel parameters.
+// The lattice a permeability run works on — the pore, mirrored along the axis when asked —
+// as its fluid nodes in index order: each one's 18 sources (lbm::node_step), the kernel
+// parameters, and the lattice's voxels, solid included (the Darcy velocity's volume).
 struct LatticeSetup {
-  std::vector<uint8_t> fluid;
+  std::vector<int32_t> source;
+  int64_t voxels = 0;
   lbm::Params params;
 };
 LatticeSetup lattice_setup(const Mask& pore, int axis, const PermeabilityOptions& options);
 
 // Darcy's law and the unit conversions of a finished run.
 void finish_permeability(PermeabilityResult& r, const PermeabilityOptions& options);
+/// The mean velocity at the last check and its change since the one before.
+struct SteadyState {
+  double velocity = std::numeric_limits<double>::quiet_NaN();
+  double change = std::numeric_limits<double>::quiet_NaN();
+};
 /// Either backend's check after `check_every` steps: records the mean velocity (`momentum`
-/// over `voxels`) and its change since the last check (`previous`, updated); true once the
-/// change is below the tolerance (r.converged set).
-bool permeability_check(PermeabilityResult& r, double momentum, int64_t voxels, double& previous,
+/// over `voxels`) and the estimated distance from its steady value (from its last two
+/// changes, `state` updated); true once that is below the tolerance (r.converged set).
+bool permeability_check(PermeabilityResult& r, double momentum, int64_t voxels, SteadyState& state,
                         const PermeabilityOptions& options);
 /// The start of either backend's permeability: options checked, porosity, whether a pore
 /// cluster spans; when none does, `r` is the final (zero) result and false is returned.

@@ -41,7 +41,9 @@ PF_HD double laplace_diagonal(const LaplaceGrid& grid, const uint8_t* cluster, i
 // ---------------------------------------------------------------------------------------------
 // Permeability: D3Q19, pull scheme on two lattices (populations after collision stored at
 // their node), halfway bounce-back, TRT collision with the Stokes (linear) equilibrium and
-// the body force as Guo's source term restricted to that equilibrium.
+// the body force as Guo's source term restricted to that equilibrium. Only fluid nodes are
+// stored, in index order, each with the nodes its populations stream from: rock is mostly
+// solid, and a dense lattice would move every solid voxel's populations through memory too.
 
 namespace lbm {
 
@@ -82,49 +84,29 @@ PF_HD int opposite(int q) { return q == 0 ? 0 : (q % 2 ? q + 1 : q - 1); }
 PF_HD double weight(int q) { return q == 0 ? 1.0 / 3 : q < 7 ? 1.0 / 18 : 1.0 / 36; }
 
 struct Params {
-  int64_t nx = 0, ny = 0, nz = 0;
-  bool periodic[3] = {true, true, true};  // false: solid beyond the faces normal to the axis
+  int64_t nodes = 0;                       // fluid nodes: the populations are f[q · nodes + k]
   int axis = 0;                            // of the body force
   double force = 0;                        // body force per unit volume along the axis
   double omega_plus = 1, omega_minus = 1;  // relaxation rates of the symmetric and antisymmetric modes
-
-  PF_HD int64_t voxels() const { return nx * ny * nz; }
 };
 
-// The node's source along one axis after one step back along q (x − c_q), -1 when it is
-// beyond a non-periodic face.
-PF_HD int64_t wrap(int64_t x, int c, int64_t n, bool periodic) {
-  int64_t s = x - c;
-  if (s < 0) return periodic ? s + n : -1;
-  if (s >= n) return periodic ? s - n : -1;
-  return s;
-}
-
-// One stream-collide step of fluid node (x, y, z): pulls the populations that arrive there
-// from `in` (post-collision, q-major: in[q·N + i]), collides them and writes `out`. Returns
-// the node's momentum along the axis, the half-step average Σ f c + F/2.
-PF_HD double node_step(const Params& p, const uint8_t* fluid, const double* in, double* out, int64_t x, int64_t y,
-                       int64_t z) {
-  const int64_t n = p.voxels();
-  const int64_t i = x + p.nx * (y + p.ny * z);
-  // Away from the faces a source is a fixed offset: no wrapping to decide.
-  const bool interior = x > 0 && y > 0 && z > 0 && x < p.nx - 1 && y < p.ny - 1 && z < p.nz - 1;
+// One stream-collide step of fluid node k: pulls the populations that arrive there from `in`
+// (post-collision, q-major over the fluid nodes: in[q · nodes + k]), collides them and writes
+// `out`. `source[(q − 1) · nodes + k]` is the node that q's population streams from, −1 where
+// it would come from a solid voxel or from beyond a wall face. Returns the node's momentum
+// along the axis, the half-step average Σ f c + F/2.
+PF_HD double node_step(const Params& p, const int32_t* __restrict__ source, const double* __restrict__ in,
+                       double* __restrict__ out, int64_t k) {
+  const int64_t n = p.nodes;
   double f[Q];
+  f[0] = in[k];
 #if defined(__CUDACC__)
 #pragma unroll
 #endif
-  for (int q = 0; q < Q; ++q) {
-    int64_t s;
-    if (interior) {
-      s = i - (cx(q) + p.nx * (cy(q) + p.ny * cz(q)));
-    } else {
-      const int64_t sx = wrap(x, cx(q), p.nx, p.periodic[0]);
-      const int64_t sy = wrap(y, cy(q), p.ny, p.periodic[1]);
-      const int64_t sz = wrap(z, cz(q), p.nz, p.periodic[2]);
-      s = (sx < 0 || sy < 0 || sz < 0) ? -1 : sx + p.nx * (sy + p.ny * sz);
-    }
+  for (int q = 1; q < Q; ++q) {
+    const int32_t s = source[(q - 1) * n + k];
     // Halfway bounce-back: what left towards a wall last step comes back reversed.
-    f[q] = (s >= 0 && fluid[s]) ? in[q * n + s] : in[opposite(q) * n + i];
+    f[q] = s >= 0 ? in[q * n + s] : in[opposite(q) * n + k];
   }
   double rho = 0, j[3] = {0, 0, 0};
 #if defined(__CUDACC__)
@@ -138,7 +120,7 @@ PF_HD double node_step(const Params& p, const uint8_t* fluid, const double* in, 
   }
   j[p.axis] += 0.5 * p.force;
   const double wp = p.omega_plus, wm = p.omega_minus;
-  out[i] = f[0] - wp * (f[0] - weight(0) * rho);
+  out[k] = f[0] - wp * (f[0] - weight(0) * rho);
 #if defined(__CUDACC__)
 #pragma unroll
 #endif
@@ -147,9 +129,9 @@ PF_HD double node_step(const Params& p, const uint8_t* fluid, const double* in, 
     const double cj = cx(q) * j[0] + cy(q) * j[1] + cz(q) * j[2];
     const double plus = 0.5 * (f[q] + f[q + 1]) - w * rho;
     const double minus = 0.5 * (f[q] - f[q + 1]) - 3 * w * cj;
-    const double source = (1 - 0.5 * wm) * 3 * w * c_along(q, p.axis) * p.force;
-    out[q * n + i] = f[q] - wp * plus - wm * minus + source;
-    out[(q + 1) * n + i] = f[q + 1] - wp * plus + wm * minus - source;
+    const double source_term = (1 - 0.5 * wm) * 3 * w * c_along(q, p.axis) * p.force;
+    out[q * n + k] = f[q] - wp * plus - wm * minus + source_term;
+    out[(q + 1) * n + k] = f[q + 1] - wp * plus + wm * minus - source_term;
   }
   return j[p.axis];
 }

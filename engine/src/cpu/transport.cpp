@@ -132,30 +132,84 @@ int64_t max_cg_iterations(const Mask& pore, int axis, const FormationFactorOptio
   return 20 * std::max({s.nx, s.ny, s.nz}) + 10000;
 }
 
+namespace {
+
+// Where a population arriving at x along an axis of n voxels comes from (x − c), −1 when
+// that is beyond a face that is not periodic.
+int64_t upstream(int64_t x, int c, int64_t n, bool periodic) {
+  const int64_t s = x - c;
+  if (s < 0) return periodic ? s + n : -1;
+  if (s >= n) return periodic ? s - n : -1;
+  return s;
+}
+
+}  // namespace
+
 LatticeSetup lattice_setup(const Mask& pore, int axis, const PermeabilityOptions& o) {
   LatticeSetup l;
   const Shape s = pore.shape();
   int64_t n[3] = {s.nx, s.ny, s.nz};
   const int64_t along = n[axis];
   if (o.mirror) n[axis] *= 2;
-  l.params.nx = n[0], l.params.ny = n[1], l.params.nz = n[2];
-  l.params.axis = axis;
+  bool periodic[3];
   for (int a = 0; a < 3; ++a)
     // A flat axis (a 2D image) has no sides: the flow is two-dimensional there.
-    l.params.periodic[a] = a == axis || n[a] == 1 || o.lateral == LateralBoundary::periodic;
+    periodic[a] = a == axis || n[a] == 1 || o.lateral == LateralBoundary::periodic;
+  const int64_t voxels = n[0] * n[1] * n[2];
+  l.voxels = voxels;
+
+  // Number the fluid voxels in index order, a z-plane's count at a time.
+  std::vector<int32_t> node(static_cast<std::size_t>(voxels), -1);
+  std::vector<int64_t> first(static_cast<std::size_t>(n[2] + 1), 0);
+  const auto fluid = [&](int64_t x, int64_t y, int64_t z) {
+    int64_t c[3] = {x, y, z};
+    if (c[axis] >= along) c[axis] = 2 * along - 1 - c[axis];  // the reflection
+    return pore(c[0], c[1], c[2]) != 0;
+  };
+#pragma omp parallel for schedule(static)
+  for (int64_t z = 0; z < n[2]; ++z) {
+    int64_t count = 0;
+    for (int64_t y = 0; y < n[1]; ++y)
+      for (int64_t x = 0; x < n[0]; ++x) count += fluid(x, y, z);
+    first[std::size_t(z + 1)] = count;
+  }
+  for (int64_t z = 0; z < n[2]; ++z) first[std::size_t(z + 1)] += first[std::size_t(z)];
+  const int64_t nodes = first[std::size_t(n[2])];
+  if (nodes >= int64_t(std::numeric_limits<int32_t>::max()))
+    throw InputError("permeability: lattices of 2^31 fluid voxels or more are not supported");
+#pragma omp parallel for schedule(static)
+  for (int64_t z = 0; z < n[2]; ++z) {
+    int64_t k = first[std::size_t(z)];
+    for (int64_t y = 0; y < n[1]; ++y)
+      for (int64_t x = 0; x < n[0]; ++x)
+        if (fluid(x, y, z)) node[std::size_t(x + n[0] * (y + n[1] * z))] = int32_t(k++);
+  }
+
+  // Each fluid node's sources: the node one step upstream along each velocity, or −1 (solid,
+  // or beyond a wall face: the population bounces back).
+  l.source.resize(static_cast<std::size_t>((lbm::Q - 1) * nodes));
+#pragma omp parallel for schedule(static)
+  for (int64_t z = 0; z < n[2]; ++z)
+    for (int64_t y = 0; y < n[1]; ++y)
+      for (int64_t x = 0; x < n[0]; ++x) {
+        const int32_t k = node[std::size_t(x + n[0] * (y + n[1] * z))];
+        if (k < 0) continue;
+        for (int q = 1; q < lbm::Q; ++q) {
+          const int64_t sx = upstream(x, lbm::cx(q), n[0], periodic[0]);
+          const int64_t sy = upstream(y, lbm::cy(q), n[1], periodic[1]);
+          const int64_t sz = upstream(z, lbm::cz(q), n[2], periodic[2]);
+          l.source[std::size_t((q - 1) * nodes + k)] =
+              (sx < 0 || sy < 0 || sz < 0) ? -1 : node[std::size_t(sx + n[0] * (sy + n[1] * sz))];
+        }
+      }
+
+  l.params.nodes = nodes;
+  l.params.axis = axis;
   l.params.force = o.body_force;
   const double lambda = 3.0 / 16;  // the magic parameter: walls half-way, k free of ν
   const double half_plus = o.tau - 0.5;
   l.params.omega_plus = 1 / o.tau;
   l.params.omega_minus = 1 / (lambda / half_plus + 0.5);
-  l.fluid.resize(std::size_t(n[0] * n[1] * n[2]));
-  for (int64_t z = 0; z < n[2]; ++z)
-    for (int64_t y = 0; y < n[1]; ++y)
-      for (int64_t x = 0; x < n[0]; ++x) {
-        int64_t c[3] = {x, y, z};
-        if (c[axis] >= along) c[axis] = 2 * along - 1 - c[axis];  // the reflection
-        l.fluid[std::size_t(x + n[0] * (y + n[1] * z))] = pore(c[0], c[1], c[2]) ? 1 : 0;
-      }
   return l;
 }
 
@@ -171,15 +225,25 @@ void finish_permeability(PermeabilityResult& r, const PermeabilityOptions& o) {
   }
 }
 
-bool permeability_check(PermeabilityResult& r, double momentum, int64_t voxels, double& previous,
+bool permeability_check(PermeabilityResult& r, double momentum, int64_t voxels, SteadyState& state,
                         const PermeabilityOptions& options) {
   r.steps += options.check_every;
   r.mean_velocity = momentum / double(voxels);
-  if (std::isfinite(previous) && r.mean_velocity != 0) {
-    r.relative_change = std::abs(r.mean_velocity - previous) / std::abs(r.mean_velocity);
-    if (r.relative_change < options.tolerance) r.converged = true;
+  if (std::isfinite(state.velocity) && r.mean_velocity != 0) {
+    const double change = r.mean_velocity - state.velocity;
+    // Changes that shrink by a ratio rho a check have rho / (1 − rho) of the last one still to
+    // come; alternating ones at most the last one; growing ones an unknown amount.
+    double remaining = std::abs(change);
+    if (std::isfinite(state.change) && state.change != 0 && change != 0) {
+      const double rho = change / state.change;
+      if (rho >= 1) remaining = std::numeric_limits<double>::infinity();
+      else if (rho > 0) remaining *= std::max(1.0, rho / (1 - rho));
+    }
+    r.relative_error = remaining / std::abs(r.mean_velocity);
+    if (r.relative_error < options.tolerance) r.converged = true;
+    state.change = change;
   }
-  previous = r.mean_velocity;
+  state.velocity = r.mean_velocity;
   return r.converged;
 }
 
@@ -330,29 +394,25 @@ PermeabilityResult permeability(const Mask& pore, int axis, const PermeabilityOp
   if (!detail::start_permeability(r, pore, axis, options, Backend::cpu)) return r;
   const detail::LatticeSetup setup = detail::lattice_setup(pore, axis, options);
   const detail::lbm::Params& P = setup.params;
-  const int64_t N = P.voxels();
-  std::vector<double> a(std::size_t(N * detail::lbm::Q)), b(a.size());
+  const int64_t M = P.nodes;
+  std::vector<double> a(std::size_t(M * detail::lbm::Q)), b(a.size());
   for (int q = 0; q < detail::lbm::Q; ++q)
-    std::fill(a.begin() + q * N, a.begin() + (q + 1) * N, detail::lbm::weight(q));
+    std::fill(a.begin() + q * M, a.begin() + (q + 1) * M, detail::lbm::weight(q));
   b = a;
-  const uint8_t* fluid = setup.fluid.data();
-  double previous = std::numeric_limits<double>::quiet_NaN();
+  const int32_t* source = setup.source.data();
+  detail::SteadyState steady;
   while (r.steps < options.max_steps) {
     double momentum = 0;
     for (int s = 0; s < options.check_every; ++s) {
-      const bool last = s == options.check_every - 1;
       double sum = 0;
       const double* in = a.data();
       double* out = b.data();
-#pragma omp parallel for collapse(2) reduction(+ : sum) schedule(static) if (N >= kParallelVoxels)
-      for (int64_t z = 0; z < P.nz; ++z)
-        for (int64_t y = 0; y < P.ny; ++y)
-          for (int64_t x = 0; x < P.nx; ++x)
-            if (fluid[x + P.nx * (y + P.ny * z)]) sum += detail::lbm::node_step(P, fluid, in, out, x, y, z);
+#pragma omp parallel for reduction(+ : sum) schedule(static) if (M >= kParallelVoxels)
+      for (int64_t k = 0; k < M; ++k) sum += detail::lbm::node_step(P, source, in, out, k);
       std::swap(a, b);
-      if (last) momentum = sum;
+      momentum = sum;
     }
-    if (detail::permeability_check(r, momentum, N, previous, options)) break;
+    if (detail::permeability_check(r, momentum, setup.voxels, steady, options)) break;
   }
   detail::finish_permeability(r, options);
   return r;

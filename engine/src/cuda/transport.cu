@@ -139,16 +139,12 @@ __global__ void inlet_current(LaplaceGrid g, const uint8_t* __restrict__ cluster
   block_add(sum, d_current);
 }
 
-// One lattice step of every fluid voxel; with `d_momentum`, Σ of the momentum along the axis.
-__global__ void lbm_step(lbm::Params p, const uint8_t* __restrict__ fluid, const double* __restrict__ in,
+// One lattice step of every fluid node; with `d_momentum`, Σ of the momentum along the axis.
+__global__ void lbm_step(lbm::Params p, const int32_t* __restrict__ source, const double* __restrict__ in,
                          double* __restrict__ out, double* d_momentum) {
-  const int64_t n = p.voxels();
   double sum = 0;
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
-    if (!fluid[i]) continue;
-    const int64_t x = i % p.nx, y = (i / p.nx) % p.ny, z = i / (p.nx * p.ny);
-    sum += lbm::node_step(p, fluid, in, out, x, y, z);
-  }
+  for (int64_t k = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; k < p.nodes; k += int64_t(gridDim.x) * blockDim.x)
+    sum += lbm::node_step(p, source, in, out, k);
   if (d_momentum) block_add(sum, d_momentum);
 }
 
@@ -231,17 +227,16 @@ PermeabilityResult permeability(const Mask& pore, int axis, const PermeabilityOp
   if (!detail::start_permeability(r, pore, axis, options, Backend::cuda)) return r;
   const detail::LatticeSetup setup = detail::lattice_setup(pore, axis, options);
   const lbm::Params& P = setup.params;
-  const int64_t n = P.voxels();
+  const int64_t n = P.nodes;
   Stream stream;
   const cudaStream_t s = stream.get();
-  // Two lattices (pull: read one, write the other) in double: 2 × 19 × 8 bytes a voxel, 39 GB
-  // for the 400³ Berea image mirrored, which fits; one fused kernel a step. Float would halve
-  // the bytes, but a creeping flow moves the populations (~1/18) by ~1e-6 of themselves, the
-  // same order as float's rounding: the mean velocity's steady-state test (1e-6 relative)
-  // would read rounding noise, and the results would leave the CPU's (double) by far more
-  // than its tolerance. AA streaming would halve the memory again at the price of two kernel
-  // variants; not needed at these sizes.
-  DeviceBuffer<uint8_t> fluid = upload_async(setup.fluid.data(), static_cast<std::size_t>(n), s, "the fluid mask");
+  // Two lattices of the fluid nodes (pull: read one, write the other) in double: 2 × 19 × 8
+  // bytes a node and 18 × 4 for its sources, 9.5 GB for the 400³ Berea image mirrored; one
+  // fused kernel a step. Float would halve the populations' bytes, but a creeping flow moves
+  // the populations (~1/18) by ~1e-6 of themselves, the same order as float's rounding: the
+  // mean velocity's steady-state test (1e-6 relative) would read rounding noise, and the
+  // results would leave the CPU's (double) by far more than its tolerance.
+  DeviceBuffer<int32_t> source = upload_async(setup.source.data(), setup.source.size(), s, "the lattice's sources");
   DeviceBuffer<double> a(static_cast<std::size_t>(n * lbm::Q), s, "the lattice populations"),
       b(static_cast<std::size_t>(n * lbm::Q), s, "the lattice populations");
   DeviceBuffer<double> momentum(1, s, "the momentum sum");
@@ -250,16 +245,16 @@ PermeabilityResult permeability(const Mask& pore, int axis, const PermeabilityOp
   PF_CUDA_CHECK_LAUNCH(s);
   lbm_fill<<<blocks_for(n * lbm::Q), kThreads, 0, s>>>(n, b.data());
   PF_CUDA_CHECK_LAUNCH(s);
-  double previous = std::numeric_limits<double>::quiet_NaN();
+  detail::SteadyState steady;
   while (r.steps < options.max_steps) {
     for (int k = 0; k < options.check_every; ++k) {
       const bool last = k == options.check_every - 1;
       if (last) PF_CUDA_CHECK(cudaMemsetAsync(momentum.data(), 0, sizeof(double), s));
-      lbm_step<<<blocks, kThreads, 0, s>>>(P, fluid.data(), a.data(), b.data(), last ? momentum.data() : nullptr);
+      lbm_step<<<blocks, kThreads, 0, s>>>(P, source.data(), a.data(), b.data(), last ? momentum.data() : nullptr);
       PF_CUDA_CHECK_LAUNCH(s);
       std::swap(a, b);
     }
-    if (detail::permeability_check(r, read_scalar(momentum.data(), s), n, previous, options)) break;
+    if (detail::permeability_check(r, read_scalar(momentum.data(), s), setup.voxels, steady, options)) break;
   }
   detail::finish_permeability(r, options);
   return r;
