@@ -68,23 +68,6 @@ std::string cell(double v) {
   return buf;
 }
 
-// The phase mask of a labelled image, refused unless the image is binary and the phase
-// neither empty nor everything.
-Mask binary_phase(const LabelImage& image, double label, const std::string& what) {
-  const LabelCounts labels = count_labels(image, 3);
-  if (labels.truncated || labels.counts.size() > 2) {
-    std::string list;
-    for (const auto& entry : labels.counts) list += (list.empty() ? "" : ", ") + format_number(entry.first);
-    throw InputError(what + " is not a binary image (labels " + list + (labels.truncated ? ", …" : "") +
-                     "): compare takes pore/solid images");
-  }
-  Mask phase = phase_mask(image, label);
-  const int64_t n = count_phase(phase);
-  if (n == phase.voxels())
-    throw InputError(what + " is all phase (label " + format_number(label) + "): nothing to compare");
-  return phase;
-}
-
 }  // namespace
 
 Runner add_compare_command(CLI::App& app, const std::string& command_line) {
@@ -167,6 +150,11 @@ Runner add_compare_command(CLI::App& app, const std::string& command_line) {
     options.psd_bins = plan.psd_bins;
     options.permeability = o->realism.permeability_on(backend);
     options.unit_metres = unit_metres;
+    options.length_unit = unit;
+    // Refused before any work: the lattice needs cubic voxels.
+    if (options.permeability && !spacing.isotropic())
+      throw InputError("the permeability needs cubic voxels (spacing " + to_string(spacing) +
+                       "): use --permeability off");
     require_memory(compare_memory(shape, spacing, plan.largest_pore_fraction, options.permeability, backend));
 
     std::fprintf(stderr, "compare   %s (%s, spacing %s%s) against %s of %s (%s), backend %s%s\n",
@@ -179,7 +167,7 @@ Runner add_compare_command(CLI::App& app, const std::string& command_line) {
     std::vector<RealismProfile> profiles;
     RealismProfile candidate;
     {
-      ProgressBar bar("measuring", real.size() + 1);  // minutes with permeability
+      ProgressBar bar("measuring", real.size() + 1);  // a minute or more with permeability
       candidate = realism_profile(recon, options);
       bar.step("measured  the reconstruction");
       for (std::size_t k = 0; k < real.size(); ++k) {
@@ -188,6 +176,13 @@ Runner add_compare_command(CLI::App& app, const std::string& command_line) {
       }
     }
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    // Each volume's warnings, named: on the terminal and in the report.
+    std::vector<std::string> warnings;
+    for (const std::string& w : candidate.warnings) warnings.push_back("the reconstruction: " + w);
+    for (std::size_t k = 0; k < profiles.size(); ++k)
+      for (const std::string& w : profiles[k].warnings)
+        warnings.push_back("real volume " + std::to_string(k + 1) + ": " + w);
+    for (const std::string& w : warnings) std::fprintf(stderr, "poreforge: warning: %s\n", w.c_str());
 
     std::ostringstream j;  // the JSON report, built beside the table
     j << "{\n  \"reconstruction\": " << json_string(o->recon.path) << ",\n  \"reference\": "
@@ -202,7 +197,8 @@ Runner add_compare_command(CLI::App& app, const std::string& command_line) {
       << ",\n  \"backend\": " << json_string(to_string(backend)) << ",\n  \"device\": "
       << json_string(backend_description(backend))
       << ",\n  \"permeability\": " << (options.permeability ? "true" : "false")
-      << ",\n  \"seconds\": " << json_number(seconds) << ",\n  \"judged\": " << (same_size ? "false" : "true");
+      << ",\n  \"seconds\": " << json_number(seconds) << ",\n  \"warnings\": " << json_array(warnings, json_string)
+      << ",\n  \"judged\": " << (same_size ? "false" : "true");
 
     if (same_size) {
       // One real volume: the two side by side, nothing judged.

@@ -48,7 +48,13 @@ Runner add_describe_command(CLI::App& app, const std::string& command_line) {
     const LabelImage image = o->input.read([&](const Shape& s, std::size_t bytes, const Spacing& spacing) {
       return thickness_memory(s, bytes, spacing, boundary, backend, true);
     });
-    const Mask pore = phase_mask(image, o->phase);
+    // The realism measures take pore/solid images, and the permeability cubic voxels: both
+    // refused before any work.
+    const Mask pore = o->measures ? binary_phase(image, o->phase, "the image '" + o->input.path + "'")
+                                  : phase_mask(image, o->phase);
+    if (o->measures && o->realism.permeability_on(backend) && !image.spacing.isotropic())
+      throw InputError("the permeability needs cubic voxels (spacing " + to_string(image.spacing) +
+                       "): use --permeability off");
     const Mask solid = complement(pore);
     const double porosity = double(count_phase(pore)) / double(pore.voxels());
     std::printf("input     %s: %s %s, porosity %.4f (label %s)\n", o->input.path.c_str(), to_string(image.shape).c_str(),
@@ -85,7 +91,9 @@ Runner add_describe_command(CLI::App& app, const std::string& command_line) {
       ro.psd_bins = pore_bins;
       ro.permeability = o->realism.permeability_on(backend);
       ro.unit_metres = unit_in_metres(unit);
+      ro.length_unit = unit;
       const RealismProfile profile = realism_profile(pore, ro);
+      for (const std::string& w : profile.warnings) std::fprintf(stderr, "poreforge: warning: %s\n", w.c_str());
       for (const ScalarMeasure& m : profile.scalars) {
         out.write_vector("/measures/" + m.name, std::vector<double>{m.value});
         out.set_attribute("unit", m.unit, "/measures/" + m.name);

@@ -3,6 +3,7 @@
 #include <CLI/CLI.hpp>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <cmath>
@@ -105,8 +106,9 @@ void EngineOptions::add_to(CLI::App* cmd, const std::string& phase_help, const s
 
 void RealismCliOptions::add_to(CLI::App* cmd, CLI::Option* needs) {
   CLI::Option* k = cmd->add_option("--permeability", permeability,
-                                   "Lattice-Boltzmann permeability along x, y, z: off (default; minutes on a GPU "
-                                   "for 128^3 against 12 sub-volumes), on, or auto (on with the CUDA backend)")
+                                   "Lattice-Boltzmann permeability along x, y, z: off (default; about a minute on a "
+                                   "GPU for 128^3 against 12 sub-volumes, hours on a few CPU cores), on, or auto (on "
+                                   "with the CUDA backend)")
                        ->check(CLI::IsMember({"auto", "on", "off"}));
   CLI::Option* unit = cmd->add_option("--length-unit", length_unit,
                                       "Unit of the spacing (m, mm, um, nm), for the permeability in mD (default: the "
@@ -154,6 +156,26 @@ void print_psd(const PoreSizeDistribution& psd, const std::string& quantity) {
   }
   if (psd.below > 0 || psd.above > 0)
     std::printf("  outside the edges: %.5f below, %.5f above\n", psd.below, psd.above);
+}
+
+// The phase mask of a labelled image, refused unless the image is binary and the phase
+// neither empty nor everything.
+Mask binary_phase(const LabelImage& image, double label, const std::string& what) {
+  const LabelCounts labels = count_labels(image, 3);
+  std::string list;
+  for (const auto& entry : labels.counts) list += (list.empty() ? "" : ", ") + format_number(entry.first);
+  if (labels.truncated || labels.counts.size() > 2)
+    throw InputError(what + " is not a binary image (labels " + list + (labels.truncated ? ", …" : "") +
+                     "): the realism measures take pore/solid images");
+  const bool present = std::any_of(labels.counts.begin(), labels.counts.end(),
+                                   [&](const auto& entry) { return entry.first == label; });
+  if (!present)
+    throw InputError(what + " has no voxel of label " + format_number(label) + " (labels present: " + list + ")");
+  Mask phase = phase_mask(image, label);
+  const int64_t n = count_phase(phase);
+  if (n == phase.voxels())
+    throw InputError(what + " is all phase (label " + format_number(label) + "): nothing to measure");
+  return phase;
 }
 
 }  // namespace poreforge::app

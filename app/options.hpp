@@ -71,6 +71,11 @@ struct RealismCliOptions {
 /// The folder an output goes into must exist and take a new file, checked before any work
 /// (with the system's reason: "Permission denied", "Read-only file system").
 void require_writable_folder(const std::string& output);
+
+/// The phase mask of a labelled image for the realism measures, refused (InputError naming
+/// `what`, e.g. "the reference 'r.h5'") unless the image is binary, the label occurs and the
+/// phase is not everything.
+Mask binary_phase(const LabelImage& image, double label, const std::string& what);
 /// Explicit edges, checked before any work (empty: default bins from the map).
 std::vector<double> checked_edges(const EngineOptions& e);
 /// A PSD as a table on stdout.

@@ -99,14 +99,17 @@ MemoryEstimate compare_memory(const Shape& shape, const Spacing& spacing, double
   const double n = double(shape.voxels());
   MemoryEstimate e;
   e.what = std::string("compare of ") + describe_shape(shape) + " volumes" + (permeability ? " with permeability" : "");
+  const double pore = std::clamp(pore_fraction, 0.0, 1.0);
   e.host_bytes = n * memory_per_voxel::compare_measures;
+  if (permeability) e.host_bytes += n * memory_per_voxel::permeability_numbering;
   if (backend == Backend::cuda) {
-    const double lattice = permeability ? memory_per_voxel::permeability : 0;
+    const double lattice = permeability ? pore * memory_per_voxel::permeability_pore : 0;
     e.device_bytes = cuda_thickness_bytes(shape, spacing, Boundary::open) +
                      n * (memory_per_voxel::formation_factor_cuda_device + lattice);
+    if (permeability) e.host_bytes += n * pore * memory_per_voxel::permeability_sources_host;
   } else {
-    e.host_bytes += n * (std::clamp(pore_fraction, 0.0, 1.0) * memory_per_voxel::formation_factor_cluster_cpu +
-                         (permeability ? memory_per_voxel::permeability : 0));
+    e.host_bytes += n * pore * (memory_per_voxel::formation_factor_cluster_cpu +
+                                (permeability ? memory_per_voxel::permeability_pore : 0));
   }
   return e;
 }

@@ -1,6 +1,7 @@
 // The realism profile of one structure: the engine's measures gathered under stable names.
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 
 #include "poreforge/correlation.hpp"
 #include "poreforge/error.hpp"
@@ -47,7 +48,7 @@ CurveMeasure lineal_curve(const std::string& name, const std::vector<double>& al
 
 RealismProfile realism_profile(const Mask& pore, const RealismOptions& options) {
   const Spacing& sp = pore.spacing();
-  const std::string u = "unit";  // the spacing's unit
+  const std::string u = options.length_unit.empty() ? "unit" : options.length_unit;
   RealismProfile p;
   auto scalar = [&](const std::string& name, const std::string& unit, double value) {
     p.scalars.push_back({name, unit, value});
@@ -79,8 +80,16 @@ RealismProfile realism_profile(const Mask& pore, const RealismOptions& options) 
     if (!sp.isotropic()) throw InputError("the permeability needs cubic voxels (spacing " + to_string(sp) + ")");
     PermeabilityOptions po;
     po.voxel_size_m = options.unit_metres > 0 ? sp.x * options.unit_metres : 0;
+    po.tolerance = options.permeability_tolerance;
     for (int a = 0; a < 3; ++a) {
       const PermeabilityResult k = permeability(pore, a, po, options.backend);
+      if (k.spans && !k.converged) {
+        char line[200];
+        std::snprintf(line, sizeof line,
+                      "permeability_%c did not settle in %lld lattice steps (estimated error %.1e, tolerance %.0e)",
+                      kAxis[a], static_cast<long long>(k.steps), k.relative_error, po.tolerance);
+        p.warnings.push_back(line);
+      }
       if (options.unit_metres > 0) scalar(std::string("permeability_") + kAxis[a], "mD", k.k_millidarcy);
       else scalar(std::string("permeability_") + kAxis[a], u + "^2", k.k_voxels * sp.x * sp.x);
     }

@@ -48,7 +48,8 @@ struct SteadyState {
 };
 /// Either backend's check after `check_every` steps: records the mean velocity (`momentum`
 /// over `voxels`) and the estimated distance from its steady value (from its last two
-/// changes, `state` updated); true once that is below the tolerance (r.converged set).
+/// changes, as PermeabilityOptions::tolerance says; `state` updated); true once that is below
+/// the tolerance (r.converged set), or when the mean velocity is not finite (not converged).
 bool permeability_check(PermeabilityResult& r, double momentum, int64_t voxels, SteadyState& state,
                         const PermeabilityOptions& options);
 /// The start of either backend's permeability: options checked, porosity, whether a pore

@@ -23,6 +23,8 @@ The engine runs without the GIL, so threads can measure several images at once.
 """
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from . import _poreforge
@@ -389,7 +391,8 @@ def realism_profile(image, *, phase=1, spacing=None, bins=20, permeability=False
     else squared spacing units), besides curves (chords, lineal paths, S2, pore PSD, χ of the
     openings). ``bins``: PSD edges, or a number of bins from one voxel to the largest
     inscribed radius. Names along x, y, z mean poreforge's axes: x is the last array axis.
-    Returns ``{"scalars": {name: {"unit", "value"}}, "curves": {name: {...}}}``."""
+    Returns ``{"scalars": {name: {"unit", "value"}}, "curves": {name: {...}}, "warnings": [...]}``;
+    each warning (a permeability that did not settle) is also issued as a RuntimeWarning."""
     mask = _mask(image, phase)
     if mask.ndim != 3:
         raise ValueError(f"the realism measures are of 3D images (got shape {mask.shape})")
@@ -399,8 +402,10 @@ def realism_profile(image, *, phase=1, spacing=None, bins=20, permeability=False
         edges, count = _edges(bins), 0
     result = _poreforge.realism_profile(mask, _spacing(spacing, 3), edges, count, bool(permeability),
                                         _word("length_unit", length_unit), _word("backend", backend))
+    for w in result["warnings"]:
+        warnings.warn(w, RuntimeWarning, stacklevel=2)
     return {"scalars": {s["name"]: {"unit": s["unit"], "value": s["value"]} for s in result["scalars"]},
-            "curves": {c["name"]: c for c in result["curves"]}}
+            "curves": {c["name"]: c for c in result["curves"]}, "warnings": list(result["warnings"])}
 
 
 class Comparison:
@@ -436,7 +441,8 @@ def compare(image, reference, *, phase=1, reference_phase=None, spacing=None, su
             permeability=False, length_unit="", backend="auto"):
     """Is ``image`` rock? Its realism measures against ``subvolumes`` real sub-volumes of
     ``reference`` of its shape (corners drawn from ``seed`` as the command line draws them), both
-    at ``spacing``. Equal to ``poreforge compare`` on the same arrays."""
+    at ``spacing``. Equal to ``poreforge compare`` on the same arrays; a permeability that did
+    not settle is issued as a RuntimeWarning naming its volume, as the command warns."""
     mask = _mask(image, phase)
     ref = _mask(reference, phase if reference_phase is None else reference_phase)
     if mask.ndim != 3 or ref.ndim != 3:
@@ -444,6 +450,11 @@ def compare(image, reference, *, phase=1, reference_phase=None, spacing=None, su
     result = _poreforge.compare(mask, ref, _spacing(spacing, 3), _whole("subvolumes", subvolumes, 2, 10000),
                                 _whole("seed", seed, 0, 2**63 - 1), _whole("bins", bins, 1, 10000), bool(permeability),
                                 _word("length_unit", length_unit), _word("backend", backend))
+    for w in result["candidate"]["warnings"]:
+        warnings.warn(f"the structure: {w}", RuntimeWarning, stacklevel=2)
+    for k, profile in enumerate(result["real"]):
+        for w in profile["warnings"]:
+            warnings.warn(f"real volume {k + 1}: {w}", RuntimeWarning, stacklevel=2)
     return Comparison(result)
 
 

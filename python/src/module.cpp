@@ -279,9 +279,12 @@ nb::dict profile_dict(const RealismProfile& p) {
     curves.append(fields("name", c.name, "x_unit", c.x_unit,
                            "distance_kind", c.distance == CurveMeasure::Distance::l1 ? "L1" : "RMS", "x", c.x,
                            "y", c.y));
+  nb::list warnings;
+  for (const std::string& w : p.warnings) warnings.append(w);
   nb::dict r;
   r["scalars"] = scalars;
   r["curves"] = curves;
+  r["warnings"] = warnings;
   return r;
 }
 
@@ -292,6 +295,7 @@ RealismOptions realism_options(const std::string& backend, bool permeability, co
   o.backend = backend_for(backend, Operation::local_thickness);
   o.permeability = permeability;
   o.unit_metres = length_unit.empty() ? 0 : unit_in_metres(length_unit);
+  o.length_unit = length_unit;
   if (!length_unit.empty() && o.unit_metres == 0)
     throw InputError("unknown length unit '" + length_unit + "' (m, mm, um, nm)");
   return o;

@@ -366,6 +366,10 @@ def test_compare_equals_the_command_line(tmp_path):
     profile = pf.realism_profile(cand, bins=8)
     assert profile["scalars"]["porosity"]["value"] == pytest.approx(got.scalars["porosity"]["value"])
     assert profile["scalars"]["formation_factor_x"]["value"] == pytest.approx(got.scalars["formation_factor_x"]["value"])
+    assert profile["warnings"] == [] and cli["warnings"] == []
+    # Units: the spacing's when named, "unit" when not.
+    assert profile["scalars"]["specific_surface"]["unit"] == "1/unit"
+    assert pf.realism_profile(cand, bins=8, length_unit="um")["scalars"]["specific_surface"]["unit"] == "1/um"
     with pytest.raises(ValueError, match="does not fit inside the reference"):
         pf.compare(ref, cand)
     with pytest.raises(ValueError, match="unknown length unit 'furlong'"):

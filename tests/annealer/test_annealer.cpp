@@ -148,10 +148,9 @@ PF_BACKEND_TEST("anneal", "swaps_keep_porosity_and_energy_exact") {
   CHECK(a.progress().accepted + a.progress().rejected == 4000);
   CHECK(a.progress().accepted > 0);
   CHECK(a.progress().rejected > 0);
-  // The run anneals: its best lies below where it started. How far below depends on the seed
-  // (from 0.1 to 0.85 of the start in 4,000 evaluations of this small box), so only the
-  // direction is checked here; the quality tests check how far annealing gets.
-  CHECK(a.progress().best.total < start);
+  // The run anneals: its best lies well below where it started. How far depends on the seed
+  // (0.11 to 0.85 of the start over 34 seeds in 4,000 evaluations of this small box).
+  CHECK(a.progress().best.total < 0.95 * start);
 }
 
 // The fixed runs of support/golden_runs.hpp give the results recorded before the step was

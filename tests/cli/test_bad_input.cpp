@@ -265,7 +265,20 @@ const std::vector<BadInput>& table() {
        "is all phase",
        [](const Workspace& ws) { write_raw(ws / "full.raw", Mask({10, 10, 10}, {}, 1)); }},
       {"compare: a phase that does not occur", "compare {ws}/m.h5 --phase 7 --reference {ws}/m.h5", 2,
-       "label 7 does not occur"},
+       "the reconstruction '{ws}/m.h5' has no voxel of label 7 (labels present: 0, 1)"},
+      {"compare: permeability on voxels that are not cubes",
+       "compare {ws}/m.h5 --reference {ws}/m.h5 --spacing 1,1,2 --reference-spacing 1,1,2 --permeability on", 2,
+       "the permeability needs cubic voxels"},
+      {"describe: permeability on voxels that are not cubes",
+       "describe {ws}/m.h5 -o {ws}/d.h5 --spacing 1,1,2 --measures --permeability on", 2,
+       "the permeability needs cubic voxels"},
+      {"describe: the realism measures of an image of 256 labels", "describe {ws}/g.raw --shape 16,16,16 -o {ws}/d.h5 --measures", 2,
+       "the image '{ws}/g.raw' is not a binary image (labels 0, 1, 2, …)",
+       [](const Workspace& ws) {
+         std::vector<char> bytes(4096);
+         for (std::size_t i = 0; i < bytes.size(); ++i) bytes[i] = char(i % 256);
+         std::ofstream(ws / "g.raw", std::ios::binary).write(bytes.data(), std::streamsize(bytes.size()));
+       }},
       {"compare: --seed -1", "compare {ws}/m.h5 --reference {ws}/m.h5 --seed -1", 2, "--seed must be a non-negative"},
       {"compare: the report is a directory", "compare {ws}/m.h5 --reference {ws}/m.h5 -o {ws}", 2, "is a directory"},
       {"compare: voxels of another size", "compare {ws}/m.h5 --spacing 2 --reference {ws}/m.h5", 2,

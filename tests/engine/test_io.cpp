@@ -184,8 +184,12 @@ TEST_CASE("memory.estimates_and_refusals") {
   const MemoryEstimate dense = compare_memory(s, {}, 0.8, false, Backend::cpu);
   CHECK(dense.host_bytes - sparse.host_bytes ==
         doctest::Approx(1e6 * 0.6 * memory_per_voxel::formation_factor_cluster_cpu));
+  // The lattice holds the fluid nodes only: its share grows with the pore too.
   CHECK(compare_memory(s, {}, 0.2, true, Backend::cpu).host_bytes - sparse.host_bytes ==
-        doctest::Approx(1e6 * memory_per_voxel::permeability));
+        doctest::Approx(1e6 * (memory_per_voxel::permeability_numbering + 0.2 * memory_per_voxel::permeability_pore)));
+  CHECK(compare_memory(s, {}, 0.2, true, Backend::cuda).device_bytes -
+            compare_memory(s, {}, 0.2, false, Backend::cuda).device_bytes ==
+        doctest::Approx(1e6 * 0.2 * memory_per_voxel::permeability_pore));
   CHECK(sparse.device_bytes == 0);
   CHECK(morph_memory(s, 4, Backend::cpu).host_bytes == 1e6 * (4 + memory_per_voxel::morph_cpu));
   CHECK(run_memory(s, {}, Boundary::periodic, Backend::cpu).host_bytes == 1e6 * memory_per_voxel::run_cpu);

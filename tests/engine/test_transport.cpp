@@ -6,8 +6,13 @@
 #include <cmath>
 #include <limits>
 #include <random>
+#include <utility>
+#include <vector>
+
+#include <omp.h>
 
 #include "cpu/multigrid.hpp"
+#include "transport_backends.hpp"
 #include "poreforge/error.hpp"
 #include "poreforge/generators.hpp"
 #include "poreforge/transport.hpp"
@@ -250,6 +255,81 @@ PF_BACKEND_TEST("transport", "permeability.mirror_units_and_nothing_spans") {
   const PermeabilityResult across = permeability(m, 2, o, B::backend);
   CHECK_FALSE(across.spans);
   CHECK(across.k_voxels == 0);
+}
+
+// The steady-state test on made-up mean velocities (one check = 100 steps): a geometric
+// approach is steady once its estimated tail, not its last change, is below the tolerance;
+// alternating changes that shrink are bounded by the last one; growing ones and a blown-up
+// flow never are; the first verdict comes at the third check.
+TEST_CASE("transport.cpu.permeability.steady_state_test") {
+  PermeabilityOptions o;
+  o.tolerance = 1e-6;
+  const auto run = [&](const std::vector<double>& velocities) {
+    PermeabilityResult r;
+    detail::SteadyState state;
+    std::size_t checks = 0;
+    for (const double u : velocities) {
+      ++checks;
+      if (detail::permeability_check(r, u, 1, state, o)) break;
+    }
+    return std::make_pair(r, checks);
+  };
+  // u_k = 1 − 0.9^k: the last change understates the distance left ninefold.
+  std::vector<double> geometric;
+  for (int k = 1; k <= 400; ++k) geometric.push_back(1 - std::pow(0.9, k));
+  const auto [g, g_checks] = run(geometric);
+  CHECK(g.converged);
+  CHECK(1 - g.mean_velocity < 1e-6);                         // truly within the tolerance
+  CHECK(1 - geometric[g_checks - 2] >= 1e-6);                // and not a check earlier
+  CHECK(g.relative_error == doctest::Approx((1 - g.mean_velocity) / g.mean_velocity).epsilon(1e-3));
+  CHECK(g.steps == int64_t(g_checks) * o.check_every);
+  // The old test (the last change alone) would have stopped with 9e-6 still to go.
+  CHECK(std::abs(geometric[g_checks - 1] - geometric[g_checks - 2]) < 0.2e-6);
+  // Alternating and shrinking: steady once a change is below the tolerance.
+  std::vector<double> alternating;
+  for (int k = 1; k <= 400; ++k) alternating.push_back(1 + std::pow(-0.5, k));
+  const auto [a, a_checks] = run(alternating);
+  CHECK(a.converged);
+  CHECK(std::abs(a.mean_velocity - 1) < 1e-6);
+  // Alternating and growing (ratio −2), or growing (ratio 1.5): never steady, however small.
+  std::vector<double> swinging{1, 1 + 1e-9, 1 - 1e-9, 1 + 3e-9, 1 - 5e-9}, growing{1, 1 + 1e-9, 1 + 2.5e-9, 1 + 4.75e-9};
+  CHECK_FALSE(run(swinging).first.converged);
+  CHECK(std::isinf(run(swinging).first.relative_error));
+  CHECK_FALSE(run(growing).first.converged);
+  // A tiny change that halves is steady at the third check, not the second; one that stays
+  // the same is a drift, not a steady state.
+  CHECK(run({1, 1 + 1e-12, 1 + 1.5e-12}).second == 3);
+  CHECK(run({1, 1 + 1e-12, 1 + 1.5e-12}).first.converged);
+  const double step = std::ldexp(1.0, -30);  // exact steps: equal changes, a ratio of exactly 1
+  CHECK_FALSE(run({1, 1 + step, 1 + 2 * step, 1 + 3 * step}).first.converged);
+  CHECK_FALSE(run({1, 1 + 1e-12}).first.converged);
+  CHECK(run({1, 1, 1}).first.converged);
+  // A flow that blew up stops at once, not converged.
+  const auto [nan, nan_checks] = run({1, std::numeric_limits<double>::quiet_NaN(), 1, 1, 1});
+  CHECK_FALSE(nan.converged);
+  CHECK(nan_checks == 2);
+}
+
+// A lattice large enough for the CPU step loop's threads gives, after as many steps, the mean
+// velocity of one thread: the same populations a node, the momentum summed in another order.
+TEST_CASE("transport.cpu.permeability.threads_agree") {
+  const uint64_t seed = testing::fresh_seed();
+  CAPTURE(seed);
+  const Mask m = generate_blobs({36, 34, 32}, 0.45, 0.7, seed);
+  PermeabilityOptions o;
+  o.max_steps = 500;  // the state after as many steps is as deterministic as the steady one
+  const int before = omp_get_max_threads();
+  omp_set_num_threads(1);
+  const PermeabilityResult one = permeability(m, 0, o, Backend::cpu);
+  omp_set_num_threads(std::max(2, before));
+  const PermeabilityResult many = permeability(m, 0, o, Backend::cpu);
+  omp_set_num_threads(before);
+  CAPTURE(one.k_voxels);
+  REQUIRE(one.spans);
+  CHECK(one.steps == 500);
+  CHECK(count_phase(m) * 2 > (int64_t(1) << 15));  // the lattice is past the one-thread size
+  CHECK(many.mean_velocity == doctest::Approx(one.mean_velocity).epsilon(1e-9));
+  CHECK(many.mean_velocity > 0);
 }
 
 TEST_CASE("transport.cpu.permeability.bad_input") {

@@ -59,9 +59,16 @@ inline constexpr double compare_measures = 42;
 inline constexpr double formation_factor_cluster_cpu = 210;
 /// compare on CUDA, device side per voxel: the formation factor's box-sized CG vectors.
 inline constexpr double formation_factor_cuda_device = 41;
-/// compare with permeability, per voxel: two sets of 19 double populations on the lattice,
-/// mirrored along the flow (twice the voxels); on the device with CUDA.
-inline constexpr double permeability = 608;
+/// compare with permeability, per pore voxel: the lattice's fluid nodes, mirrored along the
+/// flow (twice the pore), each with two sets of 19 double populations and 18 int32 sources;
+/// on the device with CUDA.
+inline constexpr double permeability_pore = 752;
+/// compare with permeability, host side per voxel: the mirrored lattice's node numbering
+/// while the sources are found.
+inline constexpr double permeability_numbering = 8;
+/// compare with permeability on CUDA, host side per pore voxel: the sources' host copy
+/// (mirrored), kept while the device runs.
+inline constexpr double permeability_sources_host = 144;
 }  // namespace memory_per_voxel
 
 /// What a command is about to need, in bytes.

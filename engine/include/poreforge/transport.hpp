@@ -90,8 +90,10 @@ struct PermeabilityOptions {
   /// is creeping (the equilibrium is the Stokes one, so k is exactly linear in it anyway).
   double body_force = 1e-6;
   /// Steady when the mean velocity's distance from its steady value, estimated from its
-  /// changes over the last two spans of `check_every` steps (decaying geometrically, they
-  /// leave ratio / (1 − ratio) of the last change to come), is below tolerance (relative).
+  /// changes over the last two spans of `check_every` steps, is below tolerance (relative).
+  /// Changes that shrink by a ratio 0 < ρ < 1 leave max(1, ρ / (1 − ρ)) times the last change
+  /// to come; alternating ones that shrink, the last change; growing ones (|ρ| ≥ 1), an
+  /// unknown amount (not steady). So the first verdict comes at the third check.
   double tolerance = 1e-6;
   int check_every = 100;
   int64_t max_steps = 200000;  ///< cap; reaching it is reported through `converged`
@@ -108,7 +110,9 @@ struct PermeabilityResult {
   bool spans = false;      ///< a 6-connected pore cluster joins the inlet and outlet faces
   int64_t steps = 0;
   bool converged = false;  ///< the steady-state test passed before max_steps
-  double relative_error = 0;  ///< the mean velocity's estimated distance from steady, relative
+  /// The mean velocity's estimated distance from steady, relative (see `tolerance`): infinite
+  /// while the changes grow or the flow blew up, and until two changes are known.
+  double relative_error = 0;
   Backend backend = Backend::cpu;
 };
 

@@ -176,7 +176,7 @@ LatticeSetup lattice_setup(const Mask& pore, int axis, const PermeabilityOptions
   for (int64_t z = 0; z < n[2]; ++z) first[std::size_t(z + 1)] += first[std::size_t(z)];
   const int64_t nodes = first[std::size_t(n[2])];
   if (nodes >= int64_t(std::numeric_limits<int32_t>::max()))
-    throw InputError("permeability: lattices of 2^31 fluid voxels or more are not supported");
+    throw InputError("permeability: lattices of 2^31 − 1 fluid voxels or more are not supported");
 #pragma omp parallel for schedule(static)
   for (int64_t z = 0; z < n[2]; ++z) {
     int64_t k = first[std::size_t(z)];
@@ -229,20 +229,27 @@ bool permeability_check(PermeabilityResult& r, double momentum, int64_t voxels, 
                         const PermeabilityOptions& options) {
   r.steps += options.check_every;
   r.mean_velocity = momentum / double(voxels);
-  if (std::isfinite(state.velocity) && r.mean_velocity != 0) {
-    const double change = r.mean_velocity - state.velocity;
-    // Changes that shrink by a ratio rho a check have rho / (1 − rho) of the last one still to
-    // come; alternating ones at most the last one; growing ones an unknown amount.
+  // A lattice that blew up never settles: stop, not converged, rather than run max_steps.
+  if (!std::isfinite(r.mean_velocity)) {
+    r.relative_error = std::numeric_limits<double>::infinity();
+    return true;
+  }
+  const double change = r.mean_velocity - state.velocity;
+  // The distance left needs two changes: changes that shrink by a ratio rho a check have
+  // rho / (1 − rho) of the last one still to come (at least the last one: the estimate is
+  // never below the change itself), alternating ones that shrink at most the last one, and
+  // growing ones an unknown amount.
+  if (std::isfinite(state.change) && r.mean_velocity != 0) {
     double remaining = std::abs(change);
-    if (std::isfinite(state.change) && state.change != 0 && change != 0) {
-      const double rho = change / state.change;
-      if (rho >= 1) remaining = std::numeric_limits<double>::infinity();
+    if (change != 0) {
+      const double rho = state.change != 0 ? change / state.change : std::numeric_limits<double>::infinity();
+      if (rho >= 1 || rho <= -1) remaining = std::numeric_limits<double>::infinity();
       else if (rho > 0) remaining *= std::max(1.0, rho / (1 - rho));
     }
     r.relative_error = remaining / std::abs(r.mean_velocity);
     if (r.relative_error < options.tolerance) r.converged = true;
-    state.change = change;
   }
+  if (std::isfinite(state.velocity)) state.change = change;
   state.velocity = r.mean_velocity;
   return r.converged;
 }
@@ -253,7 +260,9 @@ bool start_permeability(PermeabilityResult& r, const Mask& pore, int axis, const
   r.backend = backend;
   r.porosity = double(count_phase(pore)) / double(pore.voxels());
   r.spans = spanning_cluster(pore, axis).voxels > 0;
+  r.relative_error = std::numeric_limits<double>::infinity();  // until the flow's checks say
   if (!r.spans) {
+    r.relative_error = 0;
     r.converged = true;
     finish_permeability(r, options);
   }

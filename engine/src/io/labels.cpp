@@ -80,8 +80,11 @@ LabelCounts count_labels(const LabelImage& image, std::size_t max_labels) {
   if (image.dtype == DType::u8) {  // the common case, without a map
     std::vector<int64_t> h(256, 0);
     for (std::size_t i = 0; i < n; ++i) ++h[image.bytes[i]];
-    for (int v = 0; v < 256; ++v)
-      if (h[v]) out.counts.emplace_back(v, h[v]);
+    for (int v = 0; v < 256; ++v) {
+      if (!h[v]) continue;
+      if (out.counts.size() < max_labels) out.counts.emplace_back(v, h[v]);
+      else out.truncated = true;
+    }
     return out;
   }
   std::map<double, int64_t> counts;
