@@ -44,8 +44,8 @@ struct RealismOptions {
   Bins psd_bins = Bins::linear(0, 1, 1);  ///< shared by every profile of a comparison
   bool permeability = false;  ///< the costly one (about 1 s an axis at 128³ on a GPU): off unless asked
   /// The permeability's steady-state tolerance (PermeabilityOptions::tolerance): 10⁻⁴, four
-  /// orders below the several-fold spread of real sub-volumes, in about two thirds of the
-  /// steps 10⁻⁶ takes.
+  /// orders below the several-fold spread of real sub-volumes; the distance left shrinks
+  /// geometrically, so this saves ln 100 relaxation times against 10⁻⁶.
   double permeability_tolerance = 1e-4;
   /// Metres per unit of the spacing (1e-6 for a spacing in µm), for the permeability in
   /// millidarcy; 0 when unknown: the permeability is then in squared spacing units.

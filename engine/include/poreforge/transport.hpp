@@ -83,8 +83,8 @@ struct PermeabilityOptions {
   /// but the steps to steady state do: the flow settles once the pressure has spread through
   /// the sample, a diffusion of coefficient ∝ k/ν, so a lower viscosity settles sooner, until
   /// the slower antisymmetric relaxation (τ− = Λ/(τ+ − ½) + ½) and the viscous time across a
-  /// pore hold it back. On Berea crops of 48³ and 64³, 0.55 took 2,200 and 2,000 steps against
-  /// 11,500 and 17,300 at 1.0 (0.52–0.53 and 0.6–0.7 took more), k the same to 4 digits.
+  /// pore hold it back. On a Berea 128³ crop 0.55 took 4,400 steps, 0.52 14,500, 0.6 50,700
+  /// and 1.0 more than 200,000, k the same to 4 digits (results/bench/transport_cuda.txt).
   double tau = 0.55;
   /// Body force per unit volume along the axis, lattice units; small enough that the flow
   /// is creeping (the equilibrium is the Stokes one, so k is exactly linear in it anyway).
