@@ -157,10 +157,10 @@ Runner add_compare_command(CLI::App& app, const std::string& command_line) {
                        "): use --permeability off");
     require_memory(compare_memory(shape, spacing, plan.largest_pore_fraction, options.permeability, backend));
 
-    std::fprintf(stderr, "compare   %s (%s, spacing %s%s) against %s of %s (%s), backend %s%s\n",
+    std::fprintf(stderr, "compare   %s (%s, spacing %s%s%s) against %s of %s (%s), backend %s%s\n",
                  o->recon.path.c_str(), to_string(shape).c_str(),
                  (cell(spacing.x) + "," + cell(spacing.y) + "," + cell(spacing.z)).c_str(),
-                 unit.empty() ? "" : (" " + unit).c_str(),
+                 unit.empty() ? "" : (" " + unit).c_str(), recon_has_spacing ? "" : ", the reference's: its file has none",
                  same_size ? "the whole" : (std::to_string(real.size()) + " sub-volumes").c_str(),
                  o->reference.path.c_str(), to_string(reference.shape()).c_str(), to_string(backend).c_str(),
                  options.permeability ? ", with permeability" : "");

@@ -21,9 +21,9 @@ Runner add_info_command(CLI::App& app) {
     const LabelImage image = input->read([](const Shape& s, std::size_t bytes, const Spacing&) {
       return MemoryEstimate{"info of " + to_string(s), double(s.voxels()) * double(bytes) * 1.1, 0};
     });
-    std::printf("file      %s\nshape     %s (x, y, z)\ndtype     %s\nspacing   %g, %g, %g\n", input->path.c_str(),
+    std::printf("file      %s\nshape     %s (x, y, z)\ndtype     %s\nspacing   %g, %g, %g%s\n", input->path.c_str(),
                 to_string(image.shape).c_str(), to_string(image.dtype).c_str(), image.spacing.x, image.spacing.y,
-                image.spacing.z);
+                image.spacing.z, image.spacing_unit.empty() ? "" : (" " + image.spacing_unit).c_str());
     const LabelCounts labels = count_labels(image, 32);
     const double total = double(image.shape.voxels());
     std::printf("labels    %s\n", labels.truncated ? "(more than 32 distinct values: a grey-level image?)" : "");

@@ -1,8 +1,10 @@
 #include "poreforge/volume.hpp"
 
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <limits>
+#include <string>
 
 #include "poreforge/error.hpp"
 
@@ -29,8 +31,13 @@ std::string to_string(const Shape& s) {
 }
 
 std::string to_string(const Spacing& s) {
-  char text[96];
-  std::snprintf(text, sizeof text, "%.17g,%.17g,%.17g", s.x, s.y, s.z);
+  // The shortest text that reads back as the same double: 5.345, not 5.3449999999999998.
+  std::string text;
+  for (const double v : {s.x, s.y, s.z}) {
+    char digits[32];
+    const auto end = std::to_chars(digits, digits + sizeof digits, v).ptr;
+    text += (text.empty() ? "" : ",") + std::string(digits, end);
+  }
   return text;
 }
 
