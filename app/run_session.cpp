@@ -124,6 +124,11 @@ void stop_if_signalled() {
   if (g_signal) throw Interrupted{int(g_signal)};
 }
 
+// Evaluations a loop is advanced by between looks at the clock, signals and the screen: on
+// the host loop as many as it scores at once (one, or a speculative batch); on the device loop
+// a short run of steps enqueued at once, its progress read back at its end.
+int64_t steps_at_once(const anneal::Annealer& a) { return a.device_loop() ? 256 : a.proposals_at_once(); }
+
 // A run in progress: its folder, its history and its checkpoints.
 struct Session {
   RunConfig rc;  // rc.loop: the annealer's configuration, its targets and start filled in here
@@ -266,12 +271,10 @@ struct Session {
     show(a.progress(), true, false);
     int64_t reported = a.progress().evaluations;
     while (a.progress().stopped == anneal::StopReason::none) {
-      // On the host loop as many steps as it scores at once (one, or a speculative batch); on
-      // the device loop a run of steps is enqueued at once and its progress read back at its
-      // end. A run ends at the next record or count checkpoint and is short (256 steps), so the
-      // screen, the time checkpoints and a signal are still seen often.
-      const int64_t done = a.progress().evaluations, longest = a.device_loop() ? 256 : a.proposals_at_once();
-      int64_t steps = std::min(longest, rc.report_every - done % rc.report_every);
+      // A run of steps_at_once ends at the next record or count checkpoint, so the screen, the
+      // time checkpoints and a signal are still seen often.
+      const int64_t done = a.progress().evaluations;
+      int64_t steps = std::min(steps_at_once(a), rc.report_every - done % rc.report_every);
       if (rc.checkpoint_every_evaluations > 0)
         steps = std::min(steps, rc.checkpoint_every_evaluations - done % rc.checkpoint_every_evaluations);
       if (rc.verify_every > 0) steps = std::min(steps, rc.verify_every - done % rc.verify_every);
@@ -573,7 +576,7 @@ void run_coarse_levels(Session& run, anneal::Config& loop, const Mask& reference
     anneal::Annealer a(lc);
     auto shown = level_began;
     while (a.progress().stopped == anneal::StopReason::none) {
-      a.advance(a.device_loop() ? 256 : a.proposals_at_once());  // as drive's runs: the clock and signals seen often
+      a.advance(steps_at_once(a));
       if (budget > 0 && a.progress().stopped == anneal::StopReason::none && since(level_began) >= budget)
         a.stop(anneal::StopReason::time_limit);
       stop_if_signalled();  // the coarser levels keep no checkpoint

@@ -29,6 +29,7 @@
 #include "poreforge/generators.hpp"
 #include "poreforge/io.hpp"
 #include "poreforge/local_thickness.hpp"
+#include "poreforge/psd.hpp"
 
 using namespace poreforge;
 using namespace poreforge::anneal;
@@ -93,9 +94,8 @@ int main(int argc, char** argv) {
   const Quality start = quality(a.structure(), c.targets, c.boundary, Backend::cpu);
   const double setup = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   // The start's largest pore radius (voxels): a local evaluation's boxes grow with it.
-  const Volume<float> start_map = local_thickness(a.structure(), c.boundary, Backend::cpu);
-  float largest_radius = 0;
-  for (float r : start_map.values()) largest_radius = std::max(largest_radius, r);
+  const double largest_radius = std::max(
+      0.0, thickness_range(local_thickness(a.structure(), c.boundary, Backend::cpu), a.structure()).hi);
   const auto t1 = std::chrono::steady_clock::now();
   const Progress p = a.run([](const Progress& pr) {
     std::fprintf(stderr, "  %8lld evaluations  T %.3g  E %.4f  accepted %lld\n", static_cast<long long>(pr.evaluations),

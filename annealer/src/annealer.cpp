@@ -902,9 +902,10 @@ bool Annealer::host_step() {
   s.to_solid = propose(m_step, 1, step, 0);
   s.to_pore = propose(m_step, 0, step, 1, s.to_solid);
   const bool accepted = accept(m_step, s, swap_and_score(host_state(), s.to_solid, s.to_pore));
-  if (!accepted) undo(s.to_solid, s.to_pore);
   if (accepted)  // the replicas kept equal to this state for the next batch
     for (auto& r : m_replicas) swap_in(r->host_state(), s.to_solid, s.to_pore);
+  else
+    undo(s.to_solid, s.to_pore);
   end_evaluation(m_step.cooling, s, m_step.stage_energies);
   return accepted;
 }

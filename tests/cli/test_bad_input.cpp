@@ -53,6 +53,13 @@ void common_fixtures(const Workspace& ws) {
 }
 
 // A sibling run folder and the file in it: what a refused name or --force must not touch.
+// A raw u8 image `name` of `voxels` voxels holding the labels 0 … labels − 1 in turn.
+void cycling_labels(const Workspace& ws, const std::string& name, std::size_t voxels, int labels) {
+  std::vector<char> bytes(voxels);
+  for (std::size_t i = 0; i < bytes.size(); ++i) bytes[i] = char(i % std::size_t(labels));
+  std::ofstream(ws / name, std::ios::binary).write(bytes.data(), std::streamsize(bytes.size()));
+}
+
 void sibling(const Workspace& ws) {
   fs::create_directories(ws / "results/other");
   std::ofstream(ws / "results/other/keep.txt") << "not poreforge's to remove\n";
@@ -256,11 +263,7 @@ const std::vector<BadInput>& table() {
        }},
       {"compare: a reference of three labels", "compare {ws}/m.h5 --reference {ws}/l.raw --reference-shape 10,10,10", 2,
        "is not a binary image (labels 0, 1, 2",
-       [](const Workspace& ws) {
-         std::vector<char> bytes(1000);
-         for (std::size_t i = 0; i < bytes.size(); ++i) bytes[i] = char(i % 3);
-         std::ofstream(ws / "l.raw", std::ios::binary).write(bytes.data(), std::streamsize(bytes.size()));
-       }},
+       [](const Workspace& ws) { cycling_labels(ws, "l.raw", 1000, 3); }},
       {"compare: a reconstruction all pore", "compare {ws}/full.raw --shape 10,10,10 --reference {ws}/m.h5", 2,
        "is all phase",
        [](const Workspace& ws) { write_raw(ws / "full.raw", Mask({10, 10, 10}, {}, 1)); }},
@@ -274,11 +277,7 @@ const std::vector<BadInput>& table() {
        "the permeability needs cubic voxels"},
       {"describe: the realism measures of an image of 256 labels", "describe {ws}/g.raw --shape 16,16,16 -o {ws}/d.h5 --measures", 2,
        "the image '{ws}/g.raw' is not a binary image (labels 0, 1, 2, …)",
-       [](const Workspace& ws) {
-         std::vector<char> bytes(4096);
-         for (std::size_t i = 0; i < bytes.size(); ++i) bytes[i] = char(i % 256);
-         std::ofstream(ws / "g.raw", std::ios::binary).write(bytes.data(), std::streamsize(bytes.size()));
-       }},
+       [](const Workspace& ws) { cycling_labels(ws, "g.raw", 4096, 256); }},
       {"compare: --seed -1", "compare {ws}/m.h5 --reference {ws}/m.h5 --seed -1", 2, "--seed must be a non-negative"},
       {"compare: the report is a directory", "compare {ws}/m.h5 --reference {ws}/m.h5 -o {ws}", 2, "is a directory"},
       {"compare: voxels of another size", "compare {ws}/m.h5 --spacing 2 --reference {ws}/m.h5", 2,
