@@ -103,10 +103,11 @@ MemoryEstimate compare_memory(const Shape& shape, const Spacing& spacing, double
   e.host_bytes = n * memory_per_voxel::compare_measures;
   if (permeability) e.host_bytes += n * memory_per_voxel::permeability_numbering;
   if (backend == Backend::cuda) {
-    const double lattice = permeability ? pore * memory_per_voxel::permeability_pore : 0;
     e.device_bytes = cuda_thickness_bytes(shape, spacing, Boundary::open) +
-                     n * (memory_per_voxel::formation_factor_cuda_device + lattice);
-    if (permeability) e.host_bytes += n * pore * memory_per_voxel::permeability_sources_host;
+                     n * pore * (memory_per_voxel::formation_factor_cluster_cuda_device +
+                                 (permeability ? memory_per_voxel::permeability_pore : 0));
+    e.host_bytes += n * pore * (memory_per_voxel::formation_factor_cluster_cuda_host +
+                                (permeability ? memory_per_voxel::permeability_sources_host : 0));
   } else {
     e.host_bytes += n * pore * (memory_per_voxel::formation_factor_cluster_cpu +
                                 (permeability ? memory_per_voxel::permeability_pore : 0));

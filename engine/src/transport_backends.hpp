@@ -1,12 +1,14 @@
 #pragma once
 // The transport measures' backend twins and the host steps both share (spanning cluster,
 // validation, the lattice set-up); the public functions of transport.hpp dispatch here.
+#include <algorithm>
 #include <cstdint>
 #include <limits>
 #include <optional>
 #include <vector>
 
 #include "common/transport_stencils.hpp"
+#include "cpu/multigrid.hpp"
 #include "poreforge/transport.hpp"
 
 namespace poreforge::detail {
@@ -25,6 +27,14 @@ void validate_permeability(const Mask& pore, int axis, const PermeabilityOptions
 
 // The Laplace grid of a mask: its shape, the axis and the face conductances area / length.
 LaplaceGrid laplace_grid(const Mask& pore, int axis);
+// The formation factor's system on the spanning cluster, both backends' unknowns: the
+// operator on the cluster's cells in index order (neighbours, face conductances, diagonal)
+// and the right-hand side, the inlet reservoirs' conductance on the inlet face's cells.
+struct LaplaceSystem {
+  cpu::CellOperator op;
+  std::vector<double> b;
+};
+LaplaceSystem laplace_system(const Mask& pore, const SpanningCluster& cluster, int axis);
 // The conductance of the all-pore box: cross-section area / length, spacing units.
 double open_conductance(const Mask& pore, int axis);
 int64_t max_cg_iterations(const Mask& pore, int axis, const FormationFactorOptions& options);
@@ -52,6 +62,31 @@ struct SteadyState {
 /// the tolerance (r.converged set), or when the mean velocity is not finite (not converged).
 bool permeability_check(PermeabilityResult& r, double momentum, int64_t voxels, SteadyState& state,
                         const PermeabilityOptions& options);
+/// The mean velocity's relative error to which a lattice settles in float before it goes on
+/// in double: the float roundings that pile up through the slow modes stay below it (3e-5 on
+/// a slit, the worst case met: every row the same, so their roundings add up coherently).
+constexpr double kFloatTolerance = 1e-4;
+
+/// Both backends' run to steady state on `lattice`, which holds the fluid nodes at rest in
+/// float and offers `double run(int steps)` (steps in its current precision; the momentum
+/// along the axis at the last one) and `void widen()` (to double, populations kept). Float
+/// first, to max(tolerance, kFloatTolerance); then double, its checks started afresh, to the
+/// tolerance. Cap, blow-up and the error as permeability_check says.
+template <class Lattice>
+void run_to_steady_state(PermeabilityResult& r, Lattice& lattice, int64_t voxels, const PermeabilityOptions& options) {
+  PermeabilityOptions in_float = options;
+  in_float.tolerance = std::max(options.tolerance, kFloatTolerance);
+  SteadyState steady;
+  while (r.steps < options.max_steps)
+    if (permeability_check(r, lattice.run(options.check_every), voxels, steady, in_float)) break;
+  if (!r.converged) return;  // the cap, or a flow that blew up
+  lattice.widen();
+  r.converged = false;
+  steady = SteadyState{};
+  while (r.steps < options.max_steps)
+    if (permeability_check(r, lattice.run(options.check_every), voxels, steady, options)) break;
+}
+
 /// The start of either backend's permeability: options checked, porosity, whether a pore
 /// cluster spans; when none does, `r` is the final (zero) result and false is returned.
 bool start_permeability(PermeabilityResult& r, const Mask& pore, int axis, const PermeabilityOptions& options,

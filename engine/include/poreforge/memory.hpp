@@ -57,11 +57,14 @@ inline constexpr double compare_measures = 42;
 /// compare, per voxel of the formation factor's spanning cluster on the CPU: operator,
 /// multigrid hierarchy and CG vectors (a 200³ crop of Berea measured 204).
 inline constexpr double formation_factor_cluster_cpu = 210;
-/// compare on CUDA, device side per voxel: the formation factor's box-sized CG vectors.
-inline constexpr double formation_factor_cuda_device = 41;
+/// compare on CUDA, per voxel of the formation factor's spanning cluster: its system (6
+/// neighbours, 6 conductances, diagonal, right-hand side) and the CG vectors on the device,
+/// and the system built on the host.
+inline constexpr double formation_factor_cluster_cuda_device = 128;
+inline constexpr double formation_factor_cluster_cuda_host = 96;
 /// compare with permeability, per pore voxel: the lattice's fluid nodes, mirrored along the
-/// flow (twice the pore), each with two sets of 19 double populations and 18 int32 sources;
-/// on the device with CUDA.
+/// flow (twice the pore), each with two sets of 19 double populations (float ones first,
+/// freed as the double ones come) and 18 int32 sources; on the device with CUDA.
 inline constexpr double permeability_pore = 752;
 /// compare with permeability, host side per voxel: the mirrored lattice's node numbering
 /// while the sources are found.

@@ -38,12 +38,34 @@ PF_HD double laplace_diagonal(const LaplaceGrid& grid, const uint8_t* cluster, i
   return d;
 }
 
+// Row k of an operator on cells (the formation factor's system and its multigrid levels):
+// diag_k x_k − Σ_e w[6k + e] · x[nb[6k + e]] over the faces e = x−, x+, y−, y+, z−, z+, where
+// nb is −1 for a face without a neighbouring unknown.
+PF_HD double cell_row(const int32_t* __restrict__ nb, const double* __restrict__ w, const double* __restrict__ diag,
+                      const double* __restrict__ x, int64_t k) {
+  double v = diag[k] * x[k];
+  for (int e = 0; e < 6; ++e) {
+    const int32_t j = nb[6 * k + e];
+    if (j >= 0) v -= w[6 * k + e] * x[j];
+  }
+  return v;
+}
+
 // ---------------------------------------------------------------------------------------------
 // Permeability: D3Q19, pull scheme on two lattices (populations after collision stored at
 // their node), halfway bounce-back, TRT collision with the Stokes (linear) equilibrium and
 // the body force as Guo's source term restricted to that equilibrium. Only fluid nodes are
 // stored, in index order, each with the nodes its populations stream from: rock is mostly
 // solid, and a dense lattice would move every solid voxel's populations through memory too.
+//
+// The populations are stored as their departure from the fluid at rest (f_q − w_q, density
+// 1), and every step computes in double. The collision is linear in the populations and the
+// rest state is its fixed point without force, so the departures obey the same update, with ρ
+// read as the density's departure. A creeping flow moves the populations (~1/18) by ~1e-6 of
+// themselves: stored whole, float would keep none of that motion; stored as departures, it
+// keeps 7 digits of each, and a step moves half the bytes of double. The roundings of a
+// float lattice add up through the slow modes, though (a slit of 13 voxels settled 3e-5 from
+// its exact k), so a run settles in float and finishes in double (run_to_steady_state).
 
 namespace lbm {
 
@@ -91,12 +113,14 @@ struct Params {
 };
 
 // One stream-collide step of fluid node k: pulls the populations that arrive there from `in`
-// (post-collision, q-major over the fluid nodes: in[q · nodes + k]), collides them and writes
-// `out`. `source[(q − 1) · nodes + k]` is the node that q's population streams from, −1 where
-// it would come from a solid voxel or from beyond a wall face. Returns the node's momentum
-// along the axis, the half-step average Σ f c + F/2.
-PF_HD double node_step(const Params& p, const int32_t* __restrict__ source, const double* __restrict__ in,
-                       double* __restrict__ out, int64_t k) {
+// (post-collision departures from rest, q-major over the fluid nodes: in[q · nodes + k]),
+// collides them and writes `out`, float or double (T). `source[(q − 1) · nodes + k]` is the
+// node that q's population streams from, −1 where it would come from a solid voxel or from
+// beyond a wall face. Returns the node's momentum along the axis, the half-step average
+// Σ f c + F/2 (the rest state carries none). A lattice starts at rest: every departure 0.
+template <class T>
+PF_HD double node_step(const Params& p, const int32_t* __restrict__ source, const T* __restrict__ in,
+                       T* __restrict__ out, int64_t k) {
   const int64_t n = p.nodes;
   double f[Q];
   f[0] = in[k];
@@ -108,7 +132,7 @@ PF_HD double node_step(const Params& p, const int32_t* __restrict__ source, cons
     // Halfway bounce-back: what left towards a wall last step comes back reversed.
     f[q] = s >= 0 ? in[q * n + s] : in[opposite(q) * n + k];
   }
-  double rho = 0, j[3] = {0, 0, 0};
+  double rho = 0, j[3] = {0, 0, 0};  // the density's departure from 1, the momentum
 #if defined(__CUDACC__)
 #pragma unroll
 #endif
@@ -120,7 +144,7 @@ PF_HD double node_step(const Params& p, const int32_t* __restrict__ source, cons
   }
   j[p.axis] += 0.5 * p.force;
   const double wp = p.omega_plus, wm = p.omega_minus;
-  out[k] = f[0] - wp * (f[0] - weight(0) * rho);
+  out[k] = T(f[0] - wp * (f[0] - weight(0) * rho));
 #if defined(__CUDACC__)
 #pragma unroll
 #endif
@@ -130,8 +154,8 @@ PF_HD double node_step(const Params& p, const int32_t* __restrict__ source, cons
     const double plus = 0.5 * (f[q] + f[q + 1]) - w * rho;
     const double minus = 0.5 * (f[q] - f[q + 1]) - 3 * w * cj;
     const double source_term = (1 - 0.5 * wm) * 3 * w * c_along(q, p.axis) * p.force;
-    out[q * n + k] = f[q] - wp * plus - wm * minus + source_term;
-    out[(q + 1) * n + k] = f[q + 1] - wp * plus + wm * minus - source_term;
+    out[q * n + k] = T(f[q] - wp * plus - wm * minus + source_term);
+    out[(q + 1) * n + k] = T(f[q + 1] - wp * plus + wm * minus - source_term);
   }
   return j[p.axis];
 }

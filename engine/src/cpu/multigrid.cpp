@@ -6,6 +6,8 @@
 #include <stdexcept>
 #include <utility>
 
+#include "../common/transport_stencils.hpp"
+
 namespace poreforge::cpu {
 namespace {
 
@@ -72,14 +74,7 @@ CellOperator coarsen(const CellOperator& fine, std::vector<int32_t>& parent) {
 void CellOperator::apply(const double* x, double* y) const {
   const int64_t n = size();
 #pragma omp parallel for schedule(static) if (n >= kParallelUnknowns)
-  for (int64_t k = 0; k < n; ++k) {
-    double v = diag[std::size_t(k)] * x[k];
-    for (int e = 0; e < 6; ++e) {
-      const int32_t j = nb[std::size_t(6 * k + e)];
-      if (j >= 0) v -= w[std::size_t(6 * k + e)] * x[j];
-    }
-    y[k] = v;
-  }
+  for (int64_t k = 0; k < n; ++k) y[k] = detail::cell_row(nb.data(), w.data(), diag.data(), x, k);
 }
 
 Multigrid::Multigrid(CellOperator fine) {

@@ -294,6 +294,47 @@ void finish_formation_factor(FormationFactorResult& r, double current, int64_t i
   r.formation_factor = r.open_conductance / current;
 }
 
+LaplaceSystem laplace_system(const Mask& pore, const SpanningCluster& sc, int axis) {
+  const LaplaceGrid grid = laplace_grid(pore, axis);
+  const Shape s = pore.shape();
+  const int64_t N = s.voxels(), n = sc.voxels;
+  const std::size_t un = static_cast<std::size_t>(n);
+  const int64_t stride[3] = {1, s.nx, s.nx * s.ny};
+  const int64_t extent[3] = {s.nx, s.ny, s.nz};
+  // The operator is applied from the neighbours and conductances, without a stored matrix.
+  LaplaceSystem system;
+  cpu::CellOperator& op = system.op;
+  op.extent = {s.nx, s.ny, s.nz};
+  op.cell.resize(un);
+  std::vector<int32_t> compact(static_cast<std::size_t>(N), -1);
+  {
+    int32_t k = 0;
+    for (int64_t i = 0; i < N; ++i)
+      if (sc.cluster[std::size_t(i)]) op.cell[std::size_t(k)] = i, compact[std::size_t(i)] = k++;
+  }
+  op.nb.resize(6 * un);
+  op.w.resize(6 * un);
+  op.diag.resize(un);
+  system.b.assign(un, 0.0);
+  const double g_res = grid.g_reservoir();
+#pragma omp parallel for schedule(static)
+  for (int64_t k = 0; k < n; ++k) {
+    const int64_t i = op.cell[std::size_t(k)];
+    const int64_t c[3] = {i % s.nx, (i / s.nx) % s.ny, i / (s.nx * s.ny)};
+    for (int a = 0; a < 3; ++a) {
+      const int32_t lo = c[a] > 0 ? compact[std::size_t(i - stride[a])] : -1;
+      const int32_t hi = c[a] < extent[a] - 1 ? compact[std::size_t(i + stride[a])] : -1;
+      op.nb[std::size_t(6 * k + 2 * a)] = lo;
+      op.nb[std::size_t(6 * k + 2 * a + 1)] = hi;
+      op.w[std::size_t(6 * k + 2 * a)] = lo >= 0 ? grid.g[a] : 0.0;
+      op.w[std::size_t(6 * k + 2 * a + 1)] = hi >= 0 ? grid.g[a] : 0.0;
+    }
+    op.diag[std::size_t(k)] = laplace_diagonal(grid, sc.cluster.data(), c[0], c[1], c[2]);
+    if (c[axis] == 0) system.b[std::size_t(k)] = g_res;
+  }
+  return system;
+}
+
 }  // namespace detail
 
 namespace cpu {
@@ -308,47 +349,12 @@ FormationFactorResult formation_factor(const Mask& pore, int axis, const Formati
   const std::optional<detail::SpanningCluster> spanning =
       detail::start_formation_factor(r, pore, axis, options, Backend::cpu);
   if (!spanning) return r;
-  const detail::SpanningCluster& sc = *spanning;
-  const detail::LaplaceGrid grid = detail::laplace_grid(pore, axis);
-  const Shape s = pore.shape();
-  const int64_t N = s.voxels(), n = sc.voxels;
+  const int64_t n = spanning->voxels;
   const std::size_t un = static_cast<std::size_t>(n);
-  const int64_t stride[3] = {1, s.nx, s.nx * s.ny};
-  const int64_t extent[3] = {s.nx, s.ny, s.nz};
-
-  // The cluster's voxels in index order, their neighbours (6 a voxel, -1 for none), the faces'
-  // conductances and the diagonal: the operator is applied from these, without a stored matrix.
-  CellOperator op;
-  op.extent = {s.nx, s.ny, s.nz};
-  op.cell.resize(un);
-  std::vector<int32_t> compact(static_cast<std::size_t>(N), -1);
-  {
-    int32_t k = 0;
-    for (int64_t i = 0; i < N; ++i)
-      if (sc.cluster[std::size_t(i)]) op.cell[std::size_t(k)] = i, compact[std::size_t(i)] = k++;
-  }
-  op.nb.resize(6 * un);
-  op.w.resize(6 * un);
-  op.diag.resize(un);
-  std::vector<double> b(un, 0.0);
-  const double g_res = grid.g_reservoir();
-#pragma omp parallel for schedule(static)
-  for (int64_t k = 0; k < n; ++k) {
-    const int64_t i = op.cell[std::size_t(k)];
-    const int64_t c[3] = {i % s.nx, (i / s.nx) % s.ny, i / (s.nx * s.ny)};
-    for (int a = 0; a < 3; ++a) {
-      const int32_t lo = c[a] > 0 ? compact[std::size_t(i - stride[a])] : -1;
-      const int32_t hi = c[a] < extent[a] - 1 ? compact[std::size_t(i + stride[a])] : -1;
-      op.nb[std::size_t(6 * k + 2 * a)] = lo;
-      op.nb[std::size_t(6 * k + 2 * a + 1)] = hi;
-      op.w[std::size_t(6 * k + 2 * a)] = lo >= 0 ? grid.g[a] : 0.0;
-      op.w[std::size_t(6 * k + 2 * a + 1)] = hi >= 0 ? grid.g[a] : 0.0;
-    }
-    op.diag[std::size_t(k)] = detail::laplace_diagonal(grid, sc.cluster.data(), c[0], c[1], c[2]);
-    if (c[axis] == 0) b[std::size_t(k)] = g_res;
-  }
-  std::vector<int32_t>().swap(compact);
-  const Multigrid mg(std::move(op));
+  detail::LaplaceSystem system = detail::laplace_system(pore, *spanning, axis);
+  const std::vector<double>& b = system.b;
+  const double g_res = detail::laplace_grid(pore, axis).g_reservoir();
+  const Multigrid mg(std::move(system.op));
   const CellOperator& a = mg.fine();
 
   // Conjugate gradients preconditioned by one multigrid V-cycle.
@@ -398,31 +404,60 @@ FormationFactorResult formation_factor(const Mask& pore, int axis, const Formati
   return r;
 }
 
+namespace {
+
+// The lattice's two copies of the populations (pull: read one, write the other), in float,
+// then in double once widened.
+class HostLattice {
+ public:
+  explicit HostLattice(const detail::LatticeSetup& setup)
+      : setup_(setup), narrow_{std::vector<float>(populations(), 0.0f), std::vector<float>(populations(), 0.0f)} {}
+
+  double run(int steps) { return wide_[0].empty() ? run_in(narrow_, steps) : run_in(wide_, steps); }
+
+  // A step writes every population of its output, so only the current copy is converted;
+  // the floats go before the second double copy comes, keeping the peak at double's.
+  void widen() {
+    wide_[0].assign(narrow_[0].begin(), narrow_[0].end());
+    narrow_[0] = {};
+    narrow_[1] = {};
+    wide_[1].resize(wide_[0].size());
+  }
+
+ private:
+  std::size_t populations() const { return std::size_t(setup_.params.nodes * detail::lbm::Q); }
+
+  template <class T>
+  double run_in(std::vector<T> (&lattice)[2], int steps) {
+    const detail::lbm::Params& P = setup_.params;
+    const int64_t M = P.nodes;
+    const int32_t* source = setup_.source.data();
+    double momentum = 0;
+    for (int s = 0; s < steps; ++s) {
+      double sum = 0;
+      const T* in = lattice[0].data();
+      T* out = lattice[1].data();
+#pragma omp parallel for reduction(+ : sum) schedule(static) if (M >= kParallelVoxels)
+      for (int64_t k = 0; k < M; ++k) sum += detail::lbm::node_step(P, source, in, out, k);
+      std::swap(lattice[0], lattice[1]);
+      momentum = sum;
+    }
+    return momentum;
+  }
+
+  const detail::LatticeSetup& setup_;
+  std::vector<float> narrow_[2];
+  std::vector<double> wide_[2];
+};
+
+}  // namespace
+
 PermeabilityResult permeability(const Mask& pore, int axis, const PermeabilityOptions& options) {
   PermeabilityResult r;
   if (!detail::start_permeability(r, pore, axis, options, Backend::cpu)) return r;
   const detail::LatticeSetup setup = detail::lattice_setup(pore, axis, options);
-  const detail::lbm::Params& P = setup.params;
-  const int64_t M = P.nodes;
-  std::vector<double> a(std::size_t(M * detail::lbm::Q)), b(a.size());
-  for (int q = 0; q < detail::lbm::Q; ++q)
-    std::fill(a.begin() + q * M, a.begin() + (q + 1) * M, detail::lbm::weight(q));
-  b = a;
-  const int32_t* source = setup.source.data();
-  detail::SteadyState steady;
-  while (r.steps < options.max_steps) {
-    double momentum = 0;
-    for (int s = 0; s < options.check_every; ++s) {
-      double sum = 0;
-      const double* in = a.data();
-      double* out = b.data();
-#pragma omp parallel for reduction(+ : sum) schedule(static) if (M >= kParallelVoxels)
-      for (int64_t k = 0; k < M; ++k) sum += detail::lbm::node_step(P, source, in, out, k);
-      std::swap(a, b);
-      momentum = sum;
-    }
-    if (detail::permeability_check(r, momentum, setup.voxels, steady, options)) break;
-  }
+  HostLattice lattice(setup);
+  detail::run_to_steady_state(r, lattice, setup.voxels, options);
   detail::finish_permeability(r, options);
   return r;
 }
