@@ -63,9 +63,12 @@ struct SteadyState {
 bool permeability_check(PermeabilityResult& r, double momentum, int64_t voxels, SteadyState& state,
                         const PermeabilityOptions& options);
 /// The mean velocity's relative error to which a lattice settles in float before it goes on
-/// in double: the float roundings that pile up through the slow modes stay below it (3e-5 on
-/// a slit, the worst case met: every row the same, so their roundings add up coherently).
-constexpr double kFloatTolerance = 1e-4;
+/// in double. Float rounds each population to 6e-8 of itself, far below it; the roundings
+/// that pile up through the slow modes can reach it (3e-5 on a slit, the worst case met:
+/// every row the same, so their roundings add up coherently; on rock they cancel, 1e-8 on a
+/// Berea crop), and the double finish removes them. The lower it is, the more of the run's
+/// slow tail goes at float's cost.
+constexpr double kFloatTolerance = 1e-5;
 
 /// Both backends' run to steady state on `lattice`, which holds the fluid nodes at rest in
 /// float and offers `double run(int steps)` (steps in its current precision; the momentum
