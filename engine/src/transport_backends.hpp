@@ -74,7 +74,8 @@ constexpr double kFloatTolerance = 1e-5;
 /// float and offers `double run(int steps)` (steps in its current precision; the momentum
 /// along the axis at the last one) and `void widen()` (to double, populations kept). Float
 /// first, to max(tolerance, kFloatTolerance); then double, its checks started afresh, to the
-/// tolerance. Cap, blow-up and the error as permeability_check says.
+/// tolerance. Cap, blow-up and the error as permeability_check says; a float phase that
+/// settles at the cap stands where the tolerance asked for no more than it reached.
 template <class Lattice>
 void run_to_steady_state(PermeabilityResult& r, Lattice& lattice, int64_t voxels, const PermeabilityOptions& options) {
   PermeabilityOptions in_float = options;
@@ -82,9 +83,13 @@ void run_to_steady_state(PermeabilityResult& r, Lattice& lattice, int64_t voxels
   SteadyState steady;
   while (r.steps < options.max_steps)
     if (permeability_check(r, lattice.run(options.check_every), voxels, steady, in_float)) break;
-  if (!r.converged) return;  // the cap, or a flow that blew up
+  if (!r.converged || r.steps >= options.max_steps) {  // the cap, or a flow that blew up
+    r.converged = r.converged && options.tolerance >= kFloatTolerance;
+    return;
+  }
   lattice.widen();
   r.converged = false;
+  r.relative_error = std::numeric_limits<double>::infinity();  // until the double checks say
   steady = SteadyState{};
   while (r.steps < options.max_steps)
     if (permeability_check(r, lattice.run(options.check_every), voxels, steady, options)) break;

@@ -57,10 +57,10 @@ inline constexpr double compare_measures = 42;
 /// compare, per voxel of the formation factor's spanning cluster on the CPU: operator,
 /// multigrid hierarchy and CG vectors (a 200³ crop of Berea measured 204).
 inline constexpr double formation_factor_cluster_cpu = 210;
-/// compare on CUDA, per voxel of the formation factor's spanning cluster: its system (6
-/// neighbours, 6 conductances, diagonal, right-hand side) and the CG vectors on the device,
-/// and the system built on the host.
+/// compare on CUDA, device side per voxel of the formation factor's spanning cluster: its
+/// system (6 neighbours, 6 conductances, diagonal, right-hand side) and the CG vectors.
 inline constexpr double formation_factor_cluster_cuda_device = 128;
+/// compare on CUDA, host side per voxel of the spanning cluster: the system built there.
 inline constexpr double formation_factor_cluster_cuda_host = 96;
 /// compare with permeability, per pore voxel: the lattice's fluid nodes, mirrored along the
 /// flow (twice the pore), each with two sets of 19 double populations (float ones first,

@@ -126,7 +126,8 @@ struct PermeabilityResult {
 /// over the whole volume, solid included (k in voxel²; × voxel_size_m² in m²). The voxels
 /// must be cubes (isotropic spacing). CPU: two lattices, OpenMP; CUDA: the same in one fused
 /// stream-collide kernel. Each step computes in double; the populations are stored in float
-/// until the flow has settled to 1e-5 (half the bytes a step), then in double to `tolerance`.
+/// until the flow has settled to max(tolerance, 1e-5) (224 bytes a node a step against 376),
+/// then in double to `tolerance`.
 /// When no 6-connected pore cluster spans the axis the result is 0 without a flow run. Only
 /// fluid voxels are stored: 19 × 2 populations and 18 int32 sources a fluid voxel of the
 /// lattice (twice the pore when mirrored), at most 19 × 2 doubles; a step costs O(fluid voxels).

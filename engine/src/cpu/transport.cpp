@@ -419,8 +419,8 @@ class HostLattice {
   // the floats go before the second double copy comes, keeping the peak at double's.
   void widen() {
     wide_[0].assign(narrow_[0].begin(), narrow_[0].end());
-    narrow_[0] = {};
-    narrow_[1] = {};
+    std::vector<float>().swap(narrow_[0]);  // `= {}` would clear them and keep their memory
+    std::vector<float>().swap(narrow_[1]);
     wide_[1].resize(wide_[0].size());
   }
 

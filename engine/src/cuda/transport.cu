@@ -40,7 +40,7 @@ __device__ __forceinline__ void block_add(double value, double* d_total) {
 // the CPU's unknowns): rock's cluster is a fifth of the box or less, and each iteration is three
 // kernels over it, its scalars in slots that are cleared a chunk of iterations at a time.
 
-// x = 0, r = b (the inlet reservoirs' current), p = r / diag; Σ r·z and Σ b² into d_rz, d_bb.
+// x = 0, r = b (the inlet reservoirs' current), p = r / diag; Σ r²/diag and Σ b² into d_rz, d_bb.
 __global__ void cg_start(int64_t n, const double* __restrict__ diag, const double* __restrict__ b,
                          double* __restrict__ inv_diag, double* __restrict__ x, double* __restrict__ r,
                          double* __restrict__ p, double* d_rz, double* d_bb) {
@@ -151,7 +151,7 @@ FormationFactorResult formation_factor(const Mask& pore, int axis, const Formati
   DeviceBuffer<double> w = upload_async(op.w.data(), op.w.size(), s, "the formation factor's conductances");
   DeviceBuffer<double> diag = upload_async(op.diag.data(), un, s, "the formation factor's diagonal");
   DeviceBuffer<double> b = upload_async(system.b.data(), un, s, "the formation factor's reservoirs");
-  DeviceBuffer<double> inv_diag(un, s, "the formation factor's diagonal"), x(un, s, "the potential"),
+  DeviceBuffer<double> inv_diag(un, s, "the formation factor's inverse diagonal"), x(un, s, "the potential"),
       res(un, s, "the residual"), p(un, s, "the search direction"), q(un, s, "the operator's image");
   // The residual is read back every few iterations only: each read waits for the stream.
   // Iteration j of a chunk reads rz[j] and writes rz[j + 1], pq[j] and rr[j]; two chunks
