@@ -63,9 +63,10 @@ PF_HD double cell_row(const int32_t* __restrict__ nb, const double* __restrict__
 // rest state is its fixed point without force, so the departures obey the same update, with ρ
 // read as the density's departure. A creeping flow moves the populations (~1/18) by ~1e-6 of
 // themselves: stored whole, float would keep about one digit of that motion; stored as
-// departures, it keeps 7, and a step moves 224 bytes a node against double's 376. The roundings of a
-// float lattice add up through the slow modes, though (a slit of 13 voxels settled 3e-5 from
-// its exact k), so a run settles in float and finishes in double (run_to_steady_state).
+// departures, it keeps 7, and a step moves 224 bytes a node against double's 376. The
+// roundings of a float lattice add up through the slow modes, though (a slit of 13 voxels
+// settled 3e-5 from its exact k), so a run settles in float and finishes in double
+// (run_to_steady_state).
 
 namespace lbm {
 
