@@ -139,6 +139,7 @@ Runner add_compare_command(CLI::App& app, const std::string& command_line) {
     const std::string unit = o->realism.unit(ref_image);
     const double unit_metres = unit_in_metres(unit);
 
+    o->realism.require_cubic_voxels(backend, spacing);
     // The natural envelope: sub-volumes of the reconstruction's shape, or the reference alone
     // when it has that shape (then nothing is judged: one real volume has no range).
     const EnvelopePlan plan = plan_envelope(recon, reference, o->subvolumes, uint64_t(o->seed), o->bins, backend);
@@ -151,10 +152,6 @@ Runner add_compare_command(CLI::App& app, const std::string& command_line) {
     options.permeability = o->realism.permeability_on(backend);
     options.unit_metres = unit_metres;
     options.length_unit = unit;
-    // Refused before any work: the lattice needs cubic voxels.
-    if (options.permeability && !spacing.isotropic())
-      throw InputError("the permeability needs cubic voxels (spacing " + to_string(spacing) +
-                       "): use --permeability off");
     require_memory(compare_memory(shape, spacing, plan.largest_pore_fraction, options.permeability, backend));
 
     std::fprintf(stderr, "compare   %s (%s, spacing %s%s%s) against %s of %s (%s), backend %s%s\n",
@@ -167,7 +164,7 @@ Runner add_compare_command(CLI::App& app, const std::string& command_line) {
     std::vector<RealismProfile> profiles;
     RealismProfile candidate;
     {
-      ProgressBar bar("measuring", real.size() + 1);  // a minute or more with permeability
+      ProgressBar bar("measuring", real.size() + 1);  // half a minute or more with permeability
       candidate = realism_profile(recon, options);
       bar.step("measured  the reconstruction");
       for (std::size_t k = 0; k < real.size(); ++k) {

@@ -52,9 +52,7 @@ Runner add_describe_command(CLI::App& app, const std::string& command_line) {
     // refused before any work.
     const Mask pore = o->measures ? binary_phase(image, o->phase, "the image '" + o->input.path + "'")
                                   : phase_mask(image, o->phase);
-    if (o->measures && o->realism.permeability_on(backend) && !image.spacing.isotropic())
-      throw InputError("the permeability needs cubic voxels (spacing " + to_string(image.spacing) +
-                       "): use --permeability off");
+    if (o->measures) o->realism.require_cubic_voxels(backend, image.spacing);
     const Mask solid = complement(pore);
     const double porosity = double(count_phase(pore)) / double(pore.voxels());
     std::printf("input     %s: %s %s, porosity %.4f (label %s)\n", o->input.path.c_str(), to_string(image.shape).c_str(),

@@ -106,8 +106,8 @@ void EngineOptions::add_to(CLI::App* cmd, const std::string& phase_help, const s
 
 void RealismCliOptions::add_to(CLI::App* cmd, CLI::Option* needs) {
   CLI::Option* k = cmd->add_option("--permeability", permeability,
-                                   "Lattice-Boltzmann permeability along x, y, z: off (default; about a minute on a "
-                                   "GPU for 128^3 against 12 sub-volumes, hours on a few CPU cores), on, or auto (on "
+                                   "Lattice-Boltzmann permeability along x, y, z: off (default; about half a minute on "
+                                   "a GPU for 128^3 against 12 sub-volumes, hours on a few CPU cores), on, or auto (on "
                                    "with the CUDA backend)")
                        ->check(CLI::IsMember({"auto", "on", "off"}));
   CLI::Option* unit = cmd->add_option("--length-unit", length_unit,
@@ -126,6 +126,12 @@ void RealismCliOptions::check() const {
 
 bool RealismCliOptions::permeability_on(Backend backend) const {
   return permeability == "on" || (permeability == "auto" && backend == Backend::cuda);
+}
+
+void RealismCliOptions::require_cubic_voxels(Backend backend, const Spacing& spacing) const {
+  if (permeability_on(backend) && !spacing.isotropic())
+    throw InputError("the permeability needs cubic voxels (spacing " + to_string(spacing) +
+                     "): use --permeability off");
 }
 
 std::string RealismCliOptions::unit(const LabelImage& image) const {

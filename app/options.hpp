@@ -64,6 +64,9 @@ struct RealismCliOptions {
   void check() const;
   /// Whether the permeability runs on `backend` ("auto": on the CUDA backend).
   bool permeability_on(Backend backend) const;
+  /// Refuses a permeability that would run on voxels that are not cubes (the lattice needs
+  /// them); call before any work.
+  void require_cubic_voxels(Backend backend, const Spacing& spacing) const;
   /// The spacing's unit: --length-unit, else the one `image`'s file gives.
   std::string unit(const LabelImage& image) const;
 };

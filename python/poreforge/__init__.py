@@ -451,7 +451,7 @@ def compare(image, reference, *, phase=1, reference_phase=None, spacing=None, su
                                 _whole("seed", seed, 0, 2**63 - 1), _whole("bins", bins, 1, 10000), bool(permeability),
                                 _word("length_unit", length_unit), _word("backend", backend))
     for w in result["candidate"]["warnings"]:
-        warnings.warn(f"the structure: {w}", RuntimeWarning, stacklevel=2)
+        warnings.warn(f"the reconstruction: {w}", RuntimeWarning, stacklevel=2)
     for k, profile in enumerate(result["real"]):
         for w in profile["warnings"]:
             warnings.warn(f"real volume {k + 1}: {w}", RuntimeWarning, stacklevel=2)

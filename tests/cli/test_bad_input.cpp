@@ -52,7 +52,6 @@ void common_fixtures(const Workspace& ws) {
                                     "annealing:\n  max_evaluations: 10\n";
 }
 
-// A sibling run folder and the file in it: what a refused name or --force must not touch.
 // A raw u8 image `name` of `voxels` voxels holding the labels 0 … labels − 1 in turn.
 void cycling_labels(const Workspace& ws, const std::string& name, std::size_t voxels, int labels) {
   std::vector<char> bytes(voxels);
@@ -60,6 +59,7 @@ void cycling_labels(const Workspace& ws, const std::string& name, std::size_t vo
   std::ofstream(ws / name, std::ios::binary).write(bytes.data(), std::streamsize(bytes.size()));
 }
 
+// A sibling run folder and the file in it: what a refused name or --force must not touch.
 void sibling(const Workspace& ws) {
   fs::create_directories(ws / "results/other");
   std::ofstream(ws / "results/other/keep.txt") << "not poreforge's to remove\n";
