@@ -5,7 +5,16 @@
 // evaluations, host overhead included.
 //
 //   bench_anneal [--backend cpu|cuda] [--loop device|host] [--size N] [--evaluations E] [--seed S]
-//                [--json PATH] [--berea PATH] [--initial noise|blobs] [--blobiness B] [--batch K] [--t0 T]
+//                [--json PATH] [--berea PATH] [--initial noise|blobs|berea] [--blobiness B] [--batch K] [--t0 T]
+//                [--energy psd_s2|reconstruct] [--evaluation local|full]
+//
+// --energy reconstruct: configs/reconstruct.yaml's energy and moves — pore PSD, S2, Euler
+// characteristic, face count and chord lengths against the Berea 400³ image (--reference) at its
+// voxel size, the domain's faces open, interface-biased moves that keep the pore connected,
+// T0 1e-6. --initial berea starts from the real image itself (its centre at the size, mirrored
+// at its faces beyond 400), a rock-like structure where a swap's region is a rock's.
+// --evaluation full: the device loop evaluates each swap's PSD over the whole structure, one
+// at a time (the baseline of local re-evaluation in batches, the default).
 //
 // --t0: the initial temperature (0, the default: from the trial moves); a low one shows the
 // rate where most proposals are rejected.
@@ -38,7 +47,8 @@ int main(int argc, char** argv) {
   int64_t size = 64, evaluations = 20000;
   uint64_t seed = 1;
   std::string json, berea = POREFORGE_DATA_DIR "/berea_110.raw", backend_name = "cpu", initial = "noise",
-              loop = "device";
+              loop = "device", energy = "psd_s2", evaluation = "local",
+              reference = POREFORGE_DATA_DIR "/berea_400.h5";
   double blobiness = 0.5;
   int batch = 0;
   double temperature = 0;
@@ -55,10 +65,17 @@ int main(int argc, char** argv) {
     else if (a == "--loop") loop = argv[i + 1];
     else if (a == "--batch") batch = std::stoi(argv[i + 1]);
     else if (a == "--t0") temperature = std::stod(argv[i + 1]);
+    else if (a == "--energy") energy = argv[i + 1];
+    else if (a == "--evaluation") evaluation = argv[i + 1];
+    else if (a == "--reference") reference = argv[i + 1];
     else {
-      std::fprintf(stderr, "usage: bench_anneal [--backend cpu|cuda] [--loop device|host] [--size N] [--evaluations E] [--seed S] [--json PATH] [--berea PATH] [--initial noise|blobs] [--blobiness B] [--batch K] [--t0 T]\n");
+      std::fprintf(stderr, "usage: bench_anneal [--backend cpu|cuda] [--loop device|host] [--size N] [--evaluations E] [--seed S] [--json PATH] [--berea PATH] [--initial noise|blobs|berea] [--blobiness B] [--batch K] [--t0 T] [--energy psd_s2|reconstruct] [--evaluation local|full] [--reference PATH]\n");
       return 2;
     }
+  }
+  if ((energy != "psd_s2" && energy != "reconstruct") || (evaluation != "local" && evaluation != "full")) {
+    std::fprintf(stderr, "bench_anneal: --energy must be psd_s2 or reconstruct, --evaluation local or full\n");
+    return 2;
   }
   if (loop != "device" && loop != "host") {
     std::fprintf(stderr, "bench_anneal: --loop must be device or host (got %s)\n", loop.c_str());
@@ -68,34 +85,68 @@ int main(int argc, char** argv) {
   if (json.empty()) json = "results/bench/anneal_" + to_string(backend) + ".json";
   const std::string where = backend == Backend::cuda ? cuda_device_description()
                                                      : "CPU, " + std::to_string(cpu_threads()) + " threads";
-  const Mask pore = phase_mask(read_raw(berea, {110, 110, 110}, DType::u8), 0);
   Config c;
   c.shape = {size, size, size};
-  c.targets = Targets::from_image(pore, Boundary::open, 20, false, Backend::cpu);
-  c.boundary = Boundary::periodic;
   c.backend = backend;
   c.host_loop = loop == "host";
   c.seed = seed;
   c.batch = batch;
+  c.local_evaluation = evaluation == "local";
   c.schedule.t0 = temperature;
   c.schedule.stage_length = std::max<int64_t>(100, evaluations / 60);
   c.schedule.alpha = 0.9;
   c.stopping.max_evaluations = evaluations;
   c.stopping.stall_stages = 1000;
+  const bool rock = energy == "reconstruct";
+  // The real image, read when the energy or the start needs it (1 = pore, its own spacing).
+  Mask image;
+  if (rock || initial == "berea") image = phase_mask(read_hdf5(reference, "/volume"), 1);
+  if (rock) {
+    c.spacing = image.spacing();
+    c.targets = Targets::from_image(image, Boundary::open, 20, false, Backend::cpu);
+    c.boundary = Boundary::open;
+    c.weights.euler = c.weights.surface = c.weights.chords = 1.0;
+    c.moves.interface_bias = 8.0;
+    c.moves.keep_pore_connected = true;
+    c.schedule.t0 = temperature > 0 ? temperature : 1e-6;
+    c.schedule.stage_length = 20000;
+    c.stopping.energy_tolerance = 0;
+  } else {
+    const Mask pore = phase_mask(read_raw(berea, {110, 110, 110}, DType::u8), 0);
+    c.targets = Targets::from_image(pore, Boundary::open, 20, false, Backend::cpu);
+    c.boundary = Boundary::periodic;
+  }
   if (initial == "blobs") {
     c.initial = generate_blobs(c.shape, c.targets.porosity, blobiness, seed);
+  } else if (initial == "berea") {
+    // The image's centre at this size, reflected at its faces where the size is larger.
+    Mask start(c.shape, c.spacing);
+    const Shape from = image.shape();
+    const auto reflect = [](int64_t v, int64_t n) {
+      v %= 2 * n;
+      if (v < 0) v += 2 * n;
+      return v < n ? v : 2 * n - 1 - v;
+    };
+    for (int64_t z = 0; z < size; ++z)
+      for (int64_t y = 0; y < size; ++y)
+        for (int64_t x = 0; x < size; ++x)
+          start(x, y, z) = image(reflect(x + (from.nx - size) / 2, from.nx), reflect(y + (from.ny - size) / 2, from.ny),
+                                 reflect(z + (from.nz - size) / 2, from.nz));
+    c.targets.porosity = double(count_phase(start)) / double(start.voxels());  // its own, exactly
+    c.initial = std::move(start);
   } else if (initial != "noise") {
-    std::fprintf(stderr, "bench_anneal: --initial must be noise or blobs (got %s)\n", initial.c_str());
+    std::fprintf(stderr, "bench_anneal: --initial must be noise, blobs or berea (got %s)\n", initial.c_str());
     return 2;
   }
 
   const auto t0 = std::chrono::steady_clock::now();
   Annealer a(c);
+  const double initial_energy = a.progress().energy.total;
   const Quality start = quality(a.structure(), c.targets, c.boundary, Backend::cpu);
   const double setup = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   // The start's largest pore radius (voxels): a local evaluation's boxes grow with it.
   const double largest_radius = std::max(
-      0.0, thickness_range(local_thickness(a.structure(), c.boundary, Backend::cpu), a.structure()).hi);
+      0.0, thickness_range(local_thickness(a.structure(), c.boundary, Backend::cpu), a.structure()).hi / c.spacing.x);
   const auto t1 = std::chrono::steady_clock::now();
   const Progress p = a.run([](const Progress& pr) {
     std::fprintf(stderr, "  %8lld evaluations  T %.3g  E %.4f  accepted %lld\n", static_cast<long long>(pr.evaluations),
@@ -105,10 +156,11 @@ int main(int argc, char** argv) {
   const Quality end = quality(a.structure(), c.targets, c.boundary, Backend::cpu);
 
   const std::string loop_ran = a.device_loop() ? "device" : "host";
-  std::printf("\nannealer, %s, %s loop, %lldx%lldx%lld, targets from the Berea pore phase\n", where.c_str(),
-              loop_ran.c_str(), static_cast<long long>(size), static_cast<long long>(size), static_cast<long long>(size));
+  std::printf("\nannealer, %s, %s loop, %s evaluation, %lldx%lldx%lld, %s energy, targets from the Berea pore phase\n",
+              where.c_str(), loop_ran.c_str(), a.device_loop() ? evaluation.c_str() : "host", static_cast<long long>(size),
+              static_cast<long long>(size), static_cast<long long>(size), energy.c_str());
   std::printf("%-14s %12s %10s %10s %10s\n", "", "energy", "PSD L1", "S2 RMS", "");
-  std::printf("%-14s %12.4f %10.4f %10.5f\n", initial == "blobs" ? "blobs start" : "random start", 1.0 * (c.weights.pore_psd + c.weights.s2), start.pore_psd_l1,
+  std::printf("%-14s %12.4f %10.4f %10.5f\n", (initial + " start").c_str(), initial_energy, start.pore_psd_l1,
               start.s2_rms);
   std::printf("%-14s %12.4f %10.4f %10.5f   (%s after %lld evaluations)\n", "reconstruction", p.energy.total, end.pore_psd_l1,
               end.s2_rms, to_string(p.stopped).c_str(), static_cast<long long>(p.evaluations));
@@ -126,7 +178,8 @@ int main(int argc, char** argv) {
       << initial << "\",\n  \"blobiness\": " << (initial == "blobs" ? blobiness : 0.0) << ",\n  \"seed\": " << seed
       << ",\n  \"evaluations\": " << p.evaluations << ",\n  \"evaluations_per_second\": "
       << double(p.evaluations) / seconds << ",\n  \"stop_reason\": \"" << to_string(p.stopped)
-      << "\",\n  \"initial_energy\": " << c.weights.pore_psd + c.weights.s2 << ",\n  \"final_energy\": "
+      << "\",\n  \"energy\": \"" << energy << "\",\n  \"evaluation\": \"" << (a.device_loop() ? evaluation : "host")
+      << "\",\n  \"accepted\": " << p.accepted << ",\n  \"initial_energy\": " << initial_energy << ",\n  \"final_energy\": "
       << p.energy.total << ",\n  \"start\": {\"psd_l1\": " << start.pore_psd_l1 << ", \"s2_rms\": " << start.s2_rms
       << "},\n  \"final\": {\"psd_l1\": " << end.pore_psd_l1 << ", \"s2_rms\": " << end.s2_rms
       << "},\n  \"start_largest_radius\": " << largest_radius << ",\n  \"batch\": " << batch << ",\n  \"batches\": " << tally.batches << ",\n  \"batched_proposals\": "

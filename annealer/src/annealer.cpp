@@ -597,6 +597,14 @@ void swap_in(const detail::HostState& c, int64_t to_solid, int64_t to_pore) {
   tell_evaluators(c, to_solid, to_pore);
 }
 
+// A replica takes the swap the chain accepted (scored on another thread): its evaluators keep
+// it as their new state.
+void take_in(const detail::HostState& c, int64_t to_solid, int64_t to_pore) {
+  swap_in(c, to_solid, to_pore);
+  for (PsdEvaluator* e : c.evaluator)
+    if (e) e->settle();
+}
+
 void undo_in(const detail::HostState& c, int64_t to_solid, int64_t to_pore) {
   undo_swap(*c.step, to_solid, to_pore);
   const terms::S2& s2 = c.step->objective.s2;
@@ -884,7 +892,7 @@ int64_t Annealer::host_batch(int64_t most) {
     const bool accepted = accept(m_step, s, proposal.energy);
     if (accepted) {
       swap(proposal.to_solid, proposal.to_pore);
-      for (auto& r : m_replicas) swap_in(r->host_state(), proposal.to_solid, proposal.to_pore);
+      for (auto& r : m_replicas) take_in(r->host_state(), proposal.to_solid, proposal.to_pore);
     }
     note(accepted);
     end_evaluation(m_step.cooling, s, m_step.stage_energies);
@@ -903,7 +911,7 @@ bool Annealer::host_step() {
   s.to_pore = propose(m_step, 0, step, 1, s.to_solid);
   const bool accepted = accept(m_step, s, swap_and_score(host_state(), s.to_solid, s.to_pore));
   if (accepted)  // the replicas kept equal to this state for the next batch
-    for (auto& r : m_replicas) swap_in(r->host_state(), s.to_solid, s.to_pore);
+    for (auto& r : m_replicas) take_in(r->host_state(), s.to_solid, s.to_pore);
   else
     undo(s.to_solid, s.to_pore);
   end_evaluation(m_step.cooling, s, m_step.stage_energies);

@@ -177,7 +177,7 @@ TEST_CASE("anneal.cpu.batches_take_the_same_chain") {
     Threads() { omp_set_num_threads(3); }
     ~Threads() { omp_set_num_threads(before); }
   } threads;
-  Config c = every_term_config(seed, 1500);
+  Config c = every_term_config(seed, 1200);
   struct Run {
     std::vector<double> energies;
     Snapshot end;

@@ -160,3 +160,40 @@ TEST_CASE("anneal.cuda.device_loop_resume_is_exact" * PF_GPU_DECORATORS) {
   resumed.run();
   check_same_run(resumed, straight);
 }
+
+// Speculative batches on the device: the chain is the one a proposal at a time gives, for every
+// batch size, with the PSD scored locally, and equals the CPU's run and the device loop that
+// evaluates every step from scratch (every term weighted, connected and biased moves).
+TEST_CASE("anneal.cuda.batches_take_the_same_chain" * PF_GPU_DECORATORS) {
+  const uint64_t seed = testing::fresh_seed();
+  CAPTURE(seed);
+  for (const bool solid : {false, true}) {
+    CAPTURE(solid);
+    anneal::Config c = small_problem({34, 30, 28}, seed + (solid ? 1 : 0));
+    if (!solid) c.weights.solid_psd = 0;
+    c.boundary = solid ? Boundary::open : Boundary::periodic;
+    c.weights.euler = 0.3;
+    c.weights.surface = 0.7;
+    c.weights.chords = 0.6;
+    c.moves.interface_bias = 1.0;
+    c.stopping.max_evaluations = 4000;
+    c.stopping.energy_tolerance = 0;
+    c.backend = Backend::cpu;
+    anneal::Annealer cpu(c);
+    cpu.run();
+    c.backend = Backend::cuda;
+    for (const int batch : {1, 7, 64, 0}) {
+      CAPTURE(batch);
+      c.batch = batch;
+      anneal::Annealer device(c);
+      REQUIRE(device.device_loop());
+      device.run({}, 1000);
+      check_same_run(device, cpu);
+    }
+    c.local_evaluation = false;
+    anneal::Annealer full(c);
+    full.run();
+    check_same_run(full, cpu);
+    c.local_evaluation = true;
+  }
+}

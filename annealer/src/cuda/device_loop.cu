@@ -1,11 +1,19 @@
-// The annealing loop on the device (see device_loop.hpp). One step is three launches in stream
-// order — propose, swap and update the S2 counts (one block); the PSD of each weighted phase
-// (the engine context's graph); score, accept or undo (one block) — and nothing comes back to
-// the host until the batch ends. The step's arithmetic is step.hpp's, the host loop's own.
+// The annealing loop on the device (see device_loop.hpp), in one of two drivers of the same
+// step (step.hpp's functions, the host loop's own):
+// - batches (isotropic spacing): K proposals drawn against the same state and scored at once —
+//   the count, chord and S2 terms' change by each block, the PSD terms' by the engine's swap
+//   scorers (local re-evaluation, cuda::SwapScorer) — then taken in order up to the first
+//   accepted one, which is applied and committed; the rest are dropped. Each proposal draws
+//   from its own evaluation's counter, so the chain is the one a proposal at a time gives.
+// - one step at a time (anisotropic spacing, or Config::local_evaluation off: the benchmarks'
+//   baseline): propose and swap (one block), the PSD of each weighted phase from scratch (the
+//   engine context's graph), score and accept or undo (one block).
+// Nothing comes back to the host until a run of steps ends.
 #include <cuda_runtime.h>
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 
 #include "../device_loop.hpp"
 #include "cuda/buffer.cuh"
@@ -70,6 +78,132 @@ __global__ void accept_or_undo(Step st, StepState* state) {
     for (int e = int(threadIdx.x); e < o.s2.count_entries; e += int(blockDim.x)) o.s2.undo(e);
 }
 
+// ---- batches ---------------------------------------------------------------------------
+
+// The most proposals a batch scores: two paint blocks of the scorer each (one a multiprocessor)
+// fill an H200's 132 in one wave.
+constexpr int kMostBatch = 64;
+
+// A batch's buffers on the device, a row per proposal.
+struct Batch {
+  int32_t* count = nullptr;   // proposals made (≤ K; fewer at the run's or the run of steps' end)
+  int32_t* chosen = nullptr;  // the one the chain took, or −1
+  int64_t* swaps[2] = {};     // per scorer (pore, solid): [2k] leaves its phase, [2k + 1] joins it
+  int64_t* psd_delta[2] = {}; // per scorer: the change of its counts, `psd_entries` a proposal
+  int64_t* psd[2] = {};       // the candidate's PSD counts
+  int64_t* s2 = nullptr;      // the candidate's S2 counts, count_entries a proposal
+  int64_t* values = nullptr;  // the candidate's Euler and surface counts
+  int64_t* chords = nullptr;  // the candidate's chord histograms, 6·stride a proposal
+  Energy* energy = nullptr;
+  const int64_t* base_psd[2] = {};  // the scorers' committed counts
+  int psd_entries = 0;
+};
+
+// Proposals n, n + 1, … of the state (n its evaluations), one a thread, up to K or the end of
+// the run of steps; none once the run has stopped.
+__global__ void propose_batch(Step st, const StepState* state, Batch b, int k_most, int64_t batch_end) {
+  const Progress& p = state->progress;
+  const int64_t room = p.stopped != StopReason::none ? 0 : std::min<int64_t>(k_most, batch_end - p.evaluations);
+  const int k = int(blockIdx.x * blockDim.x + threadIdx.x);
+  if (k == 0) {
+    *b.count = int32_t(std::max<int64_t>(room, 0));
+    *b.chosen = -1;
+  }
+  if (k >= room) return;
+  const uint64_t step = uint64_t(p.evaluations) + uint64_t(k);
+  const int64_t to_solid = propose(st, 1, step, 0);
+  const int64_t to_pore = propose(st, 0, step, 1, to_solid);
+  b.swaps[0][2 * k] = to_solid;  // the pore phase loses to_solid and gains to_pore
+  b.swaps[0][2 * k + 1] = to_pore;
+  if (b.swaps[1]) {
+    b.swaps[1][2 * k] = to_pore;  // the solid phase the other way round
+    b.swaps[1][2 * k + 1] = to_solid;
+  }
+}
+
+// Proposal k's candidate counts of the count, chord and S2 terms (the state's, changed as
+// apply_swap and S2::apply would change them), one block each.
+__global__ void candidate_terms(Step st, Batch b) {
+  const int k = int(blockIdx.x);
+  if (k >= *b.count) return;
+  const int64_t to_solid = b.swaps[0][2 * k], to_pore = b.swaps[0][2 * k + 1];
+  const Objective& o = st.objective;
+  const terms::S2& s2 = o.s2;
+  int64_t* s2_out = b.s2 + int64_t(k) * s2.count_entries;
+  for (int e = int(threadIdx.x); e < s2.count_entries; e += int(blockDim.x))
+    s2_out[e] = s2.counts[e] + s2.change(st.pore, e, to_solid, to_pore);
+  terms::Chords chords = o.chords;
+  if (chords.counts) {
+    int64_t* out = b.chords + int64_t(k) * 6 * chords.stride;
+    for (int e = int(threadIdx.x); e < 6 * chords.stride; e += int(blockDim.x)) out[e] = chords.counts[e];
+    chords.counts = out;
+  }
+  __syncthreads();
+  if (threadIdx.x != 0) return;
+  chords.on_swap(st.pore, to_solid, to_pore);
+  int64_t* values = b.values + 2 * int64_t(k);
+  values[0] = values[1] = 0;
+  if (o.euler.value || o.surface.value) {
+    const terms::SwapCubes cubes = terms::swap_cubes(st.pore, st.extent, to_solid, to_pore);
+    if (o.euler.value) values[0] = *o.euler.value + o.euler.change(cubes);
+    if (o.surface.value) values[1] = *o.surface.value + o.surface.change(cubes);
+  }
+}
+
+// Proposal k's energy: the objective over its candidate counts (squares by every thread, added
+// up by thread 0 in the host loop's order), one block each.
+__global__ void candidate_energy(Step st, Batch b) {
+  extern __shared__ double squares[];
+  const int k = int(blockIdx.x);
+  if (k >= *b.count) return;
+  Objective o = st.objective;
+  for (int which = 0; which < 2; ++which) {
+    if (!b.base_psd[which]) continue;
+    int64_t* out = b.psd[which] + int64_t(k) * b.psd_entries;
+    for (int e = int(threadIdx.x); e < b.psd_entries; e += int(blockDim.x))
+      out[e] = b.base_psd[which][e] + b.psd_delta[which][int64_t(k) * b.psd_entries + e];
+    (which ? o.solid_psd : o.pore_psd).counts = out;
+  }
+  o.s2.counts = b.s2 + int64_t(k) * o.s2.count_entries;
+  if (o.euler.value) o.euler.value = b.values + 2 * int64_t(k);
+  if (o.surface.value) o.surface.value = b.values + 2 * int64_t(k) + 1;
+  if (o.chords.counts) o.chords.counts = b.chords + int64_t(k) * 6 * o.chords.stride;
+  __syncthreads();
+  const int entries = o.entries();
+  for (int j = int(threadIdx.x); j < entries; j += int(blockDim.x)) squares[j] = o.square(j);
+  __syncthreads();
+  if (threadIdx.x == 0) b.energy[k] = o.combine(squares);
+}
+
+// The chain through the batch (thread 0): each proposal accepted or not in order, its
+// evaluation ended, up to the first accepted one, which is applied (every thread then copies
+// its S2 counts); the scorers commit it next.
+__global__ void take_batch(Step st, StepState* state, Batch b) {
+  __shared__ int chosen;
+  StepState& s = *state;
+  if (threadIdx.x == 0) {
+    chosen = -1;
+    const int count = *b.count;
+    for (int k = 0; k < count && s.progress.stopped == StopReason::none; ++k) {
+      s.to_solid = b.swaps[0][2 * k];
+      s.to_pore = b.swaps[0][2 * k + 1];
+      const bool ok = accept(st, s, b.energy[k]);
+      end_evaluation(st.cooling, s, st.stage_energies);
+      if (ok) {
+        chosen = k;
+        apply_swap(st, s.to_solid, s.to_pore);
+        break;
+      }
+    }
+    *b.chosen = chosen;
+  }
+  __syncthreads();
+  if (chosen < 0) return;
+  const terms::S2& s2 = st.objective.s2;
+  const int64_t* from = b.s2 + int64_t(chosen) * s2.count_entries;
+  for (int e = int(threadIdx.x); e < s2.count_entries; e += int(blockDim.x)) s2.counts[e] = from[e];
+}
+
 template <class T>
 void download(const DeviceBuffer<T>& d, T* host, std::size_t count, cudaStream_t s) {
   if (count) PF_CUDA_CHECK(cudaMemcpyAsync(host, d.data(), count * sizeof(T), cudaMemcpyDeviceToHost, s));
@@ -82,14 +216,25 @@ struct DeviceLoop::Impl {
   Spacing spacing;
   cuda::Stream stream;  // first: the buffers below are freed on it
   cuda::Event ready{cudaEventDisableTiming}, scored[2]{cuda::Event{cudaEventDisableTiming}, cuda::Event{cudaEventDisableTiming}};
-  std::unique_ptr<cuda::ThicknessContext> context[2];  // pore, solid; null when not weighted
+  // One step at a time: the evaluators' engine contexts (pore, solid; null when not weighted).
+  std::unique_ptr<cuda::ThicknessContext> context[2];
+  // Batches: the swap scorers of the weighted phases, and the batch's buffers.
+  std::unique_ptr<cuda::SwapScorer> scorer[2];
+  bool batches = false;
+  int batch = 0;        // Config::batch: proposals a batch scores (0: from the acceptance rate)
+  int most_batch = 1;   // the most a batch takes
+  double acceptance = 1.0;  // the acceptance rate over the last run of steps
+  Batch batch_buffers;
+  DeviceBuffer<int32_t> batch_ints;
+  DeviceBuffer<int64_t> batch_swaps[2], batch_psd_delta[2], batch_psd[2], batch_s2, batch_values, batch_chords;
+  DeviceBuffer<Energy> batch_energy;
   DeviceBuffer<uint8_t> pore, solid, frozen;
   DeviceBuffer<int64_t> list[2], slot, s2_counts, s2_delta, psd_counts[2], count_values, chord_counts;
   DeviceBuffer<double> psd_target[2], s2_target, chord_target, stage_energies;
   DeviceBuffer<StepState> state;
   StepState* host_state = nullptr;  // pinned
   Step step;                        // views of the buffers above
-  std::size_t energy_bytes = 0;     // accept_or_undo's shared memory: a double per objective entry
+  std::size_t energy_bytes = 0;     // accept_or_undo's and candidate_energy's shared memory: a double per objective entry
   Progress progress;
 
   ~Impl() {
@@ -99,8 +244,8 @@ struct DeviceLoop::Impl {
     if (host_state) PF_CUDA_CHECK_NOTHROW(cudaFreeHost(host_state));
   }
 
-  // The stream the steps run on: the pore context's, so that the common case (no solid term)
-  // needs no event between streams.
+  // The stream the steps run on: the pore context's when one step runs at a time, so that the
+  // common case (no solid term) needs no event between streams; the loop's own for batches.
   cudaStream_t work() const {
     for (auto& c : context)
       if (c) return static_cast<cudaStream_t>(c->stream());
@@ -127,6 +272,72 @@ struct DeviceLoop::Impl {
     }
     accept_or_undo<<<1, kThreads, energy_bytes, s>>>(step, state.data());
     PF_CUDA_CHECK_LAUNCH(s);
+  }
+
+  // Proposals a batch scores now: Config::batch, or enough that the chain takes one in about a
+  // quarter of the batches' length at the acceptance rate lately (taking more costs the device
+  // little while its multiprocessors are not all busy).
+  int batch_size() const {
+    if (batch > 0) return std::min(batch, most_batch);
+    return int(std::clamp(std::ceil(4.0 / std::max(acceptance, 1e-6)), 4.0, double(most_batch)));
+  }
+
+  // One batch, enqueued: proposals, their terms and PSDs, the chain through them, the commit.
+  void enqueue_batch(int64_t batch_end, int k_most) {
+    const cudaStream_t s = work();
+    propose_batch<<<(k_most + 63) / 64, 64, 0, s>>>(step, state.data(), batch_buffers, k_most, batch_end);
+    PF_CUDA_CHECK_LAUNCH(s);
+    for (int w = 0; w < 2; ++w)
+      if (scorer[w]) scorer[w]->score_async(batch_buffers.swaps[w], batch_buffers.count, batch_buffers.psd_delta[w]);
+    candidate_terms<<<k_most, kThreads, 0, s>>>(step, batch_buffers);
+    PF_CUDA_CHECK_LAUNCH(s);
+    candidate_energy<<<k_most, kThreads, energy_bytes, s>>>(step, batch_buffers);
+    PF_CUDA_CHECK_LAUNCH(s);
+    take_batch<<<1, kThreads, 0, s>>>(step, state.data(), batch_buffers);
+    PF_CUDA_CHECK_LAUNCH(s);
+    for (auto& sc : scorer)
+      if (sc) sc->commit_async(batch_buffers.chosen);
+  }
+
+  // The batch buffers for `most` proposals and the scorers of the weighted phases.
+  void make_batches(const Config& config, const Bins* bins[2]) {
+    const cudaStream_t s = stream.get();
+    const Objective& o = step.objective;
+    const int phases = (bins[0] ? 1 : 0) + (bins[1] ? 1 : 0);
+    most_batch = phases > 1 ? kMostBatch / 2 : kMostBatch;
+    batch = config.batch;
+    const int k = most_batch;
+    Batch& b = batch_buffers;
+    batch_ints = DeviceBuffer<int32_t>(2, s, "the batch's counters");
+    b.count = batch_ints.data();
+    b.chosen = batch_ints.data() + 1;
+    for (int w = 0; w < 2; ++w) {
+      if (!bins[w]) continue;
+      scorer[w] = std::make_unique<cuda::SwapScorer>(w == 0 ? pore.data() : solid.data(), shape, spacing,
+                                                     config.boundary, *bins[w], k, s);
+      b.psd_entries = scorer[w]->count_entries();
+      batch_swaps[w] = DeviceBuffer<int64_t>(2 * std::size_t(k), s, "the batch's swaps");
+      batch_psd_delta[w] = DeviceBuffer<int64_t>(std::size_t(k) * std::size_t(b.psd_entries), s, "the batch's PSD changes");
+      batch_psd[w] = DeviceBuffer<int64_t>(std::size_t(k) * std::size_t(b.psd_entries), s, "the batch's PSD counts");
+      b.swaps[w] = batch_swaps[w].data();
+      b.psd_delta[w] = batch_psd_delta[w].data();
+      b.psd[w] = batch_psd[w].data();
+      b.base_psd[w] = scorer[w]->counts();
+    }
+    if (!b.swaps[0]) {  // no PSD term: the pore phase's swaps all the same
+      batch_swaps[0] = DeviceBuffer<int64_t>(2 * std::size_t(k), s, "the batch's swaps");
+      b.swaps[0] = batch_swaps[0].data();
+    }
+    batch_s2 = DeviceBuffer<int64_t>(std::size_t(k) * std::size_t(o.s2.count_entries), s, "the batch's S2 counts");
+    batch_values = DeviceBuffer<int64_t>(2 * std::size_t(k), s, "the batch's count terms");
+    batch_chords = DeviceBuffer<int64_t>(o.chords.counts ? std::size_t(k) * 6 * std::size_t(o.chords.stride) : 0, s,
+                                         "the batch's chord histograms");
+    batch_energy = DeviceBuffer<Energy>(std::size_t(k), s, "the batch's energies");
+    b.s2 = batch_s2.data();
+    b.values = batch_values.data();
+    b.chords = batch_chords.data();
+    b.energy = batch_energy.data();
+    batches = true;
   }
 };
 
@@ -186,17 +397,22 @@ DeviceLoop::DeviceLoop(const Config& config, const Snapshot& start, const Direct
     m.solid = upload_async(solid.data(), std::size_t(n), s, "the annealer's solid phase");
   }
 
-  // The evaluators' engine contexts, with their workspaces, streams and captured graphs.
+  // Batches where the scorers' local re-evaluation applies (isotropic spacing) and the config
+  // keeps it; else one step at a time, with the evaluators' engine contexts (their workspaces,
+  // streams and captured graphs). Batches need no evaluator: they go with this constructor.
+  const bool batches = config.local_evaluation && config.spacing.isotropic();
   std::unique_ptr<PsdEvaluator> evaluators[2] = {std::move(pore_evaluator), std::move(solid_evaluator)};
-  for (int k = 0; k < 2; ++k) {
+  for (int k = 0; k < 2 && !batches; ++k) {
     if (!evaluators[k]) continue;
     m.context[k] = cuda::take_context(std::move(evaluators[k]));
     m.psd_counts[k] = DeviceBuffer<int64_t>(m.context[k]->psd_count_entries(), s, "PSD counts");
   }
 
   m.energy_bytes = std::size_t(o.entries()) * sizeof(double);
-  if (m.energy_bytes > 48 * 1024)  // beyond the default: objectives of more than ~6,000 entries (S2, chords)
+  if (m.energy_bytes > 48 * 1024) {  // beyond the default: objectives of more than ~6,000 entries (S2, chords)
     PF_CUDA_CHECK(cudaFuncSetAttribute(accept_or_undo, cudaFuncAttributeMaxDynamicSharedMemorySize, int(m.energy_bytes)));
+    PF_CUDA_CHECK(cudaFuncSetAttribute(candidate_energy, cudaFuncAttributeMaxDynamicSharedMemorySize, int(m.energy_bytes)));
+  }
 
   PF_CUDA_CHECK(cudaMallocHost(reinterpret_cast<void**>(&m.host_state), sizeof(StepState)));
   StepState& hs = *m.host_state;
@@ -226,6 +442,14 @@ DeviceLoop::DeviceLoop(const Config& config, const Snapshot& start, const Direct
   o.solid_psd.counts = m.psd_counts[1].data();
   o.solid_psd.target = m.psd_target[1].data();
   PF_CUDA_CHECK(cudaStreamSynchronize(s));  // the host copies above must outlive their uploads
+  if (batches) {
+    std::optional<Bins> bins[2];
+    if (config.weights.pore_psd > 0) bins[0] = Bins::from_edges(t.pore_edges);
+    if (config.weights.solid_psd > 0) bins[1] = Bins::from_edges(t.solid_edges);
+    const Bins* weighted[2] = {bins[0] ? &*bins[0] : nullptr, bins[1] ? &*bins[1] : nullptr};
+    m.make_batches(config, weighted);
+    PF_CUDA_CHECK(cudaStreamSynchronize(s));
+  }
 }
 
 DeviceLoop::~DeviceLoop() = default;
@@ -235,15 +459,31 @@ void DeviceLoop::advance(int64_t steps) {
   const cudaStream_t s = m.work();
   int64_t done = 0;
   while (done < steps && m.progress.stopped == StopReason::none) {
-    const int64_t batch = std::min(kStepsPerWait, steps - done);
-    const int64_t batch_end = m.progress.evaluations + batch;
-    for (int64_t k = 0; k < batch; ++k) m.enqueue_step(batch_end);
+    const int64_t run = std::min(kStepsPerWait, steps - done);
+    const int64_t run_end = m.progress.evaluations + run;
+    const Progress before = m.progress;
+    if (m.batches) {
+      // As many batches as should take the run's evaluations at the acceptance rate lately (a
+      // batch takes up to its first accepted proposal); those past the run's end do nothing,
+      // and a run short of its end is finished by the next pass.
+      const int k = m.batch_size();
+      const double taken = std::clamp(1.0 / std::max(m.acceptance, 1e-6), 1.0, double(k));
+      const int64_t count = std::clamp<int64_t>(int64_t(std::ceil(double(run) / taken)), 1, run);
+      for (int64_t b = 0; b < count; ++b) m.enqueue_batch(run_end, k);
+    } else {
+      for (int64_t k = 0; k < run; ++k) m.enqueue_step(run_end);
+    }
     PF_CUDA_CHECK(cudaMemcpyAsync(m.host_state, m.state.data(), sizeof(StepState), cudaMemcpyDeviceToHost, s));
     PF_CUDA_CHECK(cudaStreamSynchronize(s));
     for (auto& c : m.context)
       if (c) c->synchronize();  // throws if an evaluation was invalid
+    for (auto& sc : m.scorer)
+      if (sc) sc->synchronize();
     m.progress = m.host_state->progress;
-    done += batch;
+    const int64_t made = m.progress.evaluations - before.evaluations;
+    if (made == 0) break;  // stopped before its first step
+    m.acceptance = double(m.progress.accepted - before.accepted) / double(made);
+    done += made;
   }
 }
 

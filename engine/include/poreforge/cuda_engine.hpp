@@ -93,6 +93,48 @@ class ThicknessContext {
   std::unique_ptr<Impl> m_impl;
 };
 
+/// Exact PSD counts of one phase under candidate swaps, on the device, for a loop that keeps
+/// its structure there and tries many swaps against it (the annealer's device loop): the
+/// CPU evaluator's local re-evaluation (evaluator.hpp; the same code, docs/local-evaluation.md),
+/// run for many candidates at once against the same structure, the one taken committed. It
+/// keeps the structure's squared distances, thickness map and ball centres on the device
+/// (about 9 bytes a voxel) and needs isotropic spacing.
+class SwapScorer {
+ public:
+  /// Bound to `d_phase`, the caller's device mask of the phase (N bytes, 1 = phase), which the
+  /// caller keeps alive and changes only by the swaps it commits (flipping them in stream order
+  /// before or after commit_async). `most`: the most candidates one score_async takes. Every
+  /// call is asynchronous on `stream` (a cudaStream_t); the constructor waits for its maps.
+  /// Throws InputError for anisotropic spacing, an empty phase or one with no background;
+  /// MemoryLimitError when the device has no room.
+  SwapScorer(const uint8_t* d_phase, const Shape& shape, const Spacing& spacing, Boundary boundary, const Bins& bins,
+             int most, void* stream);
+  ~SwapScorer();
+  SwapScorer(const SwapScorer&) = delete;
+  SwapScorer& operator=(const SwapScorer&) = delete;
+
+  /// Entries of the flat counts: voxels with thickness ≥ each edge, above the last edge, phase
+  /// voxels (ThicknessContext::psd_async's layout).
+  int count_entries() const;
+  /// Device memory: the committed structure's counts, flat.
+  const int64_t* counts() const;
+  /// Scores candidates 0 … *d_candidates − 1 (device int32, at most `most`): candidate k moves
+  /// voxel d_swaps[2k] out of the phase and d_swaps[2k + 1] into it, and d_delta[k·entries + e]
+  /// receives the change of counts()[e]. Both stay the caller's until commit_async.
+  void score_async(const int64_t* d_swaps, const int32_t* d_candidates, int64_t* d_delta);
+  /// Commits candidate *d_chosen (device int32; nothing when negative) of the last score_async:
+  /// the maps and counts() take its change.
+  void commit_async(const int32_t* d_chosen);
+  /// Waits for the stream, then throws InputError if a candidate's joining voxel had no
+  /// background to measure from (the swap would leave the phase without one).
+  void synchronize();
+
+  struct Impl;
+
+ private:
+  std::unique_ptr<Impl> m_impl;
+};
+
 /// One-shot calls on many images (a batch of files, a Python loop): keeps a context and the
 /// device buffers for the mask and the result from one call to the next, and makes new ones
 /// only when the shape, spacing, boundary or PSD edges change, or a structure needs more room

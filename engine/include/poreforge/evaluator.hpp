@@ -25,6 +25,11 @@ class PsdEvaluator {
   virtual PsdCounts counts() = 0;
   /// The backend that evaluates.
   virtual Backend backend() const = 0;
+  /// The current mask is the one kept from now on, though it was never evaluated (a replica
+  /// of an annealer taking a swap another thread scored): an evaluator that keeps the state of
+  /// its last evaluation brings it up to date now, so that the next evaluation has only its
+  /// own changes to look at. The counts stay as they are; nothing else changes.
+  virtual void settle() {}
 };
 
 /// An evaluator of `phase` (copied) with `bins`, on `backend` (resolved as everywhere else).

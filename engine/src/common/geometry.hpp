@@ -4,10 +4,23 @@
 #include <cstdint>
 
 #include "fast_divide.hpp"
+#include "metric.hpp"
 #include "poreforge/host_device.hpp"
 #include "poreforge/volume.hpp"
 
 namespace poreforge::detail {
+
+// The largest squared distance (metric units) a voxel of this shape can have: it bounds the
+// containment tables, the radius bands and the tallies of distances.
+template <class M>
+typename M::value_type max_squared_distance(const Shape& s, Boundary b, const M& m) {
+  int64_t reach[3];
+  for (int a = 0; a < 3; ++a) {
+    const int64_t n = s.extent(a);
+    reach[a] = n == 1 ? 0 : b == Boundary::periodic ? n / 2 : b == Boundary::wall ? (n + 1) / 2 : n - 1;
+  }
+  return squared_norm(m, reach[0], reach[1], reach[2]);
+}
 
 struct Geometry {
   int64_t nx, ny, nz;

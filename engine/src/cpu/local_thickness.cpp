@@ -24,6 +24,7 @@
 #include "ball_centres.hpp"
 #include "cpu_backend.hpp"
 #include "distance.hpp"
+#include "first_unpainted.hpp"
 #include "poreforge/error.hpp"
 
 namespace poreforge::cpu {
@@ -31,19 +32,6 @@ namespace {
 
 using detail::chord_half_width;
 using detail::squared_norm;
-
-// "Next possibly unpainted x" for one row, with path compression. Returns the first
-// unpainted x ≥ `x`, or some value > `last` when [x, last] is all painted.
-inline int64_t first_unpainted(uint32_t* row, int64_t x, int64_t last) {
-  int64_t r = x;
-  while (r <= last && row[r] != r) r = row[r];
-  while (x < r && x <= last) {
-    const int64_t following = row[x];
-    row[x] = static_cast<uint32_t>(r);
-    x = following;
-  }
-  return r;
-}
 
 // The result of painting: for each radius level (largest first) its radius as stored and the
 // number of phase voxels covered by balls of that radius or larger.

@@ -27,18 +27,7 @@ namespace {
 using detail::PhysicalMetric;
 using detail::VoxelMetric;
 using kernels::Geometry;
-
-// The largest squared distance (metric units) a voxel of this shape can have: it bounds the
-// containment tables and the radius bands.
-template <class M>
-typename M::value_type max_squared_distance(const Shape& s, Boundary b, const M& m) {
-  int64_t reach[3];
-  for (int a = 0; a < 3; ++a) {
-    const int64_t n = s.extent(a);
-    reach[a] = n == 1 ? 0 : b == Boundary::periodic ? n / 2 : b == Boundary::wall ? (n + 1) / 2 : n - 1;
-  }
-  return detail::squared_norm(m, reach[0], reach[1], reach[2]);
-}
+using detail::max_squared_distance;
 
 int device_shared_limit() {
   int dev = 0, limit = 0;

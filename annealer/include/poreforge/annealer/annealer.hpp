@@ -127,12 +127,18 @@ struct Config {
   /// CUDA backend: drive the loop from the host, the engine's PSD on the device (a round trip
   /// per step), instead of the device-resident loop. For cross-checks and comparisons.
   bool host_loop = false;
-  /// The host loop's speculative batches: this many proposals are scored at once, on the
-  /// threads, each against the same structure, and taken in order up to the first accepted
-  /// one; the rest are dropped. The run is the same, draw for draw, for every value (each
-  /// proposal draws from its own evaluation's counter). 0: chosen as it runs, from the
-  /// acceptance rate and the threads; 1: one at a time. The device loop takes one at a time.
+  /// Speculative batches: this many proposals are scored at once against the same structure
+  /// (on the host loop each on a thread; on the device loop in one pass), and taken in order up
+  /// to the first accepted one; the rest are dropped. The run is the same, draw for draw, for
+  /// every value (each proposal draws from its own evaluation's counter). 0: chosen as it
+  /// runs, from the acceptance rate (and on the host the threads); 1: one at a time. The device
+  /// loop takes at most 64 (32 with both PSD terms weighted).
   int batch = 0;
+  /// The device loop scores a swap by re-evaluating the PSD only around it (cuda::SwapScorer),
+  /// in speculative batches, where the spacing is isotropic; false: every step evaluates the
+  /// whole structure, one at a time — the baseline bench_anneal measures batches against. The
+  /// run is the same either way.
+  bool local_evaluation = true;
 };
 
 /// Throws InputError naming the parameter when a config is unusable.

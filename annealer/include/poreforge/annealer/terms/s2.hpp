@@ -27,9 +27,10 @@ struct S2 {
     return d * d;
   }
 
-  /// Change of count e = (axis, r) by the swap just made in `pore` (which holds the new phases):
-  /// `to_solid` was pore, `to_pore` solid. The pairs (p, p ± r·e_a) of each voxel, counted as
-  /// flipping p to solid and then q to pore would count them.
+  /// Change of count e = (axis, r) by the swap of p (`to_solid`, was pore) and q (`to_pore`,
+  /// was solid), read from `pore` before or after the swap (the two voxels' phases are taken
+  /// from the swap, not the mask). The pairs (p, p ± r·e_a) of each voxel, counted as flipping
+  /// p to solid and then q to pore would count them.
   PF_HD int64_t change(const uint8_t* pore, int e, int64_t p, int64_t q) const {
     int a = 0;
     while (a < 2 && e >= offset[a + 1]) ++a;
@@ -45,11 +46,11 @@ struct S2 {
       return c - r >= 0 ? i - r * s : i + (n - r) * s;
     };
     const auto before = [&](int64_t i) -> int64_t { return i == p ? 1 : i == q ? 0 : pore[i]; };
-    const auto between = [&](int64_t i) -> int64_t { return i == q ? 0 : pore[i]; };
+    const auto between = [&](int64_t i) -> int64_t { return i == p || i == q ? 0 : pore[i]; };
     return -(before(up(p)) + before(down(p))) + (between(up(q)) + between(down(q)));
   }
 
-  /// Applies the swap's change to count e and keeps it for the undo.
+  /// Applies the swap's change to count e and keeps it for the undo (`pore` after the swap).
   PF_HD void apply(const uint8_t* pore, int e, int64_t p, int64_t q) const {
     const int64_t d = change(pore, e, p, q);
     counts[e] += d;
