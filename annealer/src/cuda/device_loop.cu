@@ -99,20 +99,33 @@ struct Batch {
   int psd_entries = 0;
 };
 
-// Proposals n, n + 1, … of the state (n its evaluations), one a thread, up to K or the end of
+// A proposal (step.hpp's `propose`) by the 32 lanes of a warp, an attempt each at a time: the
+// lowest attempt that passes, the voxel one at a time gives.
+__device__ int64_t propose_by_warp(const Step& st, int which, uint64_t step, uint32_t lane_base, int64_t leaving,
+                                   int lane) {
+  for (uint32_t first = 0;; first += 32) {
+    const int64_t v = proposal_attempt(st, which, step, lane_base, first + uint32_t(lane), leaving);
+    const unsigned pass = __ballot_sync(0xFFFFFFFFu, v >= 0);
+    if (pass) return __shfl_sync(0xFFFFFFFFu, v, __ffs(int(pass)) - 1);
+  }
+}
+
+// Proposals n, n + 1, … of the state (n its evaluations), a warp each, up to K or the end of
 // the run of steps; none once the run has stopped.
-__global__ void propose_batch(Step st, const StepState* state, Batch b, int k_most, int64_t batch_end) {
+__global__ void propose_batch(const __grid_constant__ Step st, const StepState* state, Batch b, int k_most,
+                              int64_t batch_end) {
   const Progress& p = state->progress;
   const int64_t room = p.stopped != StopReason::none ? 0 : std::min<int64_t>(k_most, batch_end - p.evaluations);
-  const int k = int(blockIdx.x * blockDim.x + threadIdx.x);
-  if (k == 0) {
+  const int k = int((blockIdx.x * blockDim.x + threadIdx.x) / 32), lane = int(threadIdx.x % 32);
+  if (k == 0 && lane == 0) {
     *b.count = int32_t(std::max<int64_t>(room, 0));
     *b.chosen = -1;
   }
-  if (k >= room) return;
+  if (k >= room) return;  // the same for the whole warp
   const uint64_t step = uint64_t(p.evaluations) + uint64_t(k);
-  const int64_t to_solid = propose(st, 1, step, 0);
-  const int64_t to_pore = propose(st, 0, step, 1, to_solid);
+  const int64_t to_solid = propose_by_warp(st, 1, step, 0, -1, lane);
+  const int64_t to_pore = propose_by_warp(st, 0, step, 1, to_solid, lane);
+  if (lane != 0) return;
   b.swaps[0][2 * k] = to_solid;  // the pore phase loses to_solid and gains to_pore
   b.swaps[0][2 * k + 1] = to_pore;
   if (b.swaps[1]) {
@@ -123,7 +136,7 @@ __global__ void propose_batch(Step st, const StepState* state, Batch b, int k_mo
 
 // Proposal k's candidate counts of the count, chord and S2 terms (the state's, changed as
 // apply_swap and S2::apply would change them), one block each.
-__global__ void candidate_terms(Step st, Batch b) {
+__global__ void candidate_terms(const __grid_constant__ Step st, Batch b) {
   const int k = int(blockIdx.x);
   if (k >= *b.count) return;
   const int64_t to_solid = b.swaps[0][2 * k], to_pore = b.swaps[0][2 * k + 1];
@@ -152,7 +165,7 @@ __global__ void candidate_terms(Step st, Batch b) {
 
 // Proposal k's energy: the objective over its candidate counts (squares by every thread, added
 // up by thread 0 in the host loop's order), one block each.
-__global__ void candidate_energy(Step st, Batch b) {
+__global__ void candidate_energy(const __grid_constant__ Step st, Batch b) {
   extern __shared__ double squares[];
   const int k = int(blockIdx.x);
   if (k >= *b.count) return;
@@ -176,9 +189,9 @@ __global__ void candidate_energy(Step st, Batch b) {
 }
 
 // The chain through the batch (thread 0): each proposal accepted or not in order, its
-// evaluation ended, up to the first accepted one, which is applied (every thread then copies
-// its S2 counts); the scorers commit it next.
-__global__ void take_batch(Step st, StepState* state, Batch b) {
+// evaluation ended, up to the first accepted one, whose phases and list places are swapped;
+// every thread then copies its counts into the terms' (the scorers commit it next).
+__global__ void take_batch(const __grid_constant__ Step st, StepState* state, Batch b) {
   __shared__ int chosen;
   StepState& s = *state;
   if (threadIdx.x == 0) {
@@ -191,7 +204,7 @@ __global__ void take_batch(Step st, StepState* state, Batch b) {
       end_evaluation(st.cooling, s, st.stage_energies);
       if (ok) {
         chosen = k;
-        apply_swap(st, s.to_solid, s.to_pore);
+        swap_phases(st, s.to_solid, s.to_pore);
         break;
       }
     }
@@ -199,9 +212,18 @@ __global__ void take_batch(Step st, StepState* state, Batch b) {
   }
   __syncthreads();
   if (chosen < 0) return;
-  const terms::S2& s2 = st.objective.s2;
+  const Objective& o = st.objective;
+  const terms::S2& s2 = o.s2;
   const int64_t* from = b.s2 + int64_t(chosen) * s2.count_entries;
   for (int e = int(threadIdx.x); e < s2.count_entries; e += int(blockDim.x)) s2.counts[e] = from[e];
+  if (o.chords.counts) {
+    const int64_t* chords = b.chords + int64_t(chosen) * 6 * o.chords.stride;
+    for (int e = int(threadIdx.x); e < 6 * o.chords.stride; e += int(blockDim.x)) o.chords.counts[e] = chords[e];
+  }
+  if (threadIdx.x == 0) {
+    if (o.euler.value) *o.euler.value = b.values[2 * chosen];
+    if (o.surface.value) *o.surface.value = b.values[2 * chosen + 1];
+  }
 }
 
 template <class T>
@@ -285,7 +307,7 @@ struct DeviceLoop::Impl {
   // One batch, enqueued: proposals, their terms and PSDs, the chain through them, the commit.
   void enqueue_batch(int64_t batch_end, int k_most) {
     const cudaStream_t s = work();
-    propose_batch<<<(k_most + 63) / 64, 64, 0, s>>>(step, state.data(), batch_buffers, k_most, batch_end);
+    propose_batch<<<(k_most + 3) / 4, 128, 0, s>>>(step, state.data(), batch_buffers, k_most, batch_end);
     PF_CUDA_CHECK_LAUNCH(s);
     for (int w = 0; w < 2; ++w)
       if (scorer[w]) scorer[w]->score_async(batch_buffers.swaps[w], batch_buffers.count, batch_buffers.psd_delta[w]);

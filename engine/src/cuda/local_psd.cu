@@ -6,8 +6,8 @@
 // Scoring a batch: prepare (the joining voxel's new distance), reach (each change's R1 scan:
 // how far distances change and how far the changed balls reach), near (the changed distances
 // round each change, once), paint (each change's R2, slab by slab in shared memory: the balls
-// that reach it painted by atomic maxima, then its voxels' old values out of the tallies and
-// the new ones in). Committing the chosen candidate: paint again writing the thickness, then the
+// that reach it listed, painted by atomic maxima a ball a warp, then its voxels' old values out
+// of the tallies and the new ones in). Committing the chosen candidate: paint again writing the thickness, then the
 // distances, then the centre bits, then the counts and the largest distance.
 #include <cuda_runtime.h>
 
@@ -32,8 +32,11 @@ using detail::VoxelMetric;
 constexpr int kChanges = 2;
 constexpr int kThreads = 256;
 constexpr int kPaintThreads = 512;
-// A paint block's shared memory: squared thicknesses of a slab of R2.
-constexpr int64_t kSlabVoxels = 40 * 1024;
+constexpr int kWarp = 32;
+// A paint block's shared memory: squared thicknesses of a slab of R2, and the centres found.
+constexpr int64_t kSlabVoxels = 24 * 1024;
+constexpr int kListed = 4096;
+constexpr std::size_t kPaintShared = std::size_t(kSlabVoxels) * sizeof(uint32_t) + std::size_t(kListed) * 12;
 // Tallies in shared memory: edges + 2 of them.
 constexpr int kMostEdges = 510;
 
@@ -51,23 +54,54 @@ struct State {
   int too_large;         // an R2 plane did not fit a paint block's shared memory
 };
 
-__device__ local::View with_largest(local::View v, const State* state) {
-  v.largest = local::ceil_root(state->max_d2);
-  return v;
+// What every thread of a block reads in its inner loops, once in shared memory: kernel
+// parameters and per-thread copies whose address is taken live in local memory, which the
+// paint kernel's shared arrays leave little L1 to cache. Raw storage: __shared__ variables
+// take no initialisers.
+struct Common {
+  local::View v;
+  local::Changes ch;
+  local::NearDistances nd;
+  local::CentreScan scan;
+  local::Box r2, first, around, slab;
+  int64_t d1[kChanges];
+  int k;
+};
+
+__device__ Common& common() {
+  __shared__ alignas(16) unsigned char raw[sizeof(Common)];
+  return *reinterpret_cast<Common*>(raw);
 }
 
 __device__ local::Box r2_box(const local::View& v, const Candidate& c, int j) {
   return local::Box::around(v.grid, c.changes.at[j], local::repaint_half_width({c.d1[j], c.rho[j]}));
 }
 
-__device__ local::NearDistances near_of(const local::View& v, const Candidate& c, const uint32_t* near, int64_t capacity,
-                                        int k) {
-  local::NearDistances n;
-  for (int j = 0; j < kChanges; ++j) {
-    n.box[j] = local::near_box(v, c.changes, j, c.d1[j]);
-    n.d2[j] = n.box[j].voxels() <= capacity ? near + (int64_t(k) * kChanges + j) * capacity : nullptr;
+// Thread 0 fills the block's Common for candidate k (its changes; with `regions`, the R1 and
+// near boxes of both changes and change j's R2); every thread waits for it.
+__device__ void load_common(const local::View& v, const State* state, const Candidate* candidates, int k, int j,
+                            bool regions, const uint32_t* near, int64_t capacity) {
+  Common& c = common();
+  if (threadIdx.x == 0) {
+    c.v = v;
+    c.v.largest = local::ceil_root(state->max_d2);
+    c.k = k;
+    const Candidate& cand = candidates[k];
+    c.ch = cand.changes;
+    if (regions) {
+      for (int i = 0; i < kChanges; ++i) {
+        c.d1[i] = cand.d1[i];
+        c.nd.box[i] = local::near_box(c.v, c.ch, i, cand.d1[i]);
+        c.nd.d2[i] = c.nd.box[i].voxels() <= capacity ? near + (int64_t(k) * kChanges + i) * capacity : nullptr;
+      }
+      c.r2 = r2_box(c.v, cand, j);
+      c.first = r2_box(c.v, cand, 0);
+      c.around = local::Box::around(c.v.grid, c.ch.at[j], local::repaint_half_width({cand.d1[j], cand.rho[j]}) +
+                                                              local::largest_new_radius(c.v, c.ch) - 1);
+      c.scan = local::CentreScan::of(c.v, c.ch, c.nd, c.around);
+    }
   }
-  return n;
+  __syncthreads();
 }
 
 __device__ void add_int64(int64_t* at, int64_t v) {
@@ -75,41 +109,42 @@ __device__ void add_int64(int64_t* at, int64_t v) {
 }
 
 // Each candidate's changes, the joining voxel's new distance; its deltas cleared.
-__global__ void prepare(local::View v, State* state, const int64_t* swaps, const int32_t* count, Candidate* out,
-                        int64_t* delta, int entries) {
+__global__ void prepare(const __grid_constant__ local::View v, State* state, const int64_t* swaps, const int32_t* count,
+                        Candidate* out, int64_t* delta, int entries) {
   const int k = int(blockIdx.x * blockDim.x + threadIdx.x);
   if (k >= *count) return;
-  v = with_largest(v, state);
+  local::View w = v;
+  w.largest = local::ceil_root(state->max_d2);
   local::Changes ch;
-  ch.add(v.grid, swaps[2 * k], 0);
-  ch.add(v.grid, swaps[2 * k + 1], 1);
-  local::prepare(v, ch);
+  ch.add(w.grid, swaps[2 * k], 0);
+  ch.add(w.grid, swaps[2 * k + 1], 1);
+  local::prepare(w, ch);
   if (ch.failed) atomicExch(&state->failed, 1);
   out[k].changes = ch;
   for (int e = 0; e < entries; ++e) delta[int64_t(k) * entries + e] = 0;
 }
 
 // Change j's R1 scan: the members' farthest offset and largest radius.
-__global__ void reach(local::View v, const State* state, const int32_t* count, Candidate* candidates) {
+__global__ void reach(const __grid_constant__ local::View v, const State* state, const int32_t* count,
+                      Candidate* candidates) {
   const int k = int(blockIdx.y), j = int(blockIdx.x);
   if (k >= *count) return;
   __shared__ int d1, rho;
   if (threadIdx.x == 0) d1 = rho = 0;
-  __syncthreads();
-  v = with_largest(v, state);
-  const local::Changes ch = candidates[k].changes;
-  const int64_t* p = ch.at[j];
-  const local::Box box = local::Box::around(v.grid, p, v.largest);
+  load_common(v, state, candidates, k, j, false, nullptr, 0);
+  const Common& c = common();
+  const int64_t* p = c.ch.at[j];
+  const local::Box box = local::Box::around(c.v.grid, p, c.v.largest);
   local::Reach r;
   for (int64_t t = threadIdx.x; t < box.voxels(); t += blockDim.x) {
-    int64_t c[3];
-    const int64_t x = local::box_voxel(v.grid, box, t, c);
+    int64_t q[3];
+    const int64_t x = local::box_voxel(c.v.grid, box, t, q);
     int64_t cheb = 0;
     for (int a = 0; a < 3; ++a) {
-      const int64_t o = v.grid.offset(a, p[a], c[a]);
+      const int64_t o = c.v.grid.offset(a, p[a], q[a]);
       cheb = std::max<int64_t>(cheb, o < 0 ? -o : o);
     }
-    local::scan_voxel(v, ch, j, x, c, cheb, r);
+    local::scan_voxel(c.v, c.ch, j, x, q, cheb, r);
   }
   atomicMax(&d1, int(r.d1));
   atomicMax(&rho, int(r.rho));
@@ -121,73 +156,103 @@ __global__ void reach(local::View v, const State* state, const int32_t* count, C
 }
 
 // The changed distances in change j's near box, where it fits the room.
-__global__ void near_distances(local::View v, const State* state, const int32_t* count, const Candidate* candidates,
-                     uint32_t* out, int64_t capacity) {
+__global__ void near_distances(const __grid_constant__ local::View v, const State* state, const int32_t* count,
+                               const Candidate* candidates, uint32_t* out, int64_t capacity) {
   const int k = int(blockIdx.y), j = int(blockIdx.x);
   if (k >= *count) return;
-  v = with_largest(v, state);
-  const Candidate& c = candidates[k];
-  const local::Changes ch = c.changes;
-  const local::Box box = local::near_box(v, ch, j, c.d1[j]);
+  load_common(v, state, candidates, k, j, false, nullptr, 0);
+  const Common& c = common();
+  const local::Box box = local::near_box(c.v, c.ch, j, candidates[k].d1[j]);
   if (box.voxels() > capacity) return;  // asked for as needed instead
   uint32_t* d = out + (int64_t(k) * kChanges + j) * capacity;
   for (int64_t t = threadIdx.x; t < box.voxels(); t += blockDim.x) {
     int64_t q[3];
-    const int64_t x = local::box_voxel(v.grid, box, t, q);
-    d[t] = local::new_d2(v, ch, x, q);
+    const int64_t x = local::box_voxel(c.v.grid, box, t, q);
+    d[t] = local::new_d2(c.v, c.ch, x, q);
   }
 }
 
-// Change j's R2 repainted slab by slab. Scoring: each voxel (of the first change's R2 that holds
-// it) takes its old value out of the tallies and its new one in, added to the candidate's delta.
-// Committing (`commit`): the new values written to the map.
+// A centre in the paint kernel's list: coordinates 21 bits each, and its squared radius.
+__device__ uint64_t pack(const int64_t c[3]) {
+  return uint64_t(c[0]) | (uint64_t(c[1]) << 21) | (uint64_t(c[2]) << 42);
+}
+__device__ void unpack(uint64_t p, int64_t c[3]) {
+  c[0] = int64_t(p & 0x1FFFFF), c[1] = int64_t((p >> 21) & 0x1FFFFF), c[2] = int64_t(p >> 42);
+}
+
+// Change j's R2 repainted slab by slab: the centres that reach the slab listed (by every
+// thread, over the scan's items), then painted a ball a warp, its rows split between the lanes
+// (a centre past the list's room is painted by the thread that found it). Scoring: each voxel
+// (of the first change's R2 that holds it) takes its old value out of the tallies and its new
+// one in, added to the candidate's delta. Committing (`kCommit`): the new values written.
 template <bool kCommit>
-__global__ void __launch_bounds__(kPaintThreads) paint(local::View v, State* state, const int32_t* count_or_chosen,
-                                                       const Candidate* candidates, const uint32_t* near,
-                                                       int64_t capacity, int64_t* delta, int entries, float* thickness) {
-  extern __shared__ uint32_t lt2[];
+__global__ void __launch_bounds__(kPaintThreads)
+    paint(const __grid_constant__ local::View view, State* state, const int32_t* count_or_chosen,
+          const Candidate* candidates, const uint32_t* near, int64_t capacity, int64_t* delta, int entries,
+          float* thickness) {
+  extern __shared__ __align__(16) unsigned char dynamic[];
+  uint32_t* lt2 = reinterpret_cast<uint32_t*>(dynamic);
+  uint64_t* listed = reinterpret_cast<uint64_t*>(dynamic + kSlabVoxels * sizeof(uint32_t));
+  uint32_t* listed_r2 = reinterpret_cast<uint32_t*>(listed + kListed);
   __shared__ int hits[kMostEdges + 2];
+  __shared__ int listed_count;
   const int k = kCommit ? *count_or_chosen : int(blockIdx.y);
   if (kCommit ? k < 0 : k >= *count_or_chosen) return;
   const int j = int(blockIdx.x);
-  v = with_largest(v, state);
-  const Candidate& cand = candidates[k];
-  const local::Changes ch = cand.changes;
-  const int64_t d1[kChanges] = {cand.d1[0], cand.d1[1]};
-  const local::NearDistances nd = near_of(v, cand, near, capacity, k);
-  const local::Box r2 = r2_box(v, cand, j);
-  const local::Box first = r2_box(v, cand, 0);
-  const local::Box around = local::Box::around(v.grid, ch.at[j], local::repaint_half_width({cand.d1[j], cand.rho[j]}) +
-                                                                         local::largest_new_radius(v, ch) - 1);
-  const local::CentreScan scan = local::CentreScan::of(v, ch, nd, around);
-  const int64_t lx = r2.length(0), plane = lx * r2.length(1);
+  load_common(view, state, candidates, k, j, true, near, capacity);
+  Common& c = common();
+  const local::View& v = c.v;
+  const int64_t lx = c.r2.length(0), plane = lx * c.r2.length(1);
   if (plane > kSlabVoxels) {
     if (threadIdx.x == 0) atomicExch(&state->too_large, 1);
     return;
   }
   for (int e = int(threadIdx.x); e < v.edge_count + 2; e += int(blockDim.x)) hits[e] = 0;
   const int64_t planes = kSlabVoxels / plane;
-  for (int64_t z0 = r2.lo[2]; z0 <= r2.hi[2]; z0 += planes) {
-    local::Box slab = r2;
-    slab.lo[2] = z0;
-    slab.hi[2] = std::min<int64_t>(z0 + planes - 1, r2.hi[2]);
+  const int lane = int(threadIdx.x) % kWarp, warp = int(threadIdx.x) / kWarp, warps = int(blockDim.x) / kWarp;
+  for (int64_t z0 = c.r2.lo[2]; z0 <= c.r2.hi[2]; z0 += planes) {
+    if (threadIdx.x == 0) {
+      c.slab = c.r2;
+      c.slab.lo[2] = z0;
+      c.slab.hi[2] = std::min<int64_t>(z0 + planes - 1, c.r2.hi[2]);
+      listed_count = 0;
+    }
+    __syncthreads();
+    const local::Box& slab = c.slab;
     const int64_t n = slab.voxels();
     for (int64_t t = threadIdx.x; t < n; t += blockDim.x) lt2[t] = 0;
     __syncthreads();
-    for (int64_t t = threadIdx.x; t < scan.items; t += blockDim.x)
-      scan.item(v, ch, d1, nd, slab, around, t, [&](int64_t, const int64_t* c, uint32_t r) {
-        local::ball_chords(
-            v.grid, slab, c, r, 0, 1, [](int64_t) { return true; },
-            [&](int64_t row, int64_t x0, int64_t x1) {
-              for (int64_t x = x0; x <= x1; ++x) atomicMax(&lt2[row * lx + x], r);
-            });
+    const auto raise = [&](int64_t row, int64_t x0, int64_t x1, uint32_t r) {
+      for (int64_t x = x0; x <= x1; ++x) atomicMax(&lt2[row * lx + x], r);
+    };
+    for (int64_t t = threadIdx.x; t < c.scan.items; t += blockDim.x)
+      c.scan.item(v, c.ch, c.d1, c.nd, slab, c.around, t, [&](int64_t, const int64_t* q, uint32_t r) {
+        const int at = atomicAdd(&listed_count, 1);
+        if (at < kListed) {
+          listed[at] = pack(q);
+          listed_r2[at] = r;
+        } else {  // no room: painted here
+          local::ball_chords(
+              v.grid, slab, q, r, 0, 1, [](int64_t) { return true; },
+              [&](int64_t row, int64_t x0, int64_t x1) { raise(row, x0, x1, r); });
+        }
       });
     __syncthreads();
+    const int count = listed_count < kListed ? listed_count : kListed;
+    for (int i = warp; i < count; i += warps) {
+      int64_t q[3];
+      unpack(listed[i], q);
+      const uint32_t r = listed_r2[i];
+      local::ball_chords(
+          v.grid, slab, q, r, lane, kWarp, [](int64_t) { return true; },
+          [&](int64_t row, int64_t x0, int64_t x1) { raise(row, x0, x1, r); });
+    }
+    __syncthreads();
     for (int64_t t = threadIdx.x; t < n; t += blockDim.x) {
-      int64_t c[3];
-      const int64_t y = local::box_voxel(v.grid, slab, t, c);
-      if (j > 0 && first.holds(v.grid, c)) continue;  // the first change's R2 counts it
-      const float now = local::in_phase(v, ch, y) ? v.metric.radius(lt2[t]) : 0.0f;
+      int64_t q[3];
+      const int64_t y = local::box_voxel(v.grid, slab, t, q);
+      if (j > 0 && c.first.holds(v.grid, q)) continue;  // the first change's R2 counts it
+      const float now = local::in_phase(v, c.ch, y) ? v.metric.radius(lt2[t]) : 0.0f;
       const float before = v.thickness[y];
       if (now == before) continue;
       if (kCommit) {
@@ -202,28 +267,28 @@ __global__ void __launch_bounds__(kPaintThreads) paint(local::View v, State* sta
   if (kCommit || threadIdx.x != 0) return;
   local::counts_from_hits(
       v.edge_count, [&](int e) { return int64_t(hits[e]); },
-      [&](int e, int64_t c) {
-        if (c) add_int64(&delta[int64_t(k) * entries + e], c);
+      [&](int e, int64_t n) {
+        if (n) add_int64(&delta[int64_t(k) * entries + e], n);
       });
 }
 
 // The chosen candidate's new distances, in each change's R1 box (of the first that holds a
 // voxel), and the tally of distances. A voxel's new distance reads only its own old one.
-__global__ void commit_distances(local::View v, State* state, const int32_t* chosen, const Candidate* candidates,
-                                 uint32_t* d2, unsigned long long* d2_count) {
+__global__ void commit_distances(const __grid_constant__ local::View v, State* state, const int32_t* chosen,
+                                 const Candidate* candidates, uint32_t* d2, unsigned long long* d2_count) {
   const int k = *chosen;
   if (k < 0) return;
   const int j = int(blockIdx.x);
-  v = with_largest(v, state);
+  load_common(v, state, candidates, k, j, false, nullptr, 0);
+  const Common& c = common();
   const Candidate& cand = candidates[k];
-  const local::Changes ch = cand.changes;
-  const local::Box box = local::Box::around(v.grid, ch.at[j], cand.d1[j]);
-  const local::Box first = local::Box::around(v.grid, ch.at[0], cand.d1[0]);
+  const local::Box box = local::Box::around(c.v.grid, c.ch.at[j], cand.d1[j]);
+  const local::Box first = local::Box::around(c.v.grid, c.ch.at[0], cand.d1[0]);
   for (int64_t t = threadIdx.x; t < box.voxels(); t += blockDim.x) {
-    int64_t c[3];
-    const int64_t x = local::box_voxel(v.grid, box, t, c);
-    if (j > 0 && first.holds(v.grid, c)) continue;
-    const uint32_t now = local::new_d2(v, ch, x, c), old = v.d2[x];
+    int64_t q[3];
+    const int64_t x = local::box_voxel(c.v.grid, box, t, q);
+    if (j > 0 && first.holds(c.v.grid, q)) continue;
+    const uint32_t now = local::new_d2(c.v, c.ch, x, q), old = c.v.d2[x];
     if (now == old) continue;
     atomicAdd(&d2_count[old], ~0ull);  // −1
     atomicAdd(&d2_count[now], 1ull);
@@ -233,24 +298,24 @@ __global__ void commit_distances(local::View v, State* state, const int32_t* cho
 }
 
 // The centre bits round the chosen candidate's changes, from the committed distances.
-__global__ void commit_centres(local::View v, const State* state, const int32_t* chosen, const Candidate* candidates,
-                               unsigned long long* bits) {
+__global__ void commit_centres(const __grid_constant__ local::View v, const State* state, const int32_t* chosen,
+                               const Candidate* candidates, unsigned long long* bits) {
   const int k = *chosen;
   if (k < 0) return;
   const int j = int(blockIdx.x);
-  v = with_largest(v, state);
+  load_common(v, state, candidates, k, j, false, nullptr, 0);
+  const Common& c = common();
   const Candidate& cand = candidates[k];
-  const local::Changes ch = cand.changes;
-  const local::Box box = local::near_box(v, ch, j, cand.d1[j]);
-  const local::Box first = local::near_box(v, ch, 0, cand.d1[0]);
+  const local::Box box = local::near_box(c.v, c.ch, j, cand.d1[j]);
+  const local::Box first = local::near_box(c.v, c.ch, 0, cand.d1[0]);
   for (int64_t t = threadIdx.x; t < box.voxels(); t += blockDim.x) {
-    int64_t c[3];
-    const int64_t x = local::box_voxel(v.grid, box, t, c);
-    if (j > 0 && first.holds(v.grid, c)) continue;
-    const uint32_t r = v.d2[x];
-    const bool on = r && local::kept_centre(v, c, r, [&](int64_t i, const int64_t*) { return v.d2[i]; });
-    const unsigned long long bit = 1ull << local::CentreBits::bit(c);
-    unsigned long long* word = bits + local::CentreBits::word(v.grid, c);
+    int64_t q[3];
+    const int64_t x = local::box_voxel(c.v.grid, box, t, q);
+    if (j > 0 && first.holds(c.v.grid, q)) continue;
+    const uint32_t r = c.v.d2[x];
+    const bool on = r && local::kept_centre(c.v, q, r, [&](int64_t i, const int64_t*) { return c.v.d2[i]; });
+    const unsigned long long bit = 1ull << local::CentreBits::bit(q);
+    unsigned long long* word = bits + local::CentreBits::word(c.v.grid, q);
     if (on) atomicOr(word, bit);
     else atomicAnd(word, ~bit);
   }
@@ -269,8 +334,8 @@ __global__ void commit_counts(State* state, const int32_t* chosen, const int64_t
 }
 
 // From scratch: the centre bits, the tallies of distances and of thickness values.
-__global__ void init_maps(local::View v, int64_t voxels, unsigned long long* bits, unsigned long long* d2_count,
-                          int64_t* hits) {
+__global__ void init_maps(const __grid_constant__ local::View v, int64_t voxels, unsigned long long* bits,
+                          unsigned long long* d2_count, int64_t* hits) {
   __shared__ int block_hits[kMostEdges + 2];
   for (int e = int(threadIdx.x); e < v.edge_count + 2; e += int(blockDim.x)) block_hits[e] = 0;
   __syncthreads();
@@ -441,7 +506,7 @@ SwapScorer::SwapScorer(const uint8_t* d_phase, const Shape& shape, const Spacing
   m.candidates = DeviceBuffer<Candidate>(std::size_t(most), s, "the scorer's candidates");
   m.near = DeviceBuffer<uint32_t>(std::size_t(most) * kChanges * std::size_t(m.near_capacity), s,
                                   "the scorer's near distances");
-  const int smem = int(kSlabVoxels * sizeof(uint32_t));
+  const int smem = int(kPaintShared);
   PF_CUDA_CHECK(cudaFuncSetAttribute(paint<false>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
   PF_CUDA_CHECK(cudaFuncSetAttribute(paint<true>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
   PF_CUDA_CHECK(cudaStreamSynchronize(s));
@@ -468,7 +533,7 @@ void SwapScorer::score_async(const int64_t* d_swaps, const int32_t* d_candidates
   near_distances<<<grid, kThreads, 0, s>>>(m.view, m.state.data(), d_candidates, m.candidates.data(), m.near.data(),
                                  m.near_capacity);
   PF_CUDA_CHECK_LAUNCH(s);
-  paint<false><<<grid, kPaintThreads, kSlabVoxels * sizeof(uint32_t), s>>>(
+  paint<false><<<grid, kPaintThreads, kPaintShared, s>>>(
       m.view, m.state.data(), d_candidates, m.candidates.data(), m.near.data(), m.near_capacity, d_delta, m.entries,
       nullptr);
   PF_CUDA_CHECK_LAUNCH(s);
@@ -478,7 +543,7 @@ void SwapScorer::commit_async(const int32_t* d_chosen) {
   Impl& m = *m_impl;
   const cudaStream_t s = m.stream;
   if (!m.delta) throw InputError("commit_async before any score_async");
-  paint<true><<<kChanges, kPaintThreads, kSlabVoxels * sizeof(uint32_t), s>>>(
+  paint<true><<<kChanges, kPaintThreads, kPaintShared, s>>>(
       m.view, m.state.data(), d_chosen, m.candidates.data(), m.near.data(), m.near_capacity, nullptr, m.entries,
       m.thickness.data());
   PF_CUDA_CHECK_LAUNCH(s);

@@ -70,28 +70,50 @@ PF_HD bool biased_accept(const Step& st, int64_t v, int which, double u) {
   return u * (1 + 6 * bias) < 1 + bias * k;
 }
 
-/// A voxel of phase `which` (1 pore, 0 solid), uniform over its list or, with an interface
-/// bias b, by rejection with probability (1 + b·k) / (1 + 6b), k = face neighbours of the other
-/// phase (after Tang et al. / Pant et al.). With keep_pore_connected, drawn again until it is
-/// not frozen and, for at most kConnectedAttempts draws, passes may_leave_pore (pore) or
-/// may_join_pore (solid, `leaving` the pore voxel of the same swap). Attempts draw lanes
-/// lane_base, lane_base + 2, ….
+/// Attempt `attempt` (0, 1, 2, …) of a proposal of a voxel of phase `which` (1 pore, 0 solid):
+/// the voxel drawn from lane lane_base + 2·attempt, uniform over its list, when it passes every
+/// test, else −1. The tests: not frozen; with an interface bias b, kept with probability
+/// (1 + b·k) / (1 + 6b), k = face neighbours of the other phase (after Tang et al. / Pant et
+/// al.); with keep_pore_connected and for the first kConnectedAttempts attempts, may_leave_pore
+/// (pore) or may_join_pore (solid, `leaving` the pore voxel of the same swap).
+PF_HD int64_t proposal_attempt(const Step& st, int which, uint64_t step, uint32_t lane_base, uint32_t attempt,
+                               int64_t leaving = -1) {
+  const PhiloxBlock w = st.random.draw(step, lane_base + 2 * attempt);
+  const int64_t v = st.list[which][Philox::below(w[0], w[1], uint64_t(st.list_size[which]))];
+  // An attempt is taken when it passes every test, in any order: the cheap ones first (the
+  // bias turns most interior voxels away with 6 reads, the connectivity tests read 27).
+  const bool check_connected = st.keep_pore_connected && attempt < kConnectedAttempts;
+  if (st.frozen && st.frozen[v]) return -1;  // always: the largest cluster and most solid never are
+  if (st.interface_bias > 0 && !biased_accept(st, v, which, Philox::unit(w[2]))) return -1;
+  if (check_connected &&
+      !(which ? may_leave_pore(st.pore, st.extent, v) : may_join_pore(st.pore, st.extent, v, leaving)))
+    return -1;
+  return v;
+}
+
+/// A voxel of phase `which` (1 pore, 0 solid): the first of its attempts (proposal_attempt) that
+/// passes. Attempts draw lanes lane_base, lane_base + 2, ….
 PF_HD int64_t propose(const Step& st, int which, uint64_t step, uint32_t lane_base, int64_t leaving = -1) {
-  const int64_t* list = st.list[which];
-  const double bias = st.interface_bias;
-  for (uint32_t attempt = 0;; attempt += 2) {
-    const PhiloxBlock w = st.random.draw(step, lane_base + attempt);
-    const int64_t v = list[Philox::below(w[0], w[1], uint64_t(st.list_size[which]))];
-    // An attempt is taken when it passes every test, in any order: the cheap ones first (the
-    // bias turns most interior voxels away with 6 reads, the connectivity tests read 27).
-    const bool check_connected = st.keep_pore_connected && attempt < 2 * kConnectedAttempts;
-    if (st.frozen && st.frozen[v]) continue;  // always: the largest cluster and most solid never are
-    if (bias > 0 && !biased_accept(st, v, which, Philox::unit(w[2]))) continue;
-    if (check_connected &&
-        !(which ? may_leave_pore(st.pore, st.extent, v) : may_join_pore(st.pore, st.extent, v, leaving)))
-      continue;
-    return v;
+  for (uint32_t attempt = 0;; ++attempt) {
+    const int64_t v = proposal_attempt(st, which, step, lane_base, attempt, leaving);
+    if (v >= 0) return v;
   }
+}
+
+/// `to_solid` (a pore voxel) and `to_pore` (a solid voxel) trade phase and list places, the
+/// terms left as they are (a caller that has the swap's counts already: the device batches).
+PF_HD void swap_phases(const Step& st, int64_t to_solid, int64_t to_pore) {
+  st.pore[to_solid] = 0;
+  st.pore[to_pore] = 1;
+  if (st.solid) {
+    st.solid[to_solid] = 1;
+    st.solid[to_pore] = 0;
+  }
+  const int64_t a = st.slot[to_solid], b = st.slot[to_pore];
+  st.list[1][a] = to_pore;
+  st.list[0][b] = to_solid;
+  st.slot[to_pore] = a;
+  st.slot[to_solid] = b;
 }
 
 /// `to_solid` (a pore voxel) and `to_pore` (a solid voxel) trade phase and list places; the
@@ -104,17 +126,7 @@ PF_HD void apply_swap(const Step& st, int64_t to_solid, int64_t to_pore) {
     o.surface.on_swap(cubes);
   }
   o.chords.on_swap(st.pore, to_solid, to_pore);
-  st.pore[to_solid] = 0;
-  st.pore[to_pore] = 1;
-  if (st.solid) {
-    st.solid[to_solid] = 1;
-    st.solid[to_pore] = 0;
-  }
-  const int64_t a = st.slot[to_solid], b = st.slot[to_pore];
-  st.list[1][a] = to_pore;
-  st.list[0][b] = to_solid;
-  st.slot[to_pore] = a;
-  st.slot[to_solid] = b;
+  swap_phases(st, to_solid, to_pore);
 }
 
 /// Takes apply_swap(to_solid, to_pore) back: phases, lists and slots as before.
