@@ -13,8 +13,9 @@
 // voxel size, the domain's faces open, interface-biased moves that keep the pore connected,
 // T0 1e-6. --initial berea starts from the real image itself (its centre at the size, mirrored
 // at its faces beyond 400), a rock-like structure where a swap's region is a rock's.
-// --evaluation full: the device loop evaluates each swap's PSD over the whole structure, one
-// at a time (the baseline of local re-evaluation in batches, the default).
+// --evaluation local: the device loop scores swaps in speculative batches, each swap's PSD
+// re-evaluated around it (Config::local_evaluation); full, the default: over the whole
+// structure, one swap at a time.
 //
 // --t0: the initial temperature (0, the default: from the trial moves); a low one shows the
 // rate where most proposals are rejected.
@@ -47,7 +48,7 @@ int main(int argc, char** argv) {
   int64_t size = 64, evaluations = 20000;
   uint64_t seed = 1;
   std::string json, berea = POREFORGE_DATA_DIR "/berea_110.raw", backend_name = "cpu", initial = "noise",
-              loop = "device", energy = "psd_s2", evaluation = "local",
+              loop = "device", energy = "psd_s2", evaluation = "full",
               reference = POREFORGE_DATA_DIR "/berea_400.h5";
   double blobiness = 0.5;
   int batch = 0;

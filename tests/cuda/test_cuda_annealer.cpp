@@ -182,6 +182,7 @@ TEST_CASE("anneal.cuda.batches_take_the_same_chain" * PF_GPU_DECORATORS) {
     anneal::Annealer cpu(c);
     cpu.run();
     c.backend = Backend::cuda;
+    c.local_evaluation = true;
     for (const int batch : {1, 7, 64, 0}) {
       CAPTURE(batch);
       c.batch = batch;
@@ -194,6 +195,5 @@ TEST_CASE("anneal.cuda.batches_take_the_same_chain" * PF_GPU_DECORATORS) {
     anneal::Annealer full(c);
     full.run();
     check_same_run(full, cpu);
-    c.local_evaluation = true;
   }
 }

@@ -495,8 +495,10 @@ struct CentreScan {
       int piece = 0;
       while (t >= piece_bricks[piece]) t -= piece_bricks[piece++];
       const int px = piece % 2, py = (piece / 2) % 2, pz = piece / 4;
-      const int64_t nx = hi[0][px] / 4 - lo[0][px] / 4 + 1, ny = hi[1][py] / 4 - lo[1][py] / 4 + 1;
-      const int64_t wx = lo[0][px] / 4 + t % nx, wy = lo[1][py] / 4 + (t / nx) % ny, wz = lo[2][pz] / 4 + t / (nx * ny);
+      const uint32_t nx = uint32_t(hi[0][px] / 4 - lo[0][px] / 4 + 1), ny = uint32_t(hi[1][py] / 4 - lo[1][py] / 4 + 1);
+      const uint32_t u = uint32_t(t), row = u / nx;  // bricks of a box are far fewer than 2^32
+      const int64_t wx = lo[0][px] / 4 + int64_t(u - row * nx), wy = lo[1][py] / 4 + int64_t(row % ny),
+                    wz = lo[2][pz] / 4 + int64_t(row / ny);
       uint64_t bits = v.centres[wx + CentreBits::bricks(g.n[0]) * (wy + CentreBits::bricks(g.n[1]) * wz)];
       while (bits) {
         int b = 0;
@@ -556,7 +558,7 @@ PF_HD void ball_chords(const Grid& g, const Box& box, const int64_t c[3], uint32
   images(g, 2, c[2], wz, box.lo[2], box.hi[2], fz, tz);
   images(g, 1, c[1], wy, box.lo[1], box.hi[1], fy, ty);
   images(g, 0, c[0], wx, box.lo[0], box.hi[0], fx, tx);
-  int64_t row = 0;
+  int64_t turn = 0;  // whose the next row is: rows go round the parts in turn (no division)
   for (int64_t kz = fz; kz <= tz; ++kz) {
     const int64_t cz = c[2] + kz * g.n[2];
     const int64_t z0 = cz - wz > box.lo[2] ? cz - wz : box.lo[2], z1 = cz + wz < box.hi[2] ? cz + wz : box.hi[2];
@@ -568,7 +570,9 @@ PF_HD void ball_chords(const Grid& g, const Box& box, const int64_t c[3], uint32
         const int64_t cy = c[1] + ky * g.n[1];
         const int64_t y0 = cy - ry > box.lo[1] ? cy - ry : box.lo[1], y1 = cy + ry < box.hi[1] ? cy + ry : box.hi[1];
         for (int64_t y = y0; y <= y1; ++y) {
-          if (row++ % parts != part) continue;
+          const bool mine = turn == part;
+          if (++turn == parts) turn = 0;
+          if (!mine) continue;
           const int64_t box_row = (y - box.lo[1]) + (z - box.lo[2]) * ly;
           if (!wanted(box_row)) continue;
           const int64_t dy = y - cy;

@@ -134,11 +134,11 @@ struct Config {
   /// runs, from the acceptance rate (and on the host the threads); 1: one at a time. The device
   /// loop takes at most 64 (32 with both PSD terms weighted).
   int batch = 0;
-  /// The device loop scores a swap by re-evaluating the PSD only around it (cuda::SwapScorer),
-  /// in speculative batches, where the spacing is isotropic; false: every step evaluates the
-  /// whole structure, one at a time — the baseline bench_anneal measures batches against. The
-  /// run is the same either way.
-  bool local_evaluation = true;
+  /// The device loop scores swaps in speculative batches, the PSD re-evaluated only around each
+  /// swap (cuda::SwapScorer; isotropic spacing). Off by default: on an H200 it is still slower
+  /// than evaluating the whole structure a step at a time (docs/local-evaluation.md). The run is
+  /// the same either way.
+  bool local_evaluation = false;
 };
 
 /// Throws InputError naming the parameter when a config is unusable.
