@@ -157,8 +157,9 @@ int main(int argc, char** argv) {
   const Quality end = quality(a.structure(), c.targets, c.boundary, Backend::cpu);
 
   const std::string loop_ran = a.device_loop() ? "device" : "host";
-  std::printf("\nannealer, %s, %s loop, %s evaluation, %lldx%lldx%lld, %s energy, targets from the Berea pore phase\n",
-              where.c_str(), loop_ran.c_str(), a.device_loop() ? evaluation.c_str() : "host", static_cast<long long>(size),
+  const std::string scoring = a.device_loop() ? evaluation + " evaluation" : "the evaluators' own scoring";
+  std::printf("\nannealer, %s, %s loop, %s, %lldx%lldx%lld, %s energy, targets from the Berea pore phase\n",
+              where.c_str(), loop_ran.c_str(), scoring.c_str(), static_cast<long long>(size),
               static_cast<long long>(size), static_cast<long long>(size), energy.c_str());
   std::printf("%-14s %12s %10s %10s %10s\n", "", "energy", "PSD L1", "S2 RMS", "");
   std::printf("%-14s %12.4f %10.4f %10.5f\n", (initial + " start").c_str(), initial_energy, start.pore_psd_l1,
@@ -179,7 +180,7 @@ int main(int argc, char** argv) {
       << initial << "\",\n  \"blobiness\": " << (initial == "blobs" ? blobiness : 0.0) << ",\n  \"seed\": " << seed
       << ",\n  \"evaluations\": " << p.evaluations << ",\n  \"evaluations_per_second\": "
       << double(p.evaluations) / seconds << ",\n  \"stop_reason\": \"" << to_string(p.stopped)
-      << "\",\n  \"energy\": \"" << energy << "\",\n  \"evaluation\": \"" << (a.device_loop() ? evaluation : "host")
+      << "\",\n  \"energy\": \"" << energy << "\",\n  \"evaluation\": \"" << (a.device_loop() ? evaluation : "evaluators")
       << "\",\n  \"accepted\": " << p.accepted << ",\n  \"initial_energy\": " << initial_energy << ",\n  \"final_energy\": "
       << p.energy.total << ",\n  \"start\": {\"psd_l1\": " << start.pore_psd_l1 << ", \"s2_rms\": " << start.s2_rms
       << "},\n  \"final\": {\"psd_l1\": " << end.pore_psd_l1 << ", \"s2_rms\": " << end.s2_rms
