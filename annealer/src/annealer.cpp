@@ -891,7 +891,8 @@ int64_t Annealer::host_batch(int64_t most) {
     s.to_pore = proposal.to_pore;
     const bool accepted = accept(m_step, s, proposal.energy);
     if (accepted) {
-      swap(proposal.to_solid, proposal.to_pore);
+      // This state takes it as the replicas do: its evaluators keep it, whichever thread scored it.
+      take_in(host_state(), proposal.to_solid, proposal.to_pore);
       for (auto& r : m_replicas) take_in(r->host_state(), proposal.to_solid, proposal.to_pore);
     }
     note(accepted);

@@ -80,8 +80,9 @@ __global__ void accept_or_undo(Step st, StepState* state) {
 
 // ---- batches ---------------------------------------------------------------------------
 
-// The most proposals a batch scores: two paint blocks of the scorer each (one a multiprocessor)
-// fill an H200's 132 in one wave.
+// The most proposals a batch scores: a scorer's paint launch has two blocks a proposal (one a
+// multiprocessor), 128 of an H200's 132 in one wave; with both PSD terms the two scorers' launches
+// run one after the other, and half as many keep each within a wave with the rest of the batch.
 constexpr int kMostBatch = 64;
 
 // A batch's buffers on the device, a row per proposal.

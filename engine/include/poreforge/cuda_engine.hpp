@@ -126,7 +126,9 @@ class SwapScorer {
   /// the maps and counts() take its change.
   void commit_async(const int32_t* d_chosen);
   /// Waits for the stream, then throws InputError if a candidate's joining voxel had no
-  /// background to measure from (the swap would leave the phase without one).
+  /// background to measure from (the swap would leave the phase without one), RuntimeError if a
+  /// candidate's region was wider than a paint block holds (pores of about 50 voxels' radius and
+  /// more). Either leaves the scorer unusable: it was found out after the batch ran.
   void synchronize();
 
   struct Impl;

@@ -44,8 +44,9 @@
 
 namespace poreforge::detail::local {
 
-/// Changed voxels an evaluation takes (an annealer's swap changes two, a swap undone and the
-/// next one four); more, and the caller evaluates from scratch.
+/// Changed voxels an evaluation takes (an annealer's swap changes two; a replica that took a
+/// swap it did not score and then its own changes four); more, and the caller evaluates from
+/// scratch.
 constexpr int kMostChanges = 8;
 /// What a search returns when no background lies anywhere (open faces, a phase of every voxel).
 constexpr uint32_t kNoBackground = 0xFFFFFFFFu;
@@ -123,7 +124,7 @@ struct Offsets {
 };
 
 /// An axis-aligned box of voxels, inclusive, in unwrapped coordinates (a periodic box may start
-/// below 0 or end past n − 1); `full` along an axis: the whole axis, each voxel once.
+/// below 0 or end past n − 1; one as long as its axis holds each voxel once).
 struct Box {
   int64_t lo[3] = {0, 0, 0}, hi[3] = {-1, -1, -1};
 

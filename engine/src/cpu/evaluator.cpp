@@ -80,6 +80,9 @@ class CpuPsdEvaluator final : public PsdEvaluator {
       if (++m_whole_in_a_row == kWholeInARow) {  // the volume is small beside its structure: maps no more
         m_local = false;
         m_committed = Mask();
+        m_d2 = {};
+        m_thickness = Volume<float>();
+        m_centres_bits = {};
         m_pending = local::Changes{};
         m_touched.clear();
         m_stale = false;
@@ -117,6 +120,8 @@ class CpuPsdEvaluator final : public PsdEvaluator {
   static constexpr std::size_t kMostTouched = 64;
   // Evaluations from scratch in a row after which the evaluator keeps no maps at all.
   static constexpr int kWholeInARow = 16;
+  // The offsets table's largest radius: 1.1 million offsets, 9 MB.
+  static constexpr int64_t kMostOffsetRadius = 64;
 
   // The pending changes committed where they are still in the mask and dropped where they
   // were set back; then the voxels that differ from the committed mask, prepared, into `ch`.
@@ -205,14 +210,15 @@ class CpuPsdEvaluator final : public PsdEvaluator {
   }
 
   // The offsets walked for nearest backgrounds (to twice the largest distance, so that a walk
-  // rarely goes past them) and the containment tables (to the largest squared distance a ball
-  // of the walk's reach can have), made again when distances outgrow them.
+  // rarely goes past them, but no farther than kMostOffsetRadius: a walk past the table searches
+  // shells, exactly) and the containment tables (to the squared distance a ball of that reach
+  // can have; beyond, the continuous test decides), made again when distances outgrow them.
   void tables(uint32_t most) {
-    const int64_t want = 2 * (local::ceil_root(most) + 2);
+    const int64_t want = std::min<int64_t>(2 * (local::ceil_root(most) + 2), kMostOffsetRadius);
     if (!m_offsets || int64_t(m_offsets->limit) < (want / 2) * (want / 2))
       m_offsets = std::make_unique<local::OffsetTable>(m_phase.shape(), want);
-    const uint32_t reach = uint32_t(std::min<int64_t>(want * want, int64_t(1) << 20));
-    if (!m_containment || m_containment_limit < most) {
+    const uint32_t reach = uint32_t(want * want);
+    if (!m_containment || m_containment_limit < std::min(most, reach)) {
       m_containment = std::make_unique<detail::BallContainment<detail::VoxelMetric>>(detail::VoxelMetric{}, reach);
       m_containment_limit = reach;
     }

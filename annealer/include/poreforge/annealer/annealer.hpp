@@ -135,9 +135,9 @@ struct Config {
   /// loop takes at most 64 (32 with both PSD terms weighted).
   int batch = 0;
   /// The device loop scores swaps in speculative batches, the PSD re-evaluated only around each
-  /// swap (cuda::SwapScorer; isotropic spacing). Off by default: on an H200 it is still slower
-  /// than evaluating the whole structure a step at a time (docs/local-evaluation.md). The run is
-  /// the same either way.
+  /// swap (cuda::SwapScorer; isotropic spacing). Off by default: it measured slower than
+  /// evaluating the whole structure a step at a time (docs/local-evaluation.md). The run is the
+  /// same either way.
   bool local_evaluation = false;
 };
 
