@@ -1,13 +1,14 @@
 // The annealing loop on the device (see device_loop.hpp), in one of two drivers of the same
 // step (step.hpp's functions, the host loop's own):
-// - batches (isotropic spacing): K proposals drawn against the same state and scored at once —
-//   the count, chord and S2 terms' change by each block, the PSD terms' by the engine's swap
-//   scorers (local re-evaluation, cuda::SwapScorer) — then taken in order up to the first
-//   accepted one, which is applied and committed; the rest are dropped. Each proposal draws
-//   from its own evaluation's counter, so the chain is the one a proposal at a time gives.
-// - one step at a time (anisotropic spacing, or Config::local_evaluation off: the benchmarks'
-//   baseline): propose and swap (one block), the PSD of each weighted phase from scratch (the
-//   engine context's graph), score and accept or undo (one block).
+// - batches (Config::local_evaluation, isotropic spacing): K proposals drawn against the same
+//   state and scored at once — the count, chord and S2 terms' change by each block, the PSD
+//   terms' by the engine's swap scorers (local re-evaluation, cuda::SwapScorer) — then taken in
+//   order up to the first accepted one, which is applied and committed; the rest are dropped.
+//   Each proposal draws from its own evaluation's counter, so the chain is the one a proposal
+//   at a time gives.
+// - one step at a time (the default, which measured faster): propose and swap (one block), the
+//   PSD of each weighted phase from scratch (the engine context's graph), score and accept or
+//   undo (one block).
 // Nothing comes back to the host until a run of steps ends.
 #include <cuda_runtime.h>
 
