@@ -119,6 +119,19 @@ Runner add_compare_command(CLI::App& app, const std::string& command_line) {
         return e;
       };
     };
+    // Where the time goes: reading, planning, then each profile stage summed over the volumes.
+    std::vector<std::pair<std::string, double>> stage_seconds;
+    auto clock = std::chrono::steady_clock::now();
+    auto add_stage = [&stage_seconds](const std::string& name, double s) {
+      for (auto& [n, total] : stage_seconds)
+        if (n == name) return void(total += s);
+      stage_seconds.emplace_back(name, s);
+    };
+    auto lap = [&](const std::string& name) {
+      const auto now = std::chrono::steady_clock::now();
+      add_stage(name, std::chrono::duration<double>(now - clock).count());
+      clock = now;
+    };
     const LabelImage recon_image = o->recon.read(reading("reconstruction"));
     const LabelImage ref_image = o->reference.read(reading("reference"));
     Mask recon = binary_phase(recon_image, o->phase, "the reconstruction '" + o->recon.path + "'");
@@ -142,7 +155,9 @@ Runner add_compare_command(CLI::App& app, const std::string& command_line) {
     o->realism.require_cubic_voxels(backend, spacing);
     // The natural envelope: sub-volumes of the reconstruction's shape, or the reference alone
     // when it has that shape (then nothing is judged: one real volume has no range).
+    lap("reading");
     const EnvelopePlan plan = plan_envelope(recon, reference, o->subvolumes, uint64_t(o->seed), o->bins, backend);
+    lap("planning");
     const bool same_size = plan.whole_reference;
     const std::vector<Shape>& corners = plan.corners;
     const std::vector<Mask>& real = plan.real;
@@ -173,6 +188,15 @@ Runner add_compare_command(CLI::App& app, const std::string& command_line) {
       }
     }
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    for (const auto& [name, s] : candidate.seconds) add_stage(name, s);
+    for (const RealismProfile& p : profiles)
+      for (const auto& [name, s] : p.seconds) add_stage(name, s);
+    {
+      std::string line = "time      " + cell(seconds) + " s:";
+      for (std::size_t i = 0; i < stage_seconds.size(); ++i)
+        line += (i ? ", " : " ") + stage_seconds[i].first + " " + cell(stage_seconds[i].second);
+      std::fprintf(stderr, "%s\n", line.c_str());
+    }
     // Each volume's warnings, named: on the terminal and in the report.
     std::vector<std::string> warnings;
     for (const std::string& w : candidate.warnings) warnings.push_back("the reconstruction: " + w);
@@ -194,7 +218,14 @@ Runner add_compare_command(CLI::App& app, const std::string& command_line) {
       << ",\n  \"backend\": " << json_string(to_string(backend)) << ",\n  \"device\": "
       << json_string(backend_description(backend))
       << ",\n  \"permeability\": " << (options.permeability ? "true" : "false")
-      << ",\n  \"seconds\": " << json_number(seconds) << ",\n  \"warnings\": " << json_array(warnings, json_string)
+      << ",\n  \"seconds\": " << json_number(seconds) << ",\n  \"seconds_by_stage\": {"
+      << [&] {
+           std::string out;
+           for (std::size_t i = 0; i < stage_seconds.size(); ++i)
+             out += (i ? ", " : "") + json_string(stage_seconds[i].first) + ": " + json_number(stage_seconds[i].second);
+           return out;
+         }()
+      << "},\n  \"warnings\": " << json_array(warnings, json_string)
       << ",\n  \"judged\": " << (same_size ? "false" : "true");
 
     if (same_size) {

@@ -1,5 +1,6 @@
 // The realism profile of one structure: the engine's measures gathered under stable names.
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 
@@ -53,6 +54,13 @@ RealismProfile realism_profile(const Mask& pore, const RealismOptions& options) 
   auto scalar = [&](const std::string& name, const std::string& unit, double value) {
     p.scalars.push_back({name, unit, value});
   };
+  // Each stage's calls return host results, so they have synchronized when the clock is read.
+  auto clock = std::chrono::steady_clock::now();
+  auto stage = [&](const char* name) {
+    const auto now = std::chrono::steady_clock::now();
+    p.seconds.emplace_back(name, std::chrono::duration<double>(now - clock).count());
+    clock = now;
+  };
 
   // One local-thickness map gives both the pore PSD and the openings' χ (measure_structure
   // would make its own for the openings, so it is asked for none).
@@ -60,7 +68,9 @@ RealismProfile realism_profile(const Mask& pore, const RealismOptions& options) 
   mo.speck_voxels = options.speck_voxels;
   const StructureMeasures m = measure_structure(pore, mo, options.backend);
   if (m.phase_voxels == 0) throw InputError("the structure has no pore voxel: nothing to profile");
+  stage("structure");
   const Volume<float> thickness = local_thickness(pore, Boundary::open, options.backend);
+  stage("thickness");
 
   scalar("porosity", "1", m.porosity);
   scalar("specific_surface", "1/" + u, m.surface.area_per_volume);
@@ -76,6 +86,7 @@ RealismProfile realism_profile(const Mask& pore, const RealismOptions& options) 
     const FormationFactorResult f = formation_factor(pore, a, {}, options.backend);
     scalar(std::string("formation_factor_") + kAxis[a], "1", f.formation_factor);
   }
+  stage("formation_factor");
   if (options.permeability) {
     if (!sp.isotropic()) throw InputError("the permeability needs cubic voxels (spacing " + to_string(sp) + ")");
     PermeabilityOptions po;
@@ -93,6 +104,7 @@ RealismProfile realism_profile(const Mask& pore, const RealismOptions& options) 
       if (options.unit_metres > 0) scalar(std::string("permeability_") + kAxis[a], "mD", k.k_millidarcy);
       else scalar(std::string("permeability_") + kAxis[a], u + "^2", k.k_voxels * sp.x * sp.x);
     }
+    stage("permeability");
   }
   for (int a = 0; a < 3; ++a)
     scalar(std::string("mean_chord_pore_") + kAxis[a], u, m.chords.mean[std::size_t(a)]);
@@ -112,9 +124,11 @@ RealismProfile realism_profile(const Mask& pore, const RealismOptions& options) 
     }
     p.curves.push_back(std::move(c));
   }
+  stage("psd");
   const DirectionalS2 s2 = two_point_correlation(pore).directional;
   for (int a = 0; a < 3; ++a)
     p.curves.push_back(lineal_curve(std::string("s2_") + kAxis[a], s2.along(a), sp.along(a), u));
+  stage("s2");
   for (int a = 0; a < 3; ++a)
     p.curves.push_back(chord_curve(std::string("chords_pore_") + kAxis[a], m.chords, a, sp.along(a), u));
   for (int a = 0; a < 3; ++a)
@@ -138,6 +152,7 @@ RealismProfile realism_profile(const Mask& pore, const RealismOptions& options) 
     }
     p.curves.push_back(std::move(c));
   }
+  stage("openings");
   return p;
 }
 

@@ -39,9 +39,10 @@ LaplaceSystem laplace_system(const Mask& pore, const SpanningCluster& cluster, i
 double open_conductance(const Mask& pore, int axis);
 int64_t max_cg_iterations(const Mask& pore, int axis, const FormationFactorOptions& options);
 
-// The lattice a permeability run works on — the pore, mirrored along the axis when asked —
-// as its fluid nodes in index order: each one's 18 sources (lbm::node_step), the kernel
-// parameters, and the lattice's voxels, solid included (the Darcy velocity's volume).
+// The lattice a permeability run works on, the pore's fluid nodes in index order (its image
+// across the mirror planes, when asked, is implied: lbm::node_step): each one's 18 sources,
+// the kernel parameters, and the lattice's voxels, solid included (the Darcy velocity's
+// volume).
 struct LatticeSetup {
   std::vector<int32_t> source;
   int64_t voxels = 0;

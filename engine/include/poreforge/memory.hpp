@@ -62,16 +62,16 @@ inline constexpr double formation_factor_cluster_cpu = 210;
 inline constexpr double formation_factor_cluster_cuda_device = 128;
 /// compare on CUDA, host side per voxel of the spanning cluster: the system built there.
 inline constexpr double formation_factor_cluster_cuda_host = 96;
-/// compare with permeability, per pore voxel: the lattice's fluid nodes, mirrored along the
-/// flow (twice the pore), each with two sets of 19 double populations (float ones first,
-/// freed as the double ones come) and 18 int32 sources; on the device with CUDA.
-inline constexpr double permeability_pore = 752;
-/// compare with permeability, host side per voxel: the mirrored lattice's node numbering
-/// while the sources are found.
-inline constexpr double permeability_numbering = 8;
-/// compare with permeability on CUDA, host side per pore voxel: the sources' host copy
-/// (mirrored), kept while the device runs.
-inline constexpr double permeability_sources_host = 144;
+/// compare with permeability, per pore voxel: the lattice's fluid nodes (the sample alone:
+/// its mirror image is not stored), each with two sets of 19 double populations (float ones
+/// first, freed as the double ones come) and 18 int32 sources; on the device with CUDA.
+inline constexpr double permeability_pore = 376;
+/// compare with permeability, host side per voxel: the lattice's node numbering while the
+/// sources are found.
+inline constexpr double permeability_numbering = 4;
+/// compare with permeability on CUDA, host side per pore voxel: the sources' host copy, kept
+/// while the device runs.
+inline constexpr double permeability_sources_host = 72;
 }  // namespace memory_per_voxel
 
 /// What a command is about to need, in bytes.

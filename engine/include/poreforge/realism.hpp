@@ -4,6 +4,7 @@
 /// reference image of the structure's shape (DESIGN §1, "Natural envelope").
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "poreforge/backend.hpp"
@@ -36,6 +37,9 @@ struct RealismProfile {
   /// What the caller should tell the user about the figures: a permeability that did not
   /// settle within its step cap (its value then is the last one, as far off as it says).
   std::vector<std::string> warnings;
+  /// Wall seconds of each stage ("structure", "thickness", "formation_factor",
+  /// "permeability", "psd", "s2", "openings"), in the order run: where a comparison's time goes.
+  std::vector<std::pair<std::string, double>> seconds;
 };
 
 /// What to measure and how.

@@ -72,11 +72,12 @@ struct PermeabilityOptions {
   /// Edge of a (cubic) voxel in metres (Berea: 5.345e-6). 0: the physical figures are NaN and
   /// only `k_voxels` is given.
   double voxel_size_m = 0;
-  /// Mirror the sample along the flow axis (2n voxels: the volume, then its reflection) so
-  /// that the periodic flow axis joins each face to its own image, the usual treatment of a
+  /// Mirror the sample along the flow axis (the flow of 2n voxels: the volume, then its
+  /// reflection, periodic) so that each face meets its own image, the usual treatment of a
   /// body-force-driven periodic LBM on a non-periodic rock sample (no spurious constriction
-  /// where outlet meets inlet). false: the volume itself is periodic along the flow axis
-  /// (right for samples that are periodic, and for uniform ducts at half the cost).
+  /// where outlet meets inlet). The image is not stored: by symmetry its populations are the
+  /// volume's reflected and negated (lbm::node_step), so the cost is the volume's.
+  /// false: the volume itself is periodic along the flow axis (right for periodic samples).
   bool mirror = true;
   LateralBoundary lateral = LateralBoundary::wall;
   /// Relaxation time of the symmetric TRT mode, τ+ > 1/2: kinematic viscosity
@@ -104,7 +105,7 @@ struct PermeabilityResult {
   double k_voxels = 0;      ///< permeability in voxel² (lattice units); 0 when nothing spans
   double k_m2 = 0;          ///< k_voxels × voxel_size_m² (NaN without voxel_size_m)
   double k_millidarcy = 0;  ///< k_m2 / 9.869233e-16 (NaN without voxel_size_m)
-  /// Mean velocity along the axis over the whole (mirrored) volume, solid counted as 0,
+  /// Mean velocity along the axis over the whole volume (its image's the same), solid counted as 0,
   /// lattice units: the Darcy velocity.
   double mean_velocity = 0;
   double porosity = 0;
@@ -130,8 +131,8 @@ struct PermeabilityResult {
 /// until the flow has settled to max(tolerance, 1e-5) (224 bytes a node a step against 376),
 /// then in double to `tolerance`.
 /// When no 6-connected pore cluster spans the axis the result is 0 without a flow run. Only
-/// fluid voxels are stored: 19 × 2 populations and 18 int32 sources a fluid voxel of the
-/// lattice (twice the pore when mirrored), at most 19 × 2 doubles; a step costs O(fluid voxels).
+/// fluid voxels are stored: 19 × 2 populations and 18 int32 sources a fluid voxel, at most
+/// 19 × 2 doubles (the mirror adds none); a step costs O(fluid voxels).
 /// Synchronous. Throws InputError for a bad mask, axis or options.
 PermeabilityResult permeability(const Mask& pore, int axis, const PermeabilityOptions& options = {},
                                 Backend backend = Backend::automatic);

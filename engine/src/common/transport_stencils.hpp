@@ -105,10 +105,18 @@ PF_HD int cz(int q) { return host_cz[q]; }
 PF_HD int c_along(int q, int axis) { return axis == 0 ? cx(q) : axis == 1 ? cy(q) : cz(q); }
 PF_HD int opposite(int q) { return q == 0 ? 0 : (q % 2 ? q + 1 : q - 1); }
 PF_HD double weight(int q) { return q == 0 ? 1.0 / 3 : q < 7 ? 1.0 / 18 : 1.0 / 36; }
+// The velocity q reflected in a plane across `axis`: its component along the axis negated.
+PF_HD int reflected(int q, int axis) {
+  for (int r = 1; r < Q; ++r)
+    if (c_along(r, axis) == -c_along(q, axis) && c_along(r, (axis + 1) % 3) == c_along(q, (axis + 1) % 3) &&
+        c_along(r, (axis + 2) % 3) == c_along(q, (axis + 2) % 3))
+      return r;
+  return q;
+}
 
 struct Params {
   int64_t nodes = 0;                       // fluid nodes: the populations are f[q · nodes + k]
-  int axis = 0;                            // of the body force
+  int axis = 0;                            // of the body force and the mirror planes
   double force = 0;                        // body force per unit volume along the axis
   double omega_plus = 1, omega_minus = 1;  // relaxation rates of the symmetric and antisymmetric modes
 };
@@ -117,8 +125,18 @@ struct Params {
 // (post-collision departures from rest, q-major over the fluid nodes: in[q · nodes + k]),
 // collides them and writes `out`, float or double (T). `source[(q − 1) · nodes + k]` is the
 // node that q's population streams from, −1 where it would come from a solid voxel or from
-// beyond a wall face. Returns the node's momentum along the axis, the half-step average
-// Σ f c + F/2 (the rest state carries none). A lattice starts at rest: every departure 0.
+// beyond a wall face, and −2 − m where it crosses a mirror plane from the image of node m.
+// Returns the node's momentum along the axis, the half-step average Σ f c + F/2 (the rest
+// state carries none). A lattice starts at rest: every departure 0.
+//
+// The mirror: a sample followed by its reflection along the flow axis, periodic, is the usual
+// lattice for a body-force-driven flow through a non-periodic sample, and it holds the sample
+// twice. The update is linear in the departures and its force term odd in the axis velocity,
+// so reflecting a departure field (M: the position mirrored, q → reflected(q)) and negating
+// it maps the flow driven by F to itself: the doubled lattice, started at rest, keeps
+// f_q(M x) = −f_reflected(q)(x) at every step. So the image is not stored: what crosses a
+// mirror plane from the image of node m is −f_reflected(q)(m), and the sample alone holds the
+// same flow, its mean velocity the doubled lattice's.
 template <class T>
 PF_HD double node_step(const Params& p, const int32_t* __restrict__ source, const T* __restrict__ in,
                        T* __restrict__ out, int64_t k) {
@@ -131,7 +149,9 @@ PF_HD double node_step(const Params& p, const int32_t* __restrict__ source, cons
   for (int q = 1; q < Q; ++q) {
     const int32_t s = source[(q - 1) * n + k];
     // Halfway bounce-back: what left towards a wall last step comes back reversed.
-    f[q] = s >= 0 ? in[q * n + s] : in[opposite(q) * n + k];
+    f[q] = s >= 0    ? double(in[q * n + s])
+           : s == -1 ? double(in[opposite(q) * n + k])
+                     : -double(in[reflected(q, p.axis) * n + (-2 - int64_t(s))]);
   }
   double rho = 0, j[3] = {0, 0, 0};  // the density's departure from 1, the momentum
 #if defined(__CUDACC__)

@@ -148,45 +148,40 @@ int64_t upstream(int64_t x, int c, int64_t n, bool periodic) {
 LatticeSetup lattice_setup(const Mask& pore, int axis, const PermeabilityOptions& o) {
   LatticeSetup l;
   const Shape s = pore.shape();
-  int64_t n[3] = {s.nx, s.ny, s.nz};
-  const int64_t along = n[axis];
-  if (o.mirror) n[axis] *= 2;
+  const int64_t n[3] = {s.nx, s.ny, s.nz};
+  // Along the flow the faces are mirror planes or periodic. Sideways, a flat axis (a 2D
+  // image) has no sides: the flow is two-dimensional there.
   bool periodic[3];
   for (int a = 0; a < 3; ++a)
-    // A flat axis (a 2D image) has no sides: the flow is two-dimensional there.
-    periodic[a] = a == axis || n[a] == 1 || o.lateral == LateralBoundary::periodic;
+    periodic[a] = a == axis ? !o.mirror : n[a] == 1 || o.lateral == LateralBoundary::periodic;
   const int64_t voxels = n[0] * n[1] * n[2];
   l.voxels = voxels;
 
   // Number the fluid voxels in index order, a z-plane's count at a time.
   std::vector<int32_t> node(static_cast<std::size_t>(voxels), -1);
   std::vector<int64_t> first(static_cast<std::size_t>(n[2] + 1), 0);
-  const auto fluid = [&](int64_t x, int64_t y, int64_t z) {
-    int64_t c[3] = {x, y, z};
-    if (c[axis] >= along) c[axis] = 2 * along - 1 - c[axis];  // the reflection
-    return pore(c[0], c[1], c[2]) != 0;
-  };
 #pragma omp parallel for schedule(static)
   for (int64_t z = 0; z < n[2]; ++z) {
     int64_t count = 0;
     for (int64_t y = 0; y < n[1]; ++y)
-      for (int64_t x = 0; x < n[0]; ++x) count += fluid(x, y, z);
+      for (int64_t x = 0; x < n[0]; ++x) count += pore(x, y, z) != 0;
     first[std::size_t(z + 1)] = count;
   }
   for (int64_t z = 0; z < n[2]; ++z) first[std::size_t(z + 1)] += first[std::size_t(z)];
   const int64_t nodes = first[std::size_t(n[2])];
-  if (nodes >= int64_t(std::numeric_limits<int32_t>::max()))
-    throw InputError("permeability: lattices of 2^31 − 1 fluid voxels or more are not supported");
+  if (nodes >= int64_t(std::numeric_limits<int32_t>::max()) / 2)
+    throw InputError("permeability: lattices of 2^30 fluid voxels or more are not supported");
 #pragma omp parallel for schedule(static)
   for (int64_t z = 0; z < n[2]; ++z) {
     int64_t k = first[std::size_t(z)];
     for (int64_t y = 0; y < n[1]; ++y)
       for (int64_t x = 0; x < n[0]; ++x)
-        if (fluid(x, y, z)) node[std::size_t(x + n[0] * (y + n[1] * z))] = int32_t(k++);
+        if (pore(x, y, z)) node[std::size_t(x + n[0] * (y + n[1] * z))] = int32_t(k++);
   }
 
-  // Each fluid node's sources: the node one step upstream along each velocity, or −1 (solid,
-  // or beyond a wall face: the population bounces back).
+  // Each fluid node's sources (lbm::node_step): the node one step upstream along each
+  // velocity; −1 where that is solid or beyond a wall face (the population bounces back); and
+  // across a mirror plane, the reflection's node inside the volume, as −2 − node.
   l.source.resize(static_cast<std::size_t>((lbm::Q - 1) * nodes));
 #pragma omp parallel for schedule(static)
   for (int64_t z = 0; z < n[2]; ++z)
@@ -195,11 +190,14 @@ LatticeSetup lattice_setup(const Mask& pore, int axis, const PermeabilityOptions
         const int32_t k = node[std::size_t(x + n[0] * (y + n[1] * z))];
         if (k < 0) continue;
         for (int q = 1; q < lbm::Q; ++q) {
-          const int64_t sx = upstream(x, lbm::cx(q), n[0], periodic[0]);
-          const int64_t sy = upstream(y, lbm::cy(q), n[1], periodic[1]);
-          const int64_t sz = upstream(z, lbm::cz(q), n[2], periodic[2]);
-          l.source[std::size_t((q - 1) * nodes + k)] =
-              (sx < 0 || sy < 0 || sz < 0) ? -1 : node[std::size_t(sx + n[0] * (sy + n[1] * sz))];
+          int64_t u[3] = {upstream(x, lbm::cx(q), n[0], periodic[0]), upstream(y, lbm::cy(q), n[1], periodic[1]),
+                          upstream(z, lbm::cz(q), n[2], periodic[2])};
+          // Beyond a mirror plane lies the image of the plane's own voxels: the one at the
+          // same place along the axis.
+          const bool mirrored = o.mirror && u[axis] < 0;
+          if (mirrored) u[axis] = axis == 0 ? x : axis == 1 ? y : z;
+          const int32_t from = (u[0] < 0 || u[1] < 0 || u[2] < 0) ? -1 : node[std::size_t(u[0] + n[0] * (u[1] + n[1] * u[2]))];
+          l.source[std::size_t((q - 1) * nodes + k)] = mirrored && from >= 0 ? -2 - from : from;
         }
       }
 
