@@ -3,11 +3,17 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <exception>
+#include <mutex>
+#include <thread>
+
+#include <omp.h>
 
 #include "poreforge/correlation.hpp"
 #include "poreforge/error.hpp"
 #include "poreforge/local_thickness.hpp"
 #include "poreforge/measures.hpp"
+#include "poreforge/memory.hpp"
 #include "poreforge/realism.hpp"
 #include "poreforge/transport.hpp"
 
@@ -154,6 +160,55 @@ RealismProfile realism_profile(const Mask& pore, const RealismOptions& options) 
   }
   stage("openings");
   return p;
+}
+
+std::vector<RealismProfile> realism_profiles(const std::vector<const Mask*>& volumes, const RealismOptions& options,
+                                             int jobs, const std::function<void(std::size_t)>& done) {
+  std::vector<RealismProfile> profiles(volumes.size());
+  jobs = int(std::clamp<std::size_t>(std::size_t(std::max(jobs, 1)), 1, std::max<std::size_t>(volumes.size(), 1)));
+  if (jobs == 1) {
+    for (std::size_t k = 0; k < volumes.size(); ++k) {
+      profiles[k] = realism_profile(*volumes[k], options);
+      if (done) done(k);
+    }
+    return profiles;
+  }
+  const int threads = std::max(1, omp_get_max_threads() / jobs);
+  std::mutex mutex;  // guards next, error and the calls of done
+  std::size_t next = 0;
+  std::exception_ptr error;
+  auto work = [&] {
+    omp_set_num_threads(threads);  // this thread's OpenMP loops
+    for (;;) {
+      std::size_t k;
+      {
+        const std::lock_guard<std::mutex> lock(mutex);
+        if (error || next == volumes.size()) return;
+        k = next++;
+      }
+      try {
+        profiles[k] = realism_profile(*volumes[k], options);
+        const std::lock_guard<std::mutex> lock(mutex);
+        if (done) done(k);
+      } catch (...) {
+        const std::lock_guard<std::mutex> lock(mutex);
+        if (!error) error = std::current_exception();
+      }
+    }
+  };
+  std::vector<std::thread> pool;
+  for (int j = 0; j < jobs; ++j) pool.emplace_back(work);
+  for (std::thread& t : pool) t.join();
+  if (error) std::rethrow_exception(error);
+  return profiles;
+}
+
+int realism_jobs(Backend backend, const MemoryEstimate& each, std::size_t volumes) {
+  if (backend != Backend::cuda) return 1;
+  int jobs = int(std::min<std::size_t>(4, std::max<std::size_t>(volumes, 1)));
+  const double host = host_memory_available(), device = double(cuda_memory_available());
+  while (jobs > 1 && (jobs * each.host_bytes > host || jobs * each.device_bytes > device)) --jobs;
+  return jobs;
 }
 
 }  // namespace poreforge

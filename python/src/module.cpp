@@ -335,9 +335,13 @@ nb::dict compare(const MaskArray& candidate, const MaskArray& reference, std::ar
     nb::gil_scoped_release release;
     plan = plan_envelope(c, ref, count, seed, bins, o.backend);
     o.psd_bins = plan.psd_bins;
-    require_memory(compare_memory(c.shape(), c.spacing(), plan.largest_pore_fraction, permeability, o.backend));
-    judged = realism_profile(c, o);
-    for (const Mask& m : plan.real) real.push_back(realism_profile(m, o));
+    const MemoryEstimate each = compare_memory(c.shape(), c.spacing(), plan.largest_pore_fraction, permeability, o.backend);
+    require_memory(each);
+    std::vector<const Mask*> volumes{&c};
+    for (const Mask& m : plan.real) volumes.push_back(&m);
+    real = realism_profiles(volumes, o, realism_jobs(o.backend, each, volumes.size()));
+    judged = std::move(real.front());
+    real.erase(real.begin());
     if (!plan.whole_reference) cmp = compare_with_envelope(judged, real);
   }
   nb::list corners;

@@ -123,3 +123,35 @@ TEST_CASE("realism.profile_of_tubes") {
     CHECK_FALSE(c.y.empty());
   }
 }
+
+// Profiles measured several at a time are the profiles measured one by one, in order, each
+// reported once; an error in one volume comes back once the others have finished.
+TEST_CASE("realism.profiles_at_once_equal_one_by_one") {
+  const uint64_t seed = testing::fresh_seed();
+  CAPTURE(seed);
+  std::vector<Mask> masks;
+  for (uint64_t k = 0; k < 5; ++k) masks.push_back(generate_blobs({24, 22, 20}, 0.3 + 0.05 * double(k), 1, seed + k));
+  std::vector<const Mask*> volumes;
+  for (const Mask& m : masks) volumes.push_back(&m);
+  RealismOptions o;
+  o.backend = Backend::cpu;
+  o.psd_bins = Bins::linear(1, 8, 6);
+  std::vector<int> reported(volumes.size(), 0);
+  const std::vector<RealismProfile> together = realism_profiles(volumes, o, 3, [&](std::size_t k) { ++reported[k]; });
+  REQUIRE(together.size() == volumes.size());
+  for (std::size_t k = 0; k < volumes.size(); ++k) {
+    CAPTURE(k);
+    CHECK(reported[k] == 1);
+    const RealismProfile alone = realism_profile(*volumes[k], o);
+    REQUIRE(together[k].scalars.size() == alone.scalars.size());
+    for (std::size_t i = 0; i < alone.scalars.size(); ++i) {
+      CAPTURE(alone.scalars[i].name);
+      // The formation factor's CG sums in another order on fewer threads: equal to its tolerance.
+      CHECK(together[k].scalars[i].value == doctest::Approx(alone.scalars[i].value).epsilon(1e-7));
+    }
+    REQUIRE(together[k].curves.size() == alone.curves.size());
+    for (std::size_t i = 0; i < alone.curves.size(); ++i) CHECK(together[k].curves[i].y == alone.curves[i].y);
+  }
+  masks[3] = Mask(masks[3].shape());  // no pore: nothing to profile
+  CHECK_THROWS_AS(realism_profiles(volumes, o, 2), InputError);
+}

@@ -58,10 +58,12 @@ inline constexpr double compare_measures = 42;
 /// multigrid hierarchy and CG vectors (a 200³ crop of Berea measured 204).
 inline constexpr double formation_factor_cluster_cpu = 210;
 /// compare on CUDA, device side per voxel of the formation factor's spanning cluster: its
-/// system (6 neighbours, 6 conductances, diagonal, right-hand side) and the CG vectors.
-inline constexpr double formation_factor_cluster_cuda_device = 128;
-/// compare on CUDA, host side per voxel of the spanning cluster: the system built there.
-inline constexpr double formation_factor_cluster_cuda_host = 96;
+/// system (6 neighbours, 6 conductances, diagonal, right-hand side), the CG vectors and the
+/// multigrid hierarchy (maps, work vectors, coarse levels about a quarter of the finest).
+inline constexpr double formation_factor_cluster_cuda_device = 180;
+/// compare on CUDA, host side per voxel of the spanning cluster: the system and the multigrid
+/// hierarchy built there.
+inline constexpr double formation_factor_cluster_cuda_host = 170;
 /// compare with permeability, per pore voxel: the lattice's fluid nodes (the sample alone:
 /// its mirror image is not stored), each with two sets of 19 double populations (float ones
 /// first, freed as the double ones come) and 18 int32 sources; on the device with CUDA.

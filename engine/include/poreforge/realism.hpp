@@ -3,11 +3,13 @@
 /// profile judged against the natural envelope: the same measures on real sub-volumes of a
 /// reference image of the structure's shape (DESIGN §1, "Natural envelope").
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "poreforge/backend.hpp"
+#include "poreforge/memory.hpp"
 #include "poreforge/psd.hpp"
 #include "poreforge/volume.hpp"
 
@@ -98,6 +100,19 @@ struct EnvelopeComparison {
 /// paths of both phases, directional S2 and the pore PSD on `options.psd_bins`. Boundary:
 /// open (the sample ends at its faces), as for measured images.
 RealismProfile realism_profile(const Mask& pore, const RealismOptions& options);
+
+/// The profiles of several structures (each as realism_profile), in order, `jobs` of them
+/// measured at once (threads; each OpenMP loop of a job on its share of the cores). `done(k)`
+/// is called as profile k is finished, one call at a time. The first error of any job is
+/// rethrown once the running jobs have finished.
+std::vector<RealismProfile> realism_profiles(const std::vector<const Mask*>& volumes, const RealismOptions& options,
+                                             int jobs = 1, const std::function<void(std::size_t)>& done = {});
+
+/// How many profiles of `volumes` structures to measure at once when one needs `each`: on
+/// CUDA up to 4 (one volume's host stages and its solves' launch gaps leave the GPU idle,
+/// which the others fill), as far as the free host and device memory allow; on the CPU 1
+/// (every stage there already runs on all the cores).
+int realism_jobs(Backend backend, const MemoryEstimate& each, std::size_t volumes);
 
 /// The candidate against the real profiles (at least two; each with the same measures).
 /// Throws InputError when they do not match.

@@ -52,11 +52,11 @@ struct FormationFactorResult {
 /// (symmetric positive definite) is solved by preconditioned conjugate gradients in double
 /// precision — CPU: matrix-free over the cluster's voxels, OpenMP, preconditioned by one
 /// aggregation multigrid V-cycle (2×2×2 blocks, Galerkin coarse operators; tens of
-/// iterations); CUDA: the same cells and neighbour table on the device, Jacobi-preconditioned
-/// (iterations ~ 15 × the extent along the axis on rock). F = 1/φ for straight tubes along the
-/// axis, 1 for an all-pore box. Cost: O(cluster voxels) per iteration; memory about 210 bytes
-/// a cluster voxel and 6 a box voxel (CUDA: 96 bytes a cluster voxel on the host, 128 on the
-/// device).
+/// iterations); CUDA: the same cells, hierarchy and V-cycle on the device, a kernel a step of
+/// it (its coarsest level smaller, solved by a dense inverse). F = 1/φ for straight tubes
+/// along the axis, 1 for an all-pore box. Cost: O(cluster voxels) per iteration; memory about
+/// 210 bytes a cluster voxel and 6 a box voxel (CUDA: about 170 bytes a cluster voxel on the
+/// host, 180 on the device).
 /// Synchronous. Throws InputError for a bad shape or spacing, a bad axis or options; a mask
 /// without pore is +infinity.
 FormationFactorResult formation_factor(const Mask& pore, int axis, const FormationFactorOptions& options = {},

@@ -14,17 +14,9 @@ namespace {
 // Below this many unknowns a loop runs on one thread (a parallel region per sweep would cost
 // more than the sweep).
 constexpr int64_t kParallelUnknowns = 1 << 15;
-// The coarsest level is solved exactly, by a dense Cholesky factor.
-constexpr int64_t kCoarsestUnknowns = 800;
-// Damped Jacobi sweeps before and after the coarse correction, and their damping (below 1,
-// so that each sweep converges on its own and the cycle stays positive definite).
-constexpr int kSweeps = 2;
-constexpr double kDamping = 0.9;
-// Unsmoothed aggregation's coarse correction is too small on smooth errors: scaled up, as
-// Braess and Notay scale it (any scale keeps the cycle positive definite; past about 2 it
-// over-corrects and the conditioning worsens). Measured on a 128³ sandstone: 80 iterations
-// unscaled, 38 at 1.8 (one sweep: 69; three: no faster).
-constexpr double kCorrection = 1.8;
+using multigrid::correction;
+using multigrid::damping;
+using multigrid::sweeps;
 
 CellOperator coarsen(const CellOperator& fine, std::vector<int32_t>& parent) {
   CellOperator c;
@@ -77,9 +69,9 @@ void CellOperator::apply(const double* x, double* y) const {
   for (int64_t k = 0; k < n; ++k) y[k] = detail::cell_row(nb.data(), w.data(), diag.data(), x, k);
 }
 
-Multigrid::Multigrid(CellOperator fine) {
+Multigrid::Multigrid(CellOperator fine, int64_t coarsest_unknowns) {
   m_levels.push_back(std::move(fine));
-  while (m_levels.back().size() > kCoarsestUnknowns) {
+  while (m_levels.back().size() > coarsest_unknowns) {
     const CellOperator& f = m_levels.back();
     if (f.extent[0] <= 1 && f.extent[1] <= 1 && f.extent[2] <= 1) break;
     std::vector<int32_t> parent;
@@ -120,6 +112,14 @@ Multigrid::Multigrid(CellOperator fine) {
 
 void Multigrid::apply(const double* r, double* z) const { cycle(0, r, z); }
 
+std::vector<double> Multigrid::coarsest_inverse() const {
+  const int64_t m = m_levels.back().size();
+  const Eigen::Map<const Eigen::MatrixXd> l(m_coarsest.data(), m, m);
+  const Eigen::MatrixXd l_inv = l.triangularView<Eigen::Lower>().solve(Eigen::MatrixXd::Identity(m, m));
+  const Eigen::MatrixXd inv = l_inv.transpose() * l_inv;
+  return std::vector<double>(inv.data(), inv.data() + inv.size());
+}
+
 void Multigrid::cycle(int level, const double* b, double* x) const {
   const CellOperator& a = m_levels[std::size_t(level)];
   const int64_t n = a.size();
@@ -135,11 +135,11 @@ void Multigrid::cycle(int level, const double* b, double* x) const {
   auto smooth = [&] {
     a.apply(x, r.data());
 #pragma omp parallel for schedule(static) if (n >= kParallelUnknowns)
-    for (int64_t k = 0; k < n; ++k) x[k] += kDamping * (b[k] - r[std::size_t(k)]) / a.diag[std::size_t(k)];
+    for (int64_t k = 0; k < n; ++k) x[k] += damping * (b[k] - r[std::size_t(k)]) / a.diag[std::size_t(k)];
   };
 #pragma omp parallel for schedule(static) if (n >= kParallelUnknowns)
-  for (int64_t k = 0; k < n; ++k) x[k] = kDamping * b[k] / a.diag[std::size_t(k)];
-  for (int s = 1; s < kSweeps; ++s) smooth();
+  for (int64_t k = 0; k < n; ++k) x[k] = damping * b[k] / a.diag[std::size_t(k)];
+  for (int s = 1; s < sweeps; ++s) smooth();
   // The residual, summed over each block: the coarse right-hand side.
   a.apply(x, r.data());
   const std::vector<int32_t>& parent = m_parent[std::size_t(level)];
@@ -159,8 +159,8 @@ void Multigrid::cycle(int level, const double* b, double* x) const {
   }
   cycle(level + 1, bc.data(), xc.data());
 #pragma omp parallel for schedule(static) if (n >= kParallelUnknowns)
-  for (int64_t k = 0; k < n; ++k) x[k] += kCorrection * xc[std::size_t(parent[std::size_t(k)])];
-  for (int s = 0; s < kSweeps; ++s) smooth();
+  for (int64_t k = 0; k < n; ++k) x[k] += correction * xc[std::size_t(parent[std::size_t(k)])];
+  for (int s = 0; s < sweeps; ++s) smooth();
 }
 
 }  // namespace poreforge::cpu

@@ -1,6 +1,6 @@
-// Transport measures on the GPU: the formation factor by Jacobi-preconditioned conjugate
-// gradients on the spanning cluster's cells, the permeability by one fused D3Q19 stream-collide
-// kernel. The per-voxel arithmetic is the CPU's (common/transport_stencils.hpp), computed in
+// Transport measures on the GPU: the formation factor by conjugate gradients on the spanning
+// cluster's cells, preconditioned by the CPU's aggregation multigrid V-cycle, the permeability
+// by one fused D3Q19 stream-collide kernel. The per-voxel arithmetic is the CPU's (common/transport_stencils.hpp), computed in
 // double (the lattice stored in float until it has nearly settled, on both backends), so both
 // agree to the solvers' tolerances.
 #include <cuda_runtime.h>
@@ -11,6 +11,7 @@
 #include <limits>
 #include <optional>
 #include <utility>
+#include <vector>
 
 #include "../transport_backends.hpp"
 #include "buffer.cuh"
@@ -37,26 +38,32 @@ __device__ __forceinline__ void block_add(double value, double* d_total) {
 }
 
 // The conjugate gradients run on the spanning cluster's cells only (detail::laplace_system,
-// the CPU's unknowns): rock's cluster is a fifth of the box or less, and each iteration is three
-// kernels over it, its scalars in slots that are cleared a chunk of iterations at a time.
+// the CPU's unknowns), preconditioned by the CPU's aggregation multigrid V-cycle
+// (cpu::Multigrid: the hierarchy is built on the host and uploaded), each step of it a
+// kernel over one level. The CG's scalars sit in slots that are cleared a chunk of iterations
+// at a time, so that the host reads the residual only every few iterations.
 
-// x = 0, r = b (the inlet reservoirs' current), p = r / diag; Σ r²/diag and Σ b² into d_rz, d_bb.
-__global__ void cg_start(int64_t n, const double* __restrict__ diag, const double* __restrict__ b,
-                         double* __restrict__ inv_diag, double* __restrict__ x, double* __restrict__ r,
-                         double* __restrict__ p, double* d_rz, double* d_bb) {
-  double rz = 0, bb = 0;
-  for (int64_t k = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; k < n; k += int64_t(gridDim.x) * blockDim.x) {
-    const double inv = 1 / diag[k], bk = b[k];
-    inv_diag[k] = inv;
+#define PF_GRID_STRIDE(k, n) \
+  for (int64_t k = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; k < (n); k += int64_t(gridDim.x) * blockDim.x)
+
+// x = 0, r = b; Σ b² into d_bb.
+__global__ void cg_start(int64_t n, const double* __restrict__ b, double* __restrict__ x, double* __restrict__ r,
+                         double* d_bb) {
+  double bb = 0;
+  PF_GRID_STRIDE(k, n) {
+    const double bk = b[k];
     x[k] = 0;
     r[k] = bk;
-    p[k] = bk * inv;
-    rz += bk * bk * inv;
     bb += bk * bk;
   }
-  block_add(rz, d_rz);
-  __syncthreads();
   block_add(bb, d_bb);
+}
+
+// Σ u·v into d_sum.
+__global__ void dot(int64_t n, const double* __restrict__ u, const double* __restrict__ v, double* d_sum) {
+  double sum = 0;
+  PF_GRID_STRIDE(k, n) sum += u[k] * v[k];
+  block_add(sum, d_sum);
 }
 
 // q = A p; Σ p·q into d_pq.
@@ -64,7 +71,7 @@ __global__ void cg_apply(int64_t n, const int32_t* __restrict__ nb, const double
                          const double* __restrict__ diag, const double* __restrict__ p, double* __restrict__ q,
                          double* d_pq) {
   double pq = 0;
-  for (int64_t k = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; k < n; k += int64_t(gridDim.x) * blockDim.x) {
+  PF_GRID_STRIDE(k, n) {
     const double v = detail::cell_row(nb, w, diag, p, k);
     q[k] = v;
     pq += p[k] * v;
@@ -72,44 +79,78 @@ __global__ void cg_apply(int64_t n, const int32_t* __restrict__ nb, const double
   block_add(pq, d_pq);
 }
 
-// α = rz / pq; x += α p; r −= α q; Σ r²/diag and Σ r² into d_rz_new, d_rr.
-__global__ void cg_update(int64_t n, const double* __restrict__ inv_diag, const double* __restrict__ p,
-                          const double* __restrict__ q, double* __restrict__ x, double* __restrict__ r,
-                          const double* d_rz, const double* d_pq, double* d_rz_new, double* d_rr) {
+// α = rz / pq; x += α p; r −= α q; Σ r² into d_rr.
+__global__ void cg_update(int64_t n, const double* __restrict__ p, const double* __restrict__ q,
+                          double* __restrict__ x, double* __restrict__ r, const double* d_rz, const double* d_pq,
+                          double* d_rr) {
   // The host reads the residual every few iterations, so iterations may follow an exact
   // solution (r = 0, then p = 0): they must leave it as it is rather than divide 0 by 0.
   const double pq = *d_pq;
   const double alpha = pq != 0 ? *d_rz / pq : 0;
-  double rz = 0, rr = 0;
-  for (int64_t k = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; k < n; k += int64_t(gridDim.x) * blockDim.x) {
+  double rr = 0;
+  PF_GRID_STRIDE(k, n) {
     x[k] += alpha * p[k];
     const double rk = r[k] - alpha * q[k];
     r[k] = rk;
-    rz += rk * rk * inv_diag[k];
     rr += rk * rk;
   }
-  block_add(rz, d_rz_new);
-  __syncthreads();
   block_add(rr, d_rr);
 }
 
-// p = r / diag + β p, β = rz_new / rz.
-__global__ void cg_direction(int64_t n, const double* __restrict__ inv_diag, const double* __restrict__ r,
-                             double* __restrict__ p, const double* d_rz, const double* d_rz_new) {
+// p = z + β p, β = rz_new / rz.
+__global__ void cg_direction(int64_t n, const double* __restrict__ z, double* __restrict__ p, const double* d_rz,
+                             const double* d_rz_new) {
   const double rz = *d_rz;
   const double beta = rz != 0 ? *d_rz_new / rz : 0;
-  for (int64_t k = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; k < n; k += int64_t(gridDim.x) * blockDim.x)
-    p[k] = r[k] * inv_diag[k] + beta * p[k];
+  PF_GRID_STRIDE(k, n) p[k] = z[k] + beta * p[k];
 }
 
-// The current from the inlet reservoir: Σ g_res (1 − x) over the cells on the inlet face (b ≠ 0).
-__global__ void inlet_current(int64_t n, const double* __restrict__ b, const double* __restrict__ x, double g_reservoir,
-                              double* d_current) {
-  double sum = 0;
-  for (int64_t k = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; k < n; k += int64_t(gridDim.x) * blockDim.x)
-    if (b[k] != 0) sum += g_reservoir * (1 - x[k]);
-  block_add(sum, d_current);
+// The V-cycle's steps (cpu::Multigrid::cycle, the same arithmetic). A damped Jacobi sweep
+// from zero: x = ω b / d.
+__global__ void mg_first_sweep(int64_t n, const double* __restrict__ diag, const double* __restrict__ b,
+                               double* __restrict__ x) {
+  PF_GRID_STRIDE(k, n) x[k] = cpu::multigrid::damping * b[k] / diag[k];
 }
+
+// A damped Jacobi sweep: out = x + ω (b − A x) / d.
+__global__ void mg_sweep(int64_t n, const int32_t* __restrict__ nb, const double* __restrict__ w,
+                         const double* __restrict__ diag, const double* __restrict__ b, const double* __restrict__ x,
+                         double* __restrict__ out) {
+  PF_GRID_STRIDE(k, n) out[k] = x[k] + cpu::multigrid::damping * (b[k] - detail::cell_row(nb, w, diag, x, k)) / diag[k];
+}
+
+// The coarse right-hand side: the residual b − A x summed over each coarse unknown's block.
+__global__ void mg_restrict(int64_t coarse, const int32_t* __restrict__ first, const int32_t* __restrict__ children,
+                            const int32_t* __restrict__ nb, const double* __restrict__ w,
+                            const double* __restrict__ diag, const double* __restrict__ b,
+                            const double* __restrict__ x, double* __restrict__ coarse_b) {
+  PF_GRID_STRIDE(c, coarse) {
+    double sum = 0;
+    for (int32_t j = first[c]; j < first[c + 1]; ++j) {
+      const int32_t k = children[j];
+      sum += b[k] - detail::cell_row(nb, w, diag, x, k);
+    }
+    coarse_b[c] = sum;
+  }
+}
+
+// x += scale · the coarse correction of each unknown's block.
+__global__ void mg_prolong(int64_t n, const int32_t* __restrict__ parent, const double* __restrict__ coarse_x,
+                           double* __restrict__ x) {
+  PF_GRID_STRIDE(k, n) x[k] += cpu::multigrid::correction * coarse_x[parent[k]];
+}
+
+// The coarsest level exactly: x = A⁻¹ b, the inverse dense.
+__global__ void mg_coarsest(int64_t m, const double* __restrict__ inverse, const double* __restrict__ b,
+                            double* __restrict__ x) {
+  PF_GRID_STRIDE(i, m) {
+    double sum = 0;
+    for (int64_t j = 0; j < m; ++j) sum += inverse[i * m + j] * b[j];
+    x[i] = sum;
+  }
+}
+
+#undef PF_GRID_STRIDE
 
 // One lattice step of every fluid node; with `d_momentum`, Σ of the momentum along the axis.
 template <class T>
@@ -133,40 +174,131 @@ double read_scalar(const double* d_value, cudaStream_t stream) {
   return h;
 }
 
+// The current from the inlet reservoir: Σ g_res (1 − x) over the cells on the inlet face (b ≠ 0).
+__global__ void inlet_current(int64_t n, const double* __restrict__ b, const double* __restrict__ x, double g_reservoir,
+                              double* d_current) {
+  double sum = 0;
+  for (int64_t k = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; k < n; k += int64_t(gridDim.x) * blockDim.x)
+    if (b[k] != 0) sum += g_reservoir * (1 - x[k]);
+  block_add(sum, d_current);
+}
+
+// The coarsest level the device solves by its dense inverse: small, so that the host forms
+// the inverse in well under a millisecond; the levels it adds over the CPU's are tiny.
+constexpr int64_t kCoarsestUnknowns = 128;
+
+// A multigrid hierarchy on the device: each level's operator and work vectors, the maps
+// between levels, the coarsest level's inverse.
+class DeviceMultigrid {
+ public:
+  DeviceMultigrid(const cpu::Multigrid& mg, cudaStream_t s) : stream_(s) {
+    for (int l = 0; l < mg.levels(); ++l) {
+      const cpu::CellOperator& a = mg.level(l);
+      Level v;
+      v.n = a.size();
+      const std::size_t n = std::size_t(v.n);
+      v.nb = upload_async(a.nb.data(), a.nb.size(), s, "the multigrid's neighbours");
+      v.w = upload_async(a.w.data(), a.w.size(), s, "the multigrid's conductances");
+      v.diag = upload_async(a.diag.data(), n, s, "the multigrid's diagonal");
+      v.other = DeviceBuffer<double>(n, s, "the multigrid's work vector");
+      if (l > 0) {
+        v.b = DeviceBuffer<double>(n, s, "the multigrid's work vector");
+        v.x = DeviceBuffer<double>(n, s, "the multigrid's work vector");
+      }
+      if (l + 1 < mg.levels()) {
+        v.parent = upload_async(mg.parent(l).data(), n, s, "the multigrid's blocks");
+        v.first = upload_async(mg.first(l).data(), mg.first(l).size(), s, "the multigrid's blocks");
+        v.children = upload_async(mg.children(l).data(), n, s, "the multigrid's blocks");
+      }
+      levels_.push_back(std::move(v));
+    }
+    const std::vector<double> inverse = mg.coarsest_inverse();
+    inverse_ = upload_async(inverse.data(), inverse.size(), s, "the multigrid's coarsest inverse");
+  }
+
+  const int32_t* nb() const { return levels_.front().nb.data(); }
+  const double* w() const { return levels_.front().w.data(); }
+  const double* diag() const { return levels_.front().diag.data(); }
+
+  // z = M⁻¹ r on the finest level, queued on the stream.
+  void apply(const double* r, double* z) { cycle(0, r, z); }
+
+ private:
+  struct Level {
+    int64_t n = 0;
+    DeviceBuffer<int32_t> nb, parent, first, children;
+    DeviceBuffer<double> w, diag, b, x, other;
+  };
+
+  void cycle(std::size_t l, const double* b, double* x) {
+    Level& v = levels_[l];
+    const unsigned blocks = blocks_for(v.n);
+    if (l + 1 == levels_.size()) {
+      mg_coarsest<<<blocks, kThreads, 0, stream_>>>(v.n, inverse_.data(), b, x);
+      PF_CUDA_CHECK_LAUNCH(stream_);
+      return;
+    }
+    // 2 × sweeps − 1 sweeps follow the first, an odd count: started in `other`, the cycle
+    // alternates and ends in x.
+    double* cur = v.other.data();
+    double* next = x;
+    auto sweep = [&] {
+      mg_sweep<<<blocks, kThreads, 0, stream_>>>(v.n, v.nb.data(), v.w.data(), v.diag.data(), b, cur, next);
+      PF_CUDA_CHECK_LAUNCH(stream_);
+      std::swap(cur, next);
+    };
+    mg_first_sweep<<<blocks, kThreads, 0, stream_>>>(v.n, v.diag.data(), b, cur);
+    PF_CUDA_CHECK_LAUNCH(stream_);
+    for (int k = 1; k < cpu::multigrid::sweeps; ++k) sweep();
+    Level& c = levels_[l + 1];
+    mg_restrict<<<blocks_for(c.n), kThreads, 0, stream_>>>(c.n, v.first.data(), v.children.data(), v.nb.data(),
+                                                           v.w.data(), v.diag.data(), b, cur, c.b.data());
+    PF_CUDA_CHECK_LAUNCH(stream_);
+    cycle(l + 1, c.b.data(), c.x.data());
+    mg_prolong<<<blocks, kThreads, 0, stream_>>>(v.n, v.parent.data(), c.x.data(), cur);
+    PF_CUDA_CHECK_LAUNCH(stream_);
+    for (int k = 0; k < cpu::multigrid::sweeps; ++k) sweep();
+  }
+
+  cudaStream_t stream_;
+  std::vector<Level> levels_;
+  DeviceBuffer<double> inverse_;
+};
+
 }  // namespace
 
 FormationFactorResult formation_factor(const Mask& pore, int axis, const FormationFactorOptions& options) {
   FormationFactorResult r;
-  // The spanning cluster and its system are built on the host, shared with the CPU.
+  // The spanning cluster, its system and the multigrid hierarchy are built on the host,
+  // shared with the CPU.
   const std::optional<detail::SpanningCluster> spanning =
       detail::start_formation_factor(r, pore, axis, options, Backend::cuda);
   if (!spanning) return r;
-  const detail::LaplaceSystem system = detail::laplace_system(pore, *spanning, axis);
-  const cpu::CellOperator& op = system.op;
-  const int64_t n = op.size();
+  detail::LaplaceSystem system = detail::laplace_system(pore, *spanning, axis);
+  const int64_t n = system.op.size();
   const std::size_t un = static_cast<std::size_t>(n);
   Stream stream;
   const cudaStream_t s = stream.get();
-  DeviceBuffer<int32_t> nb = upload_async(op.nb.data(), op.nb.size(), s, "the formation factor's neighbours");
-  DeviceBuffer<double> w = upload_async(op.w.data(), op.w.size(), s, "the formation factor's conductances");
-  DeviceBuffer<double> diag = upload_async(op.diag.data(), un, s, "the formation factor's diagonal");
+  DeviceMultigrid mg(cpu::Multigrid(std::move(system.op), kCoarsestUnknowns), s);
   DeviceBuffer<double> b = upload_async(system.b.data(), un, s, "the formation factor's reservoirs");
-  DeviceBuffer<double> inv_diag(un, s, "the formation factor's inverse diagonal"), x(un, s, "the potential"),
-      res(un, s, "the residual"), p(un, s, "the search direction"), q(un, s, "the operator's image");
-  // The residual is read back every few iterations only: each read waits for the stream.
+  DeviceBuffer<double> x(un, s, "the potential"), res(un, s, "the residual"), z(un, s, "the preconditioned residual"),
+      p(un, s, "the search direction"), q(un, s, "the operator's image");
   // Iteration j of a chunk reads rz[j] and writes rz[j + 1], pq[j] and rr[j]; two chunks
   // alternate, each cleared as it starts while the last rz of the other carries over.
-  constexpr int kCheckEvery = 8;
-  constexpr int kChunk = 3 * kCheckEvery;  // rz[1 … 8], pq[0 … 7], rr[0 … 7]
+  constexpr int kCheckEvery = 4;
+  constexpr int kChunk = 3 * kCheckEvery;
   DeviceBuffer<double> scalars(2 * kChunk + 3, s, "the solver's scalars");
   double* d_rz_start = scalars.data() + 2 * kChunk;
   double* d_bb = d_rz_start + 1;
   double* d_current = d_rz_start + 2;
   PF_CUDA_CHECK(cudaMemsetAsync(scalars.data(), 0, scalars.bytes(), s));
   const unsigned blocks = blocks_for(n);
-  cg_start<<<blocks, kThreads, 0, s>>>(n, diag.data(), b.data(), inv_diag.data(), x.data(), res.data(), p.data(),
-                                       d_rz_start, d_bb);
+  cg_start<<<blocks, kThreads, 0, s>>>(n, b.data(), x.data(), res.data(), d_bb);
   PF_CUDA_CHECK_LAUNCH(s);
+  mg.apply(res.data(), z.data());
+  dot<<<blocks, kThreads, 0, s>>>(n, res.data(), z.data(), d_rz_start);
+  PF_CUDA_CHECK_LAUNCH(s);
+  PF_CUDA_CHECK(cudaMemcpyAsync(p.data(), z.data(), z.bytes(), cudaMemcpyDeviceToDevice, s));
   const double b_norm = std::sqrt(read_scalar(d_bb, s));
   const int64_t max_iterations = detail::max_cg_iterations(pore, axis, options);
   double rr = b_norm * b_norm;
@@ -180,12 +312,14 @@ FormationFactorResult formation_factor(const Mask& pore, int axis, const Formati
       double* d_rz_new = chunk + j;
       double* d_pq = chunk + kCheckEvery + j;
       d_rr = chunk + 2 * kCheckEvery + j;
-      cg_apply<<<blocks, kThreads, 0, s>>>(n, nb.data(), w.data(), diag.data(), p.data(), q.data(), d_pq);
+      cg_apply<<<blocks, kThreads, 0, s>>>(n, mg.nb(), mg.w(), mg.diag(), p.data(), q.data(), d_pq);
       PF_CUDA_CHECK_LAUNCH(s);
-      cg_update<<<blocks, kThreads, 0, s>>>(n, inv_diag.data(), p.data(), q.data(), x.data(), res.data(), d_rz, d_pq,
-                                            d_rz_new, d_rr);
+      cg_update<<<blocks, kThreads, 0, s>>>(n, p.data(), q.data(), x.data(), res.data(), d_rz, d_pq, d_rr);
       PF_CUDA_CHECK_LAUNCH(s);
-      cg_direction<<<blocks, kThreads, 0, s>>>(n, inv_diag.data(), res.data(), p.data(), d_rz, d_rz_new);
+      mg.apply(res.data(), z.data());
+      dot<<<blocks, kThreads, 0, s>>>(n, res.data(), z.data(), d_rz_new);
+      PF_CUDA_CHECK_LAUNCH(s);
+      cg_direction<<<blocks, kThreads, 0, s>>>(n, z.data(), p.data(), d_rz, d_rz_new);
       PF_CUDA_CHECK_LAUNCH(s);
       d_rz = d_rz_new;
     }
