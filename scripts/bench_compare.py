@@ -4,9 +4,10 @@
 its formation factor and permeability next to the published figures).
 
 usage: scripts/bench_compare.py POREFORGE OUT.json [--backend cpu|cuda] [--size N]
-                                [--permeability on|off] [--whole on|off]
+                                [--permeability on|off] [--whole on|off] [--jobs N ...]
 
-Prints a table and writes OUT.json (and OUT.txt beside it: the table). The structure judged
+Prints a table and writes OUT.json (and OUT.txt beside it: the table). --jobs: compare's
+volumes measured at once, one run for each value given (0: its default). The structure judged
 is porosity-matched blobs (`poreforge generate blobs`): the benchmark times the measures, not
 a reconstruction. Wall-clock times of whole commands, each run once (the commands are long
 and their parts are timed by their own reports).
@@ -31,6 +32,7 @@ def main():
     p.add_argument("--permeability", default="off", choices=["on", "off"])
     p.add_argument("--whole", default="off", choices=["on", "off"])
     p.add_argument("--reference", default="data/berea_400.h5")
+    p.add_argument("--jobs", type=int, nargs="+", default=[0])
     a = p.parse_args()
 
     work = tempfile.mkdtemp(prefix="bench-compare-")
@@ -38,10 +40,19 @@ def main():
     n = a.size
     timed([a.poreforge, "generate", "blobs", "--shape", f"{n},{n},{n}", "--porosity", "0.196", "--seed", "1",
            "--blobiness", "1", "-o", recon])
-    report = os.path.join(work, "report.json")
-    compare_s, _ = timed([a.poreforge, "compare", recon, "--reference", a.reference, "--subvolumes", "12",
-                          "--backend", a.backend, "--permeability", a.permeability, "-o", report])
-    compare = json.load(open(report))
+    runs = []
+    for jobs in a.jobs:
+        report = os.path.join(work, f"report-{jobs}.json")
+        command = [a.poreforge, "compare", recon, "--reference", a.reference, "--subvolumes", "12",
+                   "--backend", a.backend, "--permeability", a.permeability, "-o", report]
+        if jobs > 0:
+            command += ["--jobs", str(jobs)]
+        seconds, _ = timed(command)
+        compare = json.load(open(report))
+        runs.append({"compare_seconds": seconds, "jobs": compare.get("jobs", 1),
+                     "seconds_by_stage": compare.get("seconds_by_stage", {}),
+                     "measures": compare["measures"], "outside": compare["outside"],
+                     "typical_real_outside": compare["typical_real_outside"]})
     record = {
         "benchmark": "compare",
         "backend": a.backend,
@@ -51,16 +62,16 @@ def main():
         "reference": a.reference,
         "subvolumes": len(compare["subvolume_corners"]),
         "permeability": a.permeability == "on",
-        "compare_seconds": compare_s,
-        "measures": compare["measures"],
-        "outside": compare["outside"],
-        "typical_real_outside": compare["typical_real_outside"],
+        "runs": runs,
     }
     lines = [f"poreforge compare, backend {a.backend} ({record['device']}): blobs {n}^3 against 12 sub-volumes of "
-             f"{a.reference}, permeability {a.permeability}",
-             f"  wall time of the whole command: {compare_s:.1f} s "
-             f"({compare['measures']} measures; the blobs are outside on {compare['outside']}, "
-             f"a real sub-volume on {compare['typical_real_outside']:g})"]
+             f"{a.reference}, permeability {a.permeability}"]
+    for run in runs:
+        stages = ", ".join(f"{k} {v:.2f}" for k, v in run["seconds_by_stage"].items())
+        lines.append(f"  {run['jobs']} volume(s) at a time: wall time of the whole command {run['compare_seconds']:.1f} s "
+                     f"({run['measures']} measures; the blobs are outside on {run['outside']}, a real sub-volume on "
+                     f"{run['typical_real_outside']:g})")
+        lines.append(f"    stage seconds summed over the volumes: {stages}")
     if a.whole == "on":
         desc = os.path.join(work, "whole.h5")
         whole_s, out = timed([a.poreforge, "describe", a.reference, "-o", desc, "--measures", "--backend", a.backend,
