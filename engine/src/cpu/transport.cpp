@@ -203,6 +203,7 @@ LatticeSetup lattice_setup(const Mask& pore, int axis, const PermeabilityOptions
 
   l.params.nodes = nodes;
   l.params.axis = axis;
+  for (int q = 0; q < lbm::Q; ++q) l.params.reflection[q] = int8_t(lbm::reflected(q, axis));
   l.params.force = o.body_force;
   const double lambda = 3.0 / 16;  // the magic parameter: walls half-way, k free of ν
   const double half_plus = o.tau - 0.5;
