@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <exception>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include <omp.h>
@@ -16,6 +17,7 @@
 #include "poreforge/memory.hpp"
 #include "poreforge/realism.hpp"
 #include "poreforge/transport.hpp"
+#include "poreforge/workspace.hpp"
 
 namespace poreforge {
 namespace {
@@ -51,9 +53,9 @@ CurveMeasure lineal_curve(const std::string& name, const std::vector<double>& al
   return c;
 }
 
-}  // namespace
-
-RealismProfile realism_profile(const Mask& pore, const RealismOptions& options) {
+// `workspace` keeps the engine's device context between the profiles of one job: made anew
+// for every volume it cost about a tenth of a second on the H200 at 128³.
+RealismProfile profile_in(const Mask& pore, const RealismOptions& options, Workspace& workspace) {
   const Spacing& sp = pore.spacing();
   const std::string u = options.length_unit.empty() ? "unit" : options.length_unit;
   RealismProfile p;
@@ -75,7 +77,7 @@ RealismProfile realism_profile(const Mask& pore, const RealismOptions& options) 
   const StructureMeasures m = measure_structure(pore, mo, options.backend);
   if (m.phase_voxels == 0) throw InputError("the structure has no pore voxel: nothing to profile");
   stage("structure");
-  const Volume<float> thickness = local_thickness(pore, Boundary::open, options.backend);
+  const Volume<float> thickness = workspace.local_thickness(pore, Boundary::open);
   stage("thickness");
 
   scalar("porosity", "1", m.porosity);
@@ -162,13 +164,21 @@ RealismProfile realism_profile(const Mask& pore, const RealismOptions& options) 
   return p;
 }
 
+}  // namespace
+
+RealismProfile realism_profile(const Mask& pore, const RealismOptions& options) {
+  Workspace workspace(options.backend);
+  return profile_in(pore, options, workspace);
+}
+
 std::vector<RealismProfile> realism_profiles(const std::vector<const Mask*>& volumes, const RealismOptions& options,
                                              int jobs, const std::function<void(std::size_t)>& done) {
   std::vector<RealismProfile> profiles(volumes.size());
   jobs = int(std::clamp<std::size_t>(std::size_t(std::max(jobs, 1)), 1, std::max<std::size_t>(volumes.size(), 1)));
   if (jobs == 1) {
+    Workspace workspace(options.backend);
     for (std::size_t k = 0; k < volumes.size(); ++k) {
-      profiles[k] = realism_profile(*volumes[k], options);
+      profiles[k] = profile_in(*volumes[k], options, workspace);
       if (done) done(k);
     }
     return profiles;
@@ -179,6 +189,7 @@ std::vector<RealismProfile> realism_profiles(const std::vector<const Mask*>& vol
   std::exception_ptr error;
   auto work = [&] {
     omp_set_num_threads(threads);  // this thread's OpenMP loops
+    std::optional<Workspace> workspace;
     for (;;) {
       std::size_t k;
       {
@@ -187,7 +198,8 @@ std::vector<RealismProfile> realism_profiles(const std::vector<const Mask*>& vol
         k = next++;
       }
       try {
-        profiles[k] = realism_profile(*volumes[k], options);
+        if (!workspace) workspace.emplace(options.backend);
+        profiles[k] = profile_in(*volumes[k], options, *workspace);
         const std::lock_guard<std::mutex> lock(mutex);
         if (done) done(k);
       } catch (...) {
