@@ -119,8 +119,9 @@ struct Params {
   int axis = 0;                            // of the body force and the mirror planes
   double force = 0;                        // body force per unit volume along the axis
   double omega_plus = 1, omega_minus = 1;  // relaxation rates of the symmetric and antisymmetric modes
-  // reflected(q, axis) for each q, looked up rather than searched in the step: a search the
-  // compiler cannot fold (the axis is known only at run time) made a CUDA step 3 times slower.
+  // reflected(q, axis) for each q, looked up rather than searched in the step: the axis is
+  // known only at run time, so the compiler cannot fold a search, and it slows the CUDA step
+  // several-fold (docs/performance.md).
   int8_t reflection[Q] = {};
 };
 
@@ -152,8 +153,8 @@ PF_HD double node_step(const Params& p, const int32_t* __restrict__ source, cons
   for (int q = 1; q < Q; ++q) {
     const int32_t s = source[(q - 1) * n + k];
     // Halfway bounce-back: what left towards a wall last step comes back reversed.
-    // One load a velocity from a chosen address, no branch around it: branches kept the
-    // CUDA step from issuing its 18 gathers together, which made it 3.5 times slower.
+    // One load a velocity from a selected address, no branch around it: branches keep the
+    // CUDA step from issuing its 18 gathers together (docs/performance.md).
     const int r = p.reflection[q];
     const int velocity = s >= 0 ? q : s == -1 ? opposite(q) : r;
     const int64_t node = s >= 0 ? int64_t(s) : s == -1 ? k : -2 - int64_t(s);
