@@ -209,7 +209,12 @@ std::vector<RealismProfile> realism_profiles(const std::vector<const Mask*>& vol
     }
   };
   std::vector<std::thread> pool;
-  for (int j = 0; j < jobs; ++j) pool.emplace_back(work);
+  try {
+    for (int j = 0; j < jobs; ++j) pool.emplace_back(work);
+  } catch (...) {  // no thread to be had: the ones started stop after their volume
+    const std::lock_guard<std::mutex> lock(mutex);
+    if (!error) error = std::current_exception();
+  }
   for (std::thread& t : pool) t.join();
   if (error) std::rethrow_exception(error);
   return profiles;

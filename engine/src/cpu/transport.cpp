@@ -169,8 +169,9 @@ LatticeSetup lattice_setup(const Mask& pore, int axis, const PermeabilityOptions
   }
   for (int64_t z = 0; z < n[2]; ++z) first[std::size_t(z + 1)] += first[std::size_t(z)];
   const int64_t nodes = first[std::size_t(n[2])];
-  if (nodes >= int64_t(std::numeric_limits<int32_t>::max()) / 2)
-    throw InputError("permeability: lattices of 2^30 fluid voxels or more are not supported");
+  // Sources are int32, a mirror source −2 − node: node ≤ 2^31 − 2 still fits.
+  if (nodes >= int64_t(std::numeric_limits<int32_t>::max()))
+    throw InputError("permeability: lattices of 2^31 − 1 fluid voxels or more are not supported");
 #pragma omp parallel for schedule(static)
   for (int64_t z = 0; z < n[2]; ++z) {
     int64_t k = first[std::size_t(z)];
