@@ -175,20 +175,12 @@ std::vector<RealismProfile> realism_profiles(const std::vector<const Mask*>& vol
                                              int jobs, const std::function<void(std::size_t)>& done) {
   std::vector<RealismProfile> profiles(volumes.size());
   jobs = int(std::clamp<std::size_t>(std::size_t(std::max(jobs, 1)), 1, std::max<std::size_t>(volumes.size(), 1)));
-  if (jobs == 1) {
-    Workspace workspace(options.backend);
-    for (std::size_t k = 0; k < volumes.size(); ++k) {
-      profiles[k] = profile_in(*volumes[k], options, workspace);
-      if (done) done(k);
-    }
-    return profiles;
-  }
   const int threads = std::max(1, omp_get_max_threads() / jobs);
   std::mutex mutex;  // guards next, error and the calls of done
   std::size_t next = 0;
   std::exception_ptr error;
   auto work = [&] {
-    omp_set_num_threads(threads);  // this thread's OpenMP loops
+    if (jobs > 1) omp_set_num_threads(threads);  // this thread's OpenMP loops
     std::optional<Workspace> workspace;
     for (;;) {
       std::size_t k;
@@ -210,7 +202,9 @@ std::vector<RealismProfile> realism_profiles(const std::vector<const Mask*>& vol
   };
   std::vector<std::thread> pool;
   try {
-    for (int j = 0; j < jobs; ++j) pool.emplace_back(work);
+    if (jobs == 1) work();  // on the calling thread
+    else
+      for (int j = 0; j < jobs; ++j) pool.emplace_back(work);
   } catch (...) {  // no thread to be had: the ones started stop after their volume
     const std::lock_guard<std::mutex> lock(mutex);
     if (!error) error = std::current_exception();

@@ -1,8 +1,8 @@
 // Transport measures on the GPU: the formation factor by conjugate gradients on the spanning
 // cluster's cells, preconditioned by the CPU's aggregation multigrid V-cycle, the permeability
-// by one fused D3Q19 stream-collide kernel. The per-voxel arithmetic is the CPU's (common/transport_stencils.hpp), computed in
-// double (the lattice stored in float until it has nearly settled, on both backends), so both
-// agree to the solvers' tolerances.
+// by one fused D3Q19 stream-collide kernel. The per-voxel arithmetic is the CPU's
+// (common/transport_stencils.hpp), computed in double (the lattice stored in float until it
+// has nearly settled, on both backends), so both agree to the solvers' tolerances.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -150,6 +150,14 @@ __global__ void mg_coarsest(int64_t m, const double* __restrict__ inverse, const
   }
 }
 
+// The current from the inlet reservoir: Σ g_res (1 − x) over the cells on the inlet face (b ≠ 0).
+__global__ void inlet_current(int64_t n, const double* __restrict__ b, const double* __restrict__ x, double g_reservoir,
+                              double* d_current) {
+  double sum = 0;
+  PF_GRID_STRIDE(k, n) if (b[k] != 0) sum += g_reservoir * (1 - x[k]);
+  block_add(sum, d_current);
+}
+
 #undef PF_GRID_STRIDE
 
 // One lattice step of every fluid node; with `d_momentum`, Σ of the momentum along the axis.
@@ -172,15 +180,6 @@ double read_scalar(const double* d_value, cudaStream_t stream) {
   PF_CUDA_CHECK(cudaMemcpyAsync(&h, d_value, sizeof(double), cudaMemcpyDeviceToHost, stream));
   PF_CUDA_CHECK(cudaStreamSynchronize(stream));
   return h;
-}
-
-// The current from the inlet reservoir: Σ g_res (1 − x) over the cells on the inlet face (b ≠ 0).
-__global__ void inlet_current(int64_t n, const double* __restrict__ b, const double* __restrict__ x, double g_reservoir,
-                              double* d_current) {
-  double sum = 0;
-  for (int64_t k = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; k < n; k += int64_t(gridDim.x) * blockDim.x)
-    if (b[k] != 0) sum += g_reservoir * (1 - x[k]);
-  block_add(sum, d_current);
 }
 
 // The coarsest level the device solves by its dense inverse: small, so that the host forms
