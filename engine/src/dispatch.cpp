@@ -79,7 +79,9 @@ ComponentLabels label_components(const Mask& phase, Adjacency adjacency, Backend
   std::vector<uint32_t> roots =
       run_on(ran, Operation::connected_components, PF_ON_CUDA(cuda::component_roots(phase, adjacency)),
              [&] { return cpu::component_roots(phase, adjacency); });
-  return detail::canonical_components(phase, std::move(roots), ran);
+  ComponentLabels c = detail::canonical_components(phase, std::move(roots), ran);
+  c.adjacency = adjacency;
+  return c;
 }
 
 Mask erode(const Mask& image, const StructuringElement& element, int iterations, Backend backend) {
@@ -91,16 +93,20 @@ Mask dilate(const Mask& image, const StructuringElement& element, int iterations
 }
 
 FormationFactorResult formation_factor(const Mask& pore, int axis, const FormationFactorOptions& options,
-                                       Backend backend) {
+                                       Backend backend, const ComponentLabels* components6) {
   detail::validate_formation_factor(pore, axis, options);
-  return run_on(backend, Operation::formation_factor, PF_ON_CUDA(cuda::formation_factor(pore, axis, options)),
-                [&] { return cpu::formation_factor(pore, axis, options); });
+  detail::validate_components6(pore, components6);
+  return run_on(backend, Operation::formation_factor,
+                PF_ON_CUDA(cuda::formation_factor(pore, axis, options, components6)),
+                [&] { return cpu::formation_factor(pore, axis, options, components6); });
 }
 
-PermeabilityResult permeability(const Mask& pore, int axis, const PermeabilityOptions& options, Backend backend) {
+PermeabilityResult permeability(const Mask& pore, int axis, const PermeabilityOptions& options, Backend backend,
+                                const ComponentLabels* components6) {
   detail::validate_permeability(pore, axis, options);
-  return run_on(backend, Operation::permeability, PF_ON_CUDA(cuda::permeability(pore, axis, options)),
-                [&] { return cpu::permeability(pore, axis, options); });
+  detail::validate_components6(pore, components6);
+  return run_on(backend, Operation::permeability, PF_ON_CUDA(cuda::permeability(pore, axis, options, components6)),
+                [&] { return cpu::permeability(pore, axis, options, components6); });
 }
 
 }  // namespace poreforge

@@ -74,6 +74,7 @@ RealismProfile profile_in(const Mask& pore, const RealismOptions& options, Works
   // would make its own for the openings, so it is asked for none).
   MeasureOptions mo;
   mo.speck_voxels = options.speck_voxels;
+  mo.keep_components6 = true;  // the transport measures' spanning clusters
   const StructureMeasures m = measure_structure(pore, mo, options.backend);
   if (m.phase_voxels == 0) throw InputError("the structure has no pore voxel: nothing to profile");
   stage("structure");
@@ -91,7 +92,7 @@ RealismProfile profile_in(const Mask& pore, const RealismOptions& options, Works
   scalar("clusters_per_million_26", "1/1e6 vox", m.clusters26.clusters_per_million);
   scalar("largest_cluster_share_26", "1", m.clusters26.largest_share);
   for (int a = 0; a < 3; ++a) {
-    const FormationFactorResult f = formation_factor(pore, a, {}, options.backend);
+    const FormationFactorResult f = formation_factor(pore, a, {}, options.backend, &*m.components6);
     scalar(std::string("formation_factor_") + kAxis[a], "1", f.formation_factor);
   }
   stage("formation_factor");
@@ -101,7 +102,7 @@ RealismProfile profile_in(const Mask& pore, const RealismOptions& options, Works
     po.voxel_size_m = options.unit_metres > 0 ? sp.x * options.unit_metres : 0;
     po.tolerance = options.permeability_tolerance;
     for (int a = 0; a < 3; ++a) {
-      const PermeabilityResult k = permeability(pore, a, po, options.backend);
+      const PermeabilityResult k = permeability(pore, a, po, options.backend, &*m.components6);
       if (k.spans && !k.converged) {
         char line[200];
         std::snprintf(line, sizeof line,

@@ -4,9 +4,9 @@
 #include <limits>
 #include <random>
 
-#include "poreforge/edt.hpp"
 #include "poreforge/error.hpp"
 #include "poreforge/realism.hpp"
+#include "poreforge/workspace.hpp"
 
 namespace poreforge {
 namespace {
@@ -222,8 +222,11 @@ Bins shared_psd_bins(const std::vector<const Mask*>& volumes, int bins, Backend 
   if (bins < 1) throw InputError("the number of PSD bins must be at least 1 (got " + std::to_string(bins) + ")");
   if (volumes.empty()) throw InputError("shared_psd_bins: no volume");
   double largest = 0;
+  // One engine context for every volume: a one-shot call builds its own each time, which on
+  // CUDA costs far more than a small volume's distance map.
+  Workspace workspace(backend);
   for (const Mask* m : volumes) {
-    const Volume<float> d = distance_transform(*m, Boundary::open, backend);
+    const Volume<float> d = workspace.distance_transform(*m, Boundary::open);
     for (float v : d.values()) largest = std::max(largest, double(v));
   }
   const Spacing spacing = volumes.front()->spacing();

@@ -20,6 +20,11 @@ struct SpanningCluster {
   int64_t voxels = 0;
 };
 SpanningCluster spanning_cluster(const Mask& pore, int axis);
+// The same read from the pore's 6-connected components: the components touching both faces.
+// O(N), no search.
+SpanningCluster spanning_cluster(const ComponentLabels& components6, int axis);
+// InputError unless `components6` is null or the 6-connected components of a mask of pore's shape.
+void validate_components6(const Mask& pore, const ComponentLabels* components6);
 
 // Throws InputError for a bad shape, spacing, axis or options.
 void validate_formation_factor(const Mask& pore, int axis, const FormationFactorOptions& options);
@@ -99,12 +104,13 @@ void run_to_steady_state(PermeabilityResult& r, Lattice& lattice, int64_t voxels
 /// The start of either backend's permeability: options checked, porosity, whether a pore
 /// cluster spans; when none does, `r` is the final (zero) result and false is returned.
 bool start_permeability(PermeabilityResult& r, const Mask& pore, int axis, const PermeabilityOptions& options,
-                        Backend backend);
+                        Backend backend, const ComponentLabels* components6);
 /// The start of either backend's formation factor: options checked, porosity, the open box's
 /// conductance and the spanning cluster; when none spans, `r` is the final (infinite) result
 /// and nothing comes back.
 std::optional<SpanningCluster> start_formation_factor(FormationFactorResult& r, const Mask& pore, int axis,
-                                                      const FormationFactorOptions& options, Backend backend);
+                                                      const FormationFactorOptions& options, Backend backend,
+                                                      const ComponentLabels* components6);
 /// A formation factor from the solve's end: the inlet current, the iterations and residuals.
 void finish_formation_factor(FormationFactorResult& r, double current, int64_t iterations, double residual_norm,
                              double b_norm, const FormationFactorOptions& options);
@@ -113,12 +119,17 @@ double lattice_viscosity(const PermeabilityOptions& options);
 
 }  // namespace poreforge::detail
 
+// `components6` may be null (the spanning cluster is searched for) or validated ones.
 namespace poreforge::cpu {
-FormationFactorResult formation_factor(const Mask& pore, int axis, const FormationFactorOptions& options);
-PermeabilityResult permeability(const Mask& pore, int axis, const PermeabilityOptions& options);
+FormationFactorResult formation_factor(const Mask& pore, int axis, const FormationFactorOptions& options,
+                                       const ComponentLabels* components6);
+PermeabilityResult permeability(const Mask& pore, int axis, const PermeabilityOptions& options,
+                                const ComponentLabels* components6);
 }  // namespace poreforge::cpu
 
 namespace poreforge::cuda {
-FormationFactorResult formation_factor(const Mask& pore, int axis, const FormationFactorOptions& options);
-PermeabilityResult permeability(const Mask& pore, int axis, const PermeabilityOptions& options);
+FormationFactorResult formation_factor(const Mask& pore, int axis, const FormationFactorOptions& options,
+                                       const ComponentLabels* components6);
+PermeabilityResult permeability(const Mask& pore, int axis, const PermeabilityOptions& options,
+                                const ComponentLabels* components6);
 }  // namespace poreforge::cuda

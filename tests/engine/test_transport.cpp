@@ -162,6 +162,51 @@ PF_BACKEND_TEST("transport", "formation_factor.transposed_volume_and_scaled_spac
   }
 }
 
+TEST_CASE("transport.cpu.spanning_cluster.from_components") {
+  // The cluster read from the 6-connected labels is the one the two searches find, on every
+  // axis, at porosities where some, most or no clusters span.
+  const uint64_t seed = testing::fresh_seed();
+  CAPTURE(seed);
+  for (const double fraction : {0.25, 0.35, 0.6}) {
+    const Mask m = testing::random_volume({17, 12, 9}, 1, fraction, seed + uint64_t(100 * fraction));
+    const ComponentLabels c6 = label_components(m, Adjacency::face6, Backend::cpu);
+    for (int axis = 0; axis < 3; ++axis) {
+      CAPTURE(fraction);
+      CAPTURE(axis);
+      const detail::SpanningCluster searched = detail::spanning_cluster(m, axis);
+      const detail::SpanningCluster read = detail::spanning_cluster(c6, axis);
+      CHECK(read.voxels == searched.voxels);
+      CHECK(read.cluster == searched.cluster);
+    }
+  }
+}
+
+PF_BACKEND_TEST("transport", "components_given_change_nothing") {
+  const uint64_t seed = testing::fresh_seed();
+  CAPTURE(seed);
+  const Mask m = generate_blobs({20, 18, 16}, 0.4, 0.7, seed);
+  const ComponentLabels c6 = label_components(m, Adjacency::face6, Backend::cpu);
+  PermeabilityOptions o;
+  o.max_steps = 300;
+  for (int axis = 0; axis < 3; ++axis) {
+    CAPTURE(axis);
+    const FormationFactorResult a = formation_factor(m, axis, {}, B::backend);
+    const FormationFactorResult b = formation_factor(m, axis, {}, B::backend, &c6);
+    CHECK(b.spanning_porosity == a.spanning_porosity);
+    CHECK(b.iterations == a.iterations);
+    CHECK(b.formation_factor == a.formation_factor);  // the same system, the same arithmetic
+    const PermeabilityResult k = permeability(m, axis, o, B::backend);
+    const PermeabilityResult l = permeability(m, axis, o, B::backend, &c6);
+    CHECK(l.spans == k.spans);
+    CHECK(l.mean_velocity == k.mean_velocity);
+  }
+  // Components of another shape or adjacency are refused.
+  const ComponentLabels c26 = label_components(m, Adjacency::full26, Backend::cpu);
+  CHECK_THROWS_AS(formation_factor(m, 0, {}, B::backend, &c26), InputError);
+  const ComponentLabels other = label_components(Mask({4, 4, 4}, {}, 1), Adjacency::face6, Backend::cpu);
+  CHECK_THROWS_AS(permeability(m, 0, o, B::backend, &other), InputError);
+}
+
 TEST_CASE("transport.cpu.formation_factor.bad_input") {
   const Mask m({4, 4, 4}, {}, 1);
   CHECK_THROWS_AS(formation_factor(m, 3, {}, Backend::cpu), InputError);

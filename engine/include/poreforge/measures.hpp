@@ -8,6 +8,7 @@
 /// units" uses the mask's spacing (equal to voxel units when the spacing is 1).
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "poreforge/backend.hpp"
@@ -119,7 +120,8 @@ struct ComponentLabels {
   /// faces[k]: the box faces component k + 1 touches; bit 2a: the low face normal to axis a
   /// (coordinate 0), bit 2a + 1: the high face (coordinate n − 1).
   std::vector<uint8_t> faces;
-  Backend backend = Backend::cpu;  ///< the backend that ran
+  Adjacency adjacency = Adjacency::face6;  ///< the neighbours they were labelled with
+  Backend backend = Backend::cpu;          ///< the backend that ran
 };
 
 /// Connected-component labelling. CPU: union-find, each thread on its own z-slab, then the
@@ -190,6 +192,9 @@ struct MeasureOptions {
   /// Boundary mode of that local thickness.
   Boundary boundary = Boundary::open;
   int64_t speck_voxels = 10;
+  /// Keep the 6-connected components in StructureMeasures::components6: the transport
+  /// measures read their spanning clusters from them rather than search for them again.
+  bool keep_components6 = false;
 };
 
 struct StructureMeasures {
@@ -211,6 +216,8 @@ struct StructureMeasures {
 
   ClusterStatistics clusters6;   ///< 6-adjacency
   ClusterStatistics clusters26;  ///< 26-adjacency
+  /// The 6-connected components themselves, with MeasureOptions::keep_components6.
+  std::optional<ComponentLabels> components6;
 
   ChordLengths chords;             ///< of the phase
   ChordLengths complement_chords;  ///< of the other phase

@@ -7,6 +7,7 @@
 #include <string_view>
 
 #include "poreforge/backend.hpp"
+#include "poreforge/measures.hpp"
 #include "poreforge/volume.hpp"
 
 namespace poreforge {
@@ -57,10 +58,15 @@ struct FormationFactorResult {
 /// along the axis, 1 for an all-pore box. Cost: O(cluster voxels) per iteration; memory about
 /// 210 bytes a cluster voxel and 6 a box voxel (CUDA: about 170 bytes a cluster voxel on the
 /// host, 180 on the device).
+/// `components6`, when given, are the pore's 6-connected components
+/// (label_components(pore, Adjacency::face6)): the spanning cluster is read from them instead
+/// of searched for, which saves most of the host's set-up when several axes or measures
+/// share them; InputError when they are not of this mask's shape or 6-connected.
 /// Synchronous. Throws InputError for a bad shape or spacing, a bad axis or options; a mask
 /// without pore is +infinity.
 FormationFactorResult formation_factor(const Mask& pore, int axis, const FormationFactorOptions& options = {},
-                                       Backend backend = Backend::automatic);
+                                       Backend backend = Backend::automatic,
+                                       const ComponentLabels* components6 = nullptr);
 
 /// What lies beyond the faces parallel to the flow axis, for the permeability.
 enum class LateralBoundary {
@@ -133,8 +139,9 @@ struct PermeabilityResult {
 /// When no 6-connected pore cluster spans the axis the result is 0 without a flow run. Only
 /// fluid voxels are stored: 19 × 2 populations and 18 int32 sources a fluid voxel, at most
 /// 19 × 2 doubles (the mirror adds none); a step costs O(fluid voxels).
+/// `components6` as for formation_factor: whether a cluster spans is read from them.
 /// Synchronous. Throws InputError for a bad mask, axis or options.
 PermeabilityResult permeability(const Mask& pore, int axis, const PermeabilityOptions& options = {},
-                                Backend backend = Backend::automatic);
+                                Backend backend = Backend::automatic, const ComponentLabels* components6 = nullptr);
 
 }  // namespace poreforge

@@ -705,9 +705,10 @@ StructureMeasures measure_structure(const Mask& phase, const MeasureOptions& opt
   out.surface = specific_surface(phase);
 
   {
-    const ComponentLabels c6 = label_components(phase, Adjacency::face6, backend);
+    ComponentLabels c6 = label_components(phase, Adjacency::face6, backend);
     out.backend = c6.backend;
     out.clusters6 = cluster_statistics(c6, options.speck_voxels);
+    if (options.keep_components6) out.components6 = std::move(c6);
   }
   out.clusters26 = cluster_statistics(label_components(phase, Adjacency::full26, backend), options.speck_voxels);
 

@@ -83,6 +83,32 @@ SpanningCluster spanning_cluster(const Mask& pore, int axis) {
   return out;
 }
 
+SpanningCluster spanning_cluster(const ComponentLabels& components6, int axis) {
+  const uint8_t both = uint8_t(3u << (2 * axis));  // the low and the high face normal to the axis
+  const std::vector<uint32_t>& labels = components6.labels.values();
+  SpanningCluster out;
+  out.cluster.resize(labels.size());
+  int64_t voxels = 0;
+#pragma omp parallel for reduction(+ : voxels) schedule(static)
+  for (int64_t i = 0; i < int64_t(labels.size()); ++i) {
+    const uint32_t l = labels[std::size_t(i)];
+    const bool spans = l != 0 && (components6.faces[l - 1] & both) == both;
+    out.cluster[std::size_t(i)] = spans;
+    voxels += spans;
+  }
+  out.voxels = voxels;
+  return out;
+}
+
+void validate_components6(const Mask& pore, const ComponentLabels* c) {
+  if (!c) return;
+  if (c->adjacency != Adjacency::face6)
+    throw InputError("the transport measures need the pore's 6-connected components (these are 26-connected)");
+  if (c->labels.shape() != pore.shape() || c->faces.size() != std::size_t(c->count))
+    throw InputError("the components given are of a " + to_string(c->labels.shape()) + " volume, the pore is " +
+                     to_string(pore.shape()));
+}
+
 void validate_formation_factor(const Mask& pore, int axis, const FormationFactorOptions& options) {
   validate_mask(pore, axis);
   if (!(options.tolerance > 0 && options.tolerance < 1))
@@ -255,11 +281,11 @@ bool permeability_check(PermeabilityResult& r, double momentum, int64_t voxels, 
 }
 
 bool start_permeability(PermeabilityResult& r, const Mask& pore, int axis, const PermeabilityOptions& options,
-                        Backend backend) {
+                        Backend backend, const ComponentLabels* components6) {
   validate_permeability(pore, axis, options);
   r.backend = backend;
   r.porosity = double(count_phase(pore)) / double(pore.voxels());
-  r.spans = spanning_cluster(pore, axis).voxels > 0;
+  r.spans = (components6 ? spanning_cluster(*components6, axis) : spanning_cluster(pore, axis)).voxels > 0;
   r.relative_error = std::numeric_limits<double>::infinity();  // until the flow's checks say
   if (!r.spans) {
     r.relative_error = 0;
@@ -270,12 +296,13 @@ bool start_permeability(PermeabilityResult& r, const Mask& pore, int axis, const
 }
 
 std::optional<SpanningCluster> start_formation_factor(FormationFactorResult& r, const Mask& pore, int axis,
-                                                      const FormationFactorOptions& options, Backend backend) {
+                                                      const FormationFactorOptions& options, Backend backend,
+                                                      const ComponentLabels* components6) {
   validate_formation_factor(pore, axis, options);
   r.backend = backend;
   r.porosity = double(count_phase(pore)) / double(pore.voxels());
   r.open_conductance = open_conductance(pore, axis);
-  SpanningCluster sc = spanning_cluster(pore, axis);
+  SpanningCluster sc = components6 ? spanning_cluster(*components6, axis) : spanning_cluster(pore, axis);
   if (sc.voxels == 0) {
     r.formation_factor = std::numeric_limits<double>::infinity();
     r.converged = true;
@@ -344,10 +371,11 @@ namespace {
 constexpr int64_t kParallelVoxels = 1 << 15;
 }  // namespace
 
-FormationFactorResult formation_factor(const Mask& pore, int axis, const FormationFactorOptions& options) {
+FormationFactorResult formation_factor(const Mask& pore, int axis, const FormationFactorOptions& options,
+                                       const ComponentLabels* components6) {
   FormationFactorResult r;
   const std::optional<detail::SpanningCluster> spanning =
-      detail::start_formation_factor(r, pore, axis, options, Backend::cpu);
+      detail::start_formation_factor(r, pore, axis, options, Backend::cpu, components6);
   if (!spanning) return r;
   const int64_t n = spanning->voxels;
   const std::size_t un = static_cast<std::size_t>(n);
@@ -452,9 +480,10 @@ class HostLattice {
 
 }  // namespace
 
-PermeabilityResult permeability(const Mask& pore, int axis, const PermeabilityOptions& options) {
+PermeabilityResult permeability(const Mask& pore, int axis, const PermeabilityOptions& options,
+                                const ComponentLabels* components6) {
   PermeabilityResult r;
-  if (!detail::start_permeability(r, pore, axis, options, Backend::cpu)) return r;
+  if (!detail::start_permeability(r, pore, axis, options, Backend::cpu, components6)) return r;
   const detail::LatticeSetup setup = detail::lattice_setup(pore, axis, options);
   HostLattice lattice(setup);
   detail::run_to_steady_state(r, lattice, setup.voxels, options);

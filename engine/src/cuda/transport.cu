@@ -266,12 +266,13 @@ class DeviceMultigrid {
 
 }  // namespace
 
-FormationFactorResult formation_factor(const Mask& pore, int axis, const FormationFactorOptions& options) {
+FormationFactorResult formation_factor(const Mask& pore, int axis, const FormationFactorOptions& options,
+                                       const ComponentLabels* components6) {
   FormationFactorResult r;
   // The spanning cluster, its system and the multigrid hierarchy are built on the host,
   // shared with the CPU.
   const std::optional<detail::SpanningCluster> spanning =
-      detail::start_formation_factor(r, pore, axis, options, Backend::cuda);
+      detail::start_formation_factor(r, pore, axis, options, Backend::cuda, components6);
   if (!spanning) return r;
   detail::LaplaceSystem system = detail::laplace_system(pore, *spanning, axis);
   const int64_t n = system.op.size();
@@ -391,9 +392,10 @@ class DeviceLattice {
 
 }  // namespace
 
-PermeabilityResult permeability(const Mask& pore, int axis, const PermeabilityOptions& options) {
+PermeabilityResult permeability(const Mask& pore, int axis, const PermeabilityOptions& options,
+                                const ComponentLabels* components6) {
   PermeabilityResult r;
-  if (!detail::start_permeability(r, pore, axis, options, Backend::cuda)) return r;
+  if (!detail::start_permeability(r, pore, axis, options, Backend::cuda, components6)) return r;
   const detail::LatticeSetup setup = detail::lattice_setup(pore, axis, options);
   Stream stream;
   DeviceLattice lattice(setup, stream.get());
