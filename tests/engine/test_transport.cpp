@@ -194,11 +194,13 @@ PF_BACKEND_TEST("transport", "components_given_change_nothing") {
     const FormationFactorResult b = formation_factor(m, axis, {}, B::backend, &c6);
     CHECK(b.spanning_porosity == a.spanning_porosity);
     CHECK(b.iterations == a.iterations);
-    CHECK(b.formation_factor == a.formation_factor);  // the same system, the same arithmetic
+    // The same system; the device's block sums meet in atomics of no fixed order, so the last
+    // bits may differ between any two runs.
+    CHECK(b.formation_factor == doctest::Approx(a.formation_factor).epsilon(1e-10));
     const PermeabilityResult k = permeability(m, axis, o, B::backend);
     const PermeabilityResult l = permeability(m, axis, o, B::backend, &c6);
     CHECK(l.spans == k.spans);
-    CHECK(l.mean_velocity == k.mean_velocity);
+    CHECK(l.mean_velocity == doctest::Approx(k.mean_velocity).epsilon(1e-10));
   }
   // Components of another shape or adjacency are refused.
   const ComponentLabels c26 = label_components(m, Adjacency::full26, Backend::cpu);
