@@ -23,6 +23,8 @@ SpanningCluster spanning_cluster(const Mask& pore, int axis);
 // The same read from the pore's 6-connected components: the components touching both faces.
 // O(N), no search.
 SpanningCluster spanning_cluster(const ComponentLabels& components6, int axis);
+// Read from `components6` when given, else searched for.
+SpanningCluster spanning_cluster(const Mask& pore, int axis, const ComponentLabels* components6);
 // InputError unless `components6` is null or the 6-connected components of a mask of pore's shape.
 void validate_components6(const Mask& pore, const ComponentLabels* components6);
 

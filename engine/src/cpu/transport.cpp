@@ -100,6 +100,10 @@ SpanningCluster spanning_cluster(const ComponentLabels& components6, int axis) {
   return out;
 }
 
+SpanningCluster spanning_cluster(const Mask& pore, int axis, const ComponentLabels* components6) {
+  return components6 ? spanning_cluster(*components6, axis) : spanning_cluster(pore, axis);
+}
+
 void validate_components6(const Mask& pore, const ComponentLabels* c) {
   if (!c) return;
   if (c->adjacency != Adjacency::face6)
@@ -285,7 +289,7 @@ bool start_permeability(PermeabilityResult& r, const Mask& pore, int axis, const
   validate_permeability(pore, axis, options);
   r.backend = backend;
   r.porosity = double(count_phase(pore)) / double(pore.voxels());
-  r.spans = (components6 ? spanning_cluster(*components6, axis) : spanning_cluster(pore, axis)).voxels > 0;
+  r.spans = spanning_cluster(pore, axis, components6).voxels > 0;
   r.relative_error = std::numeric_limits<double>::infinity();  // until the flow's checks say
   if (!r.spans) {
     r.relative_error = 0;
@@ -302,7 +306,7 @@ std::optional<SpanningCluster> start_formation_factor(FormationFactorResult& r, 
   r.backend = backend;
   r.porosity = double(count_phase(pore)) / double(pore.voxels());
   r.open_conductance = open_conductance(pore, axis);
-  SpanningCluster sc = components6 ? spanning_cluster(*components6, axis) : spanning_cluster(pore, axis);
+  SpanningCluster sc = spanning_cluster(pore, axis, components6);
   if (sc.voxels == 0) {
     r.formation_factor = std::numeric_limits<double>::infinity();
     r.converged = true;
