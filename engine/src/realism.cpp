@@ -134,7 +134,7 @@ RealismProfile profile_in(const Mask& pore, const RealismOptions& options, Works
     p.curves.push_back(std::move(c));
   }
   stage("psd");
-  const DirectionalS2 s2 = two_point_correlation(pore).directional;
+  const DirectionalS2 s2 = directional_s2(pore);
   for (int a = 0; a < 3; ++a)
     p.curves.push_back(lineal_curve(std::string("s2_") + kAxis[a], s2.along(a), sp.along(a), u));
   stage("s2");
