@@ -47,19 +47,15 @@ double open_conductance(const Mask& pore, int axis);
 int64_t max_cg_iterations(const Mask& pore, int axis, const FormationFactorOptions& options);
 
 // The lattice a permeability run works on, the pore's fluid nodes in index order (its image
-// across the mirror planes, when asked, is implied: lbm::node_step): each one's 18 sources as
-// offsets, in int16 (`narrow`) when every one fits, else in int32 (`wide`), the other empty;
-// the mirror planes each node lies on; the kernel parameters; and the lattice's voxels, solid
-// included (the Darcy velocity's volume). `narrow_allowed` false keeps them wide (tests).
+// across the mirror planes, when asked, is implied: lbm::node_step): each one's 18 sources,
+// the kernel parameters, and the lattice's voxels, solid included (the Darcy velocity's
+// volume).
 struct LatticeSetup {
-  std::vector<int16_t> narrow;
-  std::vector<int32_t> wide;
-  std::vector<uint8_t> planes;
+  std::vector<int32_t> source;
   int64_t voxels = 0;
   lbm::Params params;
 };
-LatticeSetup lattice_setup(const Mask& pore, int axis, const PermeabilityOptions& options,
-                           bool narrow_allowed = true);
+LatticeSetup lattice_setup(const Mask& pore, int axis, const PermeabilityOptions& options);
 
 // Darcy's law and the unit conversions of a finished run.
 void finish_permeability(PermeabilityResult& r, const PermeabilityOptions& options);

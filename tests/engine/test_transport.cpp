@@ -342,57 +342,6 @@ PF_BACKEND_TEST("transport", "permeability.mirror_is_the_doubled_sample") {
   CHECK(spanning > 0);
 }
 
-// A lattice whose offsets do not fit int16 keeps them in int32: here a layer of the slit
-// holds more fluid nodes than int16 reaches, and the offset between its two layers is that.
-PF_BACKEND_TEST("transport", "permeability.wide_sources") {
-  const int64_t nx = 200, ny = 170, h = 2;
-  Mask m({nx, ny, h + 2});
-  for (int64_t z = 1; z <= h; ++z)
-    for (int64_t y = 0; y < ny; ++y)
-      for (int64_t x = 0; x < nx; ++x) m(x, y, z) = 1;
-  PermeabilityOptions o = quick();
-  const detail::LatticeSetup setup = detail::lattice_setup(m, 0, o);
-  REQUIRE(setup.narrow.empty());
-  REQUIRE(setup.wide.size() == std::size_t(18 * nx * ny * h));
-  const PermeabilityResult r = permeability(m, 0, o, B::backend);
-  CHECK(r.converged);
-  const double gap = double(h) / double(h + 2);
-  CHECK(r.k_voxels == doctest::Approx((double(h * h) / 12 + 1.0 / 24) * gap).epsilon(1e-6));
-}
-
-// The int16 offsets are the int32 ones narrowed: the same flow, step for step, to the bit,
-// mirror planes and walls included.
-TEST_CASE("transport.cpu.permeability.narrow_sources_equal_wide") {
-  const uint64_t seed = testing::fresh_seed();
-  CAPTURE(seed);
-  const Mask m = testing::random_volume({14, 11, 9}, 1, 0.5, seed);
-  for (int axis = 0; axis < 3; ++axis) {
-    CAPTURE(axis);
-    PermeabilityOptions o;
-    const detail::LatticeSetup narrow = detail::lattice_setup(m, axis, o);
-    const detail::LatticeSetup wide = detail::lattice_setup(m, axis, o, false);
-    REQUIRE(narrow.wide.empty());
-    REQUIRE(wide.narrow.empty());
-    REQUIRE(narrow.planes == wide.planes);
-    const std::size_t populations = std::size_t(19 * narrow.params.nodes);
-    std::vector<double> a[2] = {std::vector<double>(populations, 0.0), std::vector<double>(populations)};
-    std::vector<double> b[2] = {a[0], a[1]};
-    for (int step = 0; step < 200; ++step) {
-      double ma = 0, mb = 0;
-      for (int64_t k = 0; k < narrow.params.nodes; ++k) {
-        ma += detail::lbm::node_step(narrow.params, narrow.narrow.data(), narrow.planes.data(), a[0].data(),
-                                     a[1].data(), k);
-        mb += detail::lbm::node_step(wide.params, wide.wide.data(), wide.planes.data(), b[0].data(), b[1].data(), k);
-      }
-      std::swap(a[0], a[1]);
-      std::swap(b[0], b[1]);
-      REQUIRE(ma == mb);
-    }
-    CHECK(a[0] == b[0]);
-    CHECK(std::any_of(a[0].begin(), a[0].end(), [](double f) { return f != 0; }));
-  }
-}
-
 // The steady-state test on made-up mean velocities (one check = 100 steps): a geometric
 // approach is steady once its estimated tail, not its last change, is below the tolerance;
 // alternating changes that shrink are bounded by the last one; growing ones and a blown-up

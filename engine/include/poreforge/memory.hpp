@@ -66,15 +66,14 @@ inline constexpr double formation_factor_cluster_cuda_device = 180;
 inline constexpr double formation_factor_cluster_cuda_host = 170;
 /// compare with permeability, per pore voxel: the lattice's fluid nodes (the sample alone:
 /// its mirror image is not stored), each with two sets of 19 double populations (float ones
-/// first, freed as the double ones come), 18 sources of at most 4 bytes and a byte for the
-/// mirror planes it lies on; on the device with CUDA.
-inline constexpr double permeability_pore = 377;
+/// first, freed as the double ones come) and 18 int32 sources; on the device with CUDA.
+inline constexpr double permeability_pore = 376;
 /// compare with permeability, host side per voxel: the lattice's node numbering while the
 /// sources are found.
 inline constexpr double permeability_numbering = 4;
 /// compare with permeability on CUDA, host side per pore voxel: the sources' host copy, kept
-/// while the device runs (int32, and their int16 copy while they are narrowed) and the planes.
-inline constexpr double permeability_sources_host = 109;
+/// while the device runs.
+inline constexpr double permeability_sources_host = 72;
 }  // namespace memory_per_voxel
 
 /// What a command is about to need, in bytes.

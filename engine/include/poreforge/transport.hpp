@@ -134,11 +134,10 @@ struct PermeabilityResult {
 /// over the whole volume, solid included (k in voxel²; × voxel_size_m² in m²). The voxels
 /// must be cubes (isotropic spacing). CPU: two lattices, OpenMP; CUDA: the same in one fused
 /// stream-collide kernel. Each step computes in double; the populations are stored in float
-/// until the flow has settled to max(tolerance, 1e-5) (189 bytes a node a step against 341,
-/// with int16 sources), then in double to `tolerance`.
+/// until the flow has settled to max(tolerance, 1e-5) (224 bytes a node a step against 376),
+/// then in double to `tolerance`.
 /// When no 6-connected pore cluster spans the axis the result is 0 without a flow run. Only
-/// fluid voxels are stored: 19 × 2 populations, 18 sources (int16 offsets where all fit, as
-/// in a 128³ volume; int32 otherwise) and a byte of mirror planes a fluid voxel, at most
+/// fluid voxels are stored: 19 × 2 populations and 18 int32 sources a fluid voxel, at most
 /// 19 × 2 doubles (the mirror adds none); a step costs O(fluid voxels).
 /// `components6` as for formation_factor: whether a cluster spans is read from them.
 /// Synchronous. Throws InputError for a bad mask, axis or options.

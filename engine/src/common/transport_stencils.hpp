@@ -63,9 +63,9 @@ PF_HD double cell_row(const int32_t* __restrict__ nb, const double* __restrict__
 // rest state is its fixed point without force, so the departures obey the same update, with ρ
 // read as the density's departure. A creeping flow moves the populations (~1/18) by ~1e-6 of
 // themselves: stored whole, float would keep about one digit of that motion; stored as
-// departures, it keeps 7: a step moves 152 bytes of populations a node against double's
-// 304. The roundings of a float lattice add up through the slow modes, though (a slit of 13
-// voxels settled 3e-5 from its exact k), so a run settles in float and finishes in double
+// departures, it keeps 7, and a step moves 224 bytes a node against double's 376. The
+// roundings of a float lattice add up through the slow modes, though (a slit of 13 voxels
+// settled 3e-5 from its exact k), so a run settles in float and finishes in double
 // (run_to_steady_state).
 
 namespace lbm {
@@ -123,32 +123,13 @@ struct Params {
   // known only at run time, so the compiler cannot fold a search, and it slows the CUDA step
   // several-fold (docs/performance.md).
   int8_t reflection[Q] = {};
-  // The mirror plane each q's population crosses when its source lies beyond the volume
-  // along the axis, as a node's `planes` bit: kInletPlane for c_axis > 0 (it streams from
-  // below index 0), kOutletPlane for c_axis < 0, 0 for velocities across the axis.
-  uint8_t mirror_side[Q] = {};
 };
-
-// A node's `planes` bits: it lies on the inlet (index 0) or the outlet (n − 1) mirror plane.
-constexpr uint8_t kInletPlane = 1, kOutletPlane = 2;
-
-// A source that bounces back: what left towards a wall last step comes back reversed. The
-// type's lowest value: never an offset, whose magnitude is below the type's maximum.
-template <class S>
-PF_HD constexpr S bounce_back() {
-  static_assert(sizeof(S) == 2 || sizeof(S) == 4, "sources are int16 or int32");
-  if constexpr (sizeof(S) == 2) return S(-32767 - 1);
-  else return S(-2147483647 - 1);
-}
 
 // One stream-collide step of fluid node k: pulls the populations that arrive there from `in`
 // (post-collision departures from rest, q-major over the fluid nodes: in[q · nodes + k]),
 // collides them and writes `out`, float or double (T). `source[(q − 1) · nodes + k]` is the
-// offset from k of the node that q's population streams from, or bounce_back<S>() where it
-// would come from a solid voxel or from beyond a wall face; int16 where every offset fits
-// (a 128³ volume's do: 18 sources then move 36 bytes a node a step, not 72), int32
-// otherwise (S). `planes[k]` says which mirror planes node k lies on: where q's population
-// would cross one (Params::mirror_side), it comes from the image of node k + offset.
+// node that q's population streams from, −1 where it would come from a solid voxel or from
+// beyond a wall face, and −2 − m where it crosses a mirror plane from the image of node m.
 // Returns the node's momentum along the axis, the half-step average Σ f c + F/2 (the rest
 // state carries none). A lattice starts at rest: every departure 0.
 //
@@ -160,26 +141,25 @@ PF_HD constexpr S bounce_back() {
 // f_q(M x) = −f_reflected(q)(x) at every step. So the image is not stored: what crosses a
 // mirror plane from the image of node m is −f_reflected(q)(m), and the sample alone holds the
 // same flow, its mean velocity the doubled lattice's.
-template <class T, class S>
-PF_HD double node_step(const Params& p, const S* __restrict__ source, const uint8_t* __restrict__ planes,
-                       const T* __restrict__ in, T* __restrict__ out, int64_t k) {
+template <class T>
+PF_HD double node_step(const Params& p, const int32_t* __restrict__ source, const T* __restrict__ in,
+                       T* __restrict__ out, int64_t k) {
   const int64_t n = p.nodes;
-  const uint8_t on = planes[k];
   double f[Q];
   f[0] = in[k];
 #if defined(__CUDACC__)
 #pragma unroll
 #endif
   for (int q = 1; q < Q; ++q) {
-    const S s = source[(q - 1) * n + k];
+    const int32_t s = source[(q - 1) * n + k];
+    // Halfway bounce-back: what left towards a wall last step comes back reversed.
     // One load a velocity from a selected address, no branch around it: branches keep the
     // CUDA step from issuing its 18 gathers together (docs/performance.md).
-    const bool bounce = s == bounce_back<S>();
-    const bool mirrored = !bounce && (on & p.mirror_side[q]) != 0;
-    const int velocity = bounce ? opposite(q) : mirrored ? int(p.reflection[q]) : q;
-    const int64_t node = bounce ? k : k + int64_t(s);
+    const int r = p.reflection[q];
+    const int velocity = s >= 0 ? q : s == -1 ? opposite(q) : r;
+    const int64_t node = s >= 0 ? int64_t(s) : s == -1 ? k : -2 - int64_t(s);
     const double v = in[velocity * n + node];
-    f[q] = mirrored ? -v : v;
+    f[q] = s < -1 ? -v : v;
   }
   double rho = 0, j[3] = {0, 0, 0};  // the density's departure from 1, the momentum
 #if defined(__CUDACC__)

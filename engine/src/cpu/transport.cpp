@@ -175,7 +175,7 @@ int64_t upstream(int64_t x, int c, int64_t n, bool periodic) {
 
 }  // namespace
 
-LatticeSetup lattice_setup(const Mask& pore, int axis, const PermeabilityOptions& o, bool narrow_allowed) {
+LatticeSetup lattice_setup(const Mask& pore, int axis, const PermeabilityOptions& o) {
   LatticeSetup l;
   const Shape s = pore.shape();
   const int64_t n[3] = {s.nx, s.ny, s.nz};
@@ -199,8 +199,7 @@ LatticeSetup lattice_setup(const Mask& pore, int axis, const PermeabilityOptions
   }
   for (int64_t z = 0; z < n[2]; ++z) first[std::size_t(z + 1)] += first[std::size_t(z)];
   const int64_t nodes = first[std::size_t(n[2])];
-  // Offsets are int32, smaller than the node count in magnitude; the lowest int32 is the
-  // bounce-back.
+  // Sources are int32, a mirror source −2 − node: node ≤ 2^31 − 2 still fits.
   if (nodes >= int64_t(std::numeric_limits<int32_t>::max()))
     throw InputError("permeability: lattices of 2^31 − 1 fluid voxels or more are not supported");
 #pragma omp parallel for schedule(static)
@@ -211,66 +210,40 @@ LatticeSetup lattice_setup(const Mask& pore, int axis, const PermeabilityOptions
         if (pore(x, y, z)) node[std::size_t(x + n[0] * (y + n[1] * z))] = int32_t(k++);
   }
 
-  // Each fluid node's sources (lbm::node_step): the offset to the node one step upstream
-  // along each velocity; the bounce-back where that is solid or beyond a wall face; and across
-  // a mirror plane, the offset to the reflection's node inside the volume, the node's `planes`
-  // bits saying that its source there is mirrored.
-  constexpr int32_t bounce = lbm::bounce_back<int32_t>();
-  l.wide.resize(static_cast<std::size_t>((lbm::Q - 1) * nodes));
-  l.planes.assign(static_cast<std::size_t>(nodes), 0);
+  // Each fluid node's sources (lbm::node_step): the node one step upstream along each
+  // velocity; −1 where that is solid or beyond a wall face (the population bounces back); and
+  // across a mirror plane, the reflection's node inside the volume, as −2 − node.
+  l.source.resize(static_cast<std::size_t>((lbm::Q - 1) * nodes));
   // Away from every face the node upstream lies at a fixed index offset: most nodes need
   // neither the faces' rules below nor the coordinates' arithmetic.
   int64_t offset[lbm::Q];
   for (int q = 1; q < lbm::Q; ++q) offset[q] = lbm::cx(q) + n[0] * (lbm::cy(q) + n[1] * lbm::cz(q));
-  int64_t widest = 0;  // the largest offset's magnitude
-#pragma omp parallel for schedule(static) reduction(max : widest)
+#pragma omp parallel for schedule(static)
   for (int64_t z = 0; z < n[2]; ++z)
     for (int64_t y = 0; y < n[1]; ++y)
       for (int64_t x = 0; x < n[0]; ++x) {
         const int64_t i = x + n[0] * (y + n[1] * z);
         const int32_t k = node[std::size_t(i)];
         if (k < 0) continue;
-        int32_t* source = l.wide.data() + k;  // q's at source[(q − 1) · nodes]
         if (x > 0 && x < n[0] - 1 && y > 0 && y < n[1] - 1 && z > 0 && z < n[2] - 1) {
-          for (int q = 1; q < lbm::Q; ++q) {
-            const int32_t from = node[std::size_t(i - offset[q])];
-            source[(q - 1) * nodes] = from < 0 ? bounce : from - k;
-            if (from >= 0) widest = std::max<int64_t>(widest, std::abs(int64_t(from) - k));
-          }
+          for (int q = 1; q < lbm::Q; ++q) l.source[std::size_t((q - 1) * nodes + k)] = node[std::size_t(i - offset[q])];
           continue;
         }
-        const int64_t c[3] = {x, y, z};
-        if (o.mirror && c[axis] == 0) l.planes[std::size_t(k)] |= lbm::kInletPlane;
-        if (o.mirror && c[axis] == n[axis] - 1) l.planes[std::size_t(k)] |= lbm::kOutletPlane;
         for (int q = 1; q < lbm::Q; ++q) {
           int64_t u[3] = {upstream(x, lbm::cx(q), n[0], periodic[0]), upstream(y, lbm::cy(q), n[1], periodic[1]),
                           upstream(z, lbm::cz(q), n[2], periodic[2])};
           // Beyond a mirror plane lies the image of the plane's own voxels: the one at the
-          // same place along the axis (node_step reads it as mirrored from `planes` and q).
-          if (o.mirror && u[axis] < 0) u[axis] = c[axis];
-          const int32_t from =
-              (u[0] < 0 || u[1] < 0 || u[2] < 0) ? -1 : node[std::size_t(u[0] + n[0] * (u[1] + n[1] * u[2]))];
-          source[(q - 1) * nodes] = from < 0 ? bounce : from - k;
-          if (from >= 0) widest = std::max<int64_t>(widest, std::abs(int64_t(from) - k));
+          // same place along the axis.
+          const bool mirrored = o.mirror && u[axis] < 0;
+          if (mirrored) u[axis] = axis == 0 ? x : axis == 1 ? y : z;
+          const int32_t from = (u[0] < 0 || u[1] < 0 || u[2] < 0) ? -1 : node[std::size_t(u[0] + n[0] * (u[1] + n[1] * u[2]))];
+          l.source[std::size_t((q - 1) * nodes + k)] = mirrored && from >= 0 ? -2 - from : from;
         }
       }
-  if (narrow_allowed && widest <= std::numeric_limits<int16_t>::max()) {
-    l.narrow.resize(l.wide.size());
-#pragma omp parallel for schedule(static)
-    for (int64_t j = 0; j < int64_t(l.wide.size()); ++j) {
-      const int32_t d = l.wide[std::size_t(j)];
-      l.narrow[std::size_t(j)] = d == bounce ? lbm::bounce_back<int16_t>() : int16_t(d);
-    }
-    std::vector<int32_t>().swap(l.wide);
-  }
 
   l.params.nodes = nodes;
   l.params.axis = axis;
-  for (int q = 0; q < lbm::Q; ++q) {
-    l.params.reflection[q] = int8_t(lbm::reflected(q, axis));
-    const int along = lbm::c_along(q, axis);
-    l.params.mirror_side[q] = along > 0 ? lbm::kInletPlane : along < 0 ? lbm::kOutletPlane : 0;
-  }
+  for (int q = 0; q < lbm::Q; ++q) l.params.reflection[q] = int8_t(lbm::reflected(q, axis));
   l.params.force = o.body_force;
   const double lambda = 3.0 / 16;  // the magic parameter: walls half-way, k free of ν
   const double half_plus = o.tau - 0.5;
@@ -503,22 +476,16 @@ class HostLattice {
 
   template <class T>
   double run_in(std::vector<T> (&lattice)[2], int steps) {
-    return setup_.narrow.empty() ? run_in(lattice, setup_.wide.data(), steps)
-                                 : run_in(lattice, setup_.narrow.data(), steps);
-  }
-
-  template <class T, class S>
-  double run_in(std::vector<T> (&lattice)[2], const S* source, int steps) {
     const detail::lbm::Params& P = setup_.params;
     const int64_t M = P.nodes;
-    const uint8_t* planes = setup_.planes.data();
+    const int32_t* source = setup_.source.data();
     double momentum = 0;
     for (int s = 0; s < steps; ++s) {
       double sum = 0;
       const T* in = lattice[0].data();
       T* out = lattice[1].data();
 #pragma omp parallel for reduction(+ : sum) schedule(static) if (M >= kParallelVoxels)
-      for (int64_t k = 0; k < M; ++k) sum += detail::lbm::node_step(P, source, planes, in, out, k);
+      for (int64_t k = 0; k < M; ++k) sum += detail::lbm::node_step(P, source, in, out, k);
       std::swap(lattice[0], lattice[1]);
       momentum = sum;
     }

@@ -161,12 +161,12 @@ __global__ void inlet_current(int64_t n, const double* __restrict__ b, const dou
 #undef PF_GRID_STRIDE
 
 // One lattice step of every fluid node; with `d_momentum`, Σ of the momentum along the axis.
-template <class T, class S>
-__global__ void lbm_step(lbm::Params p, const S* __restrict__ source, const uint8_t* __restrict__ planes,
-                         const T* __restrict__ in, T* __restrict__ out, double* d_momentum) {
+template <class T>
+__global__ void lbm_step(lbm::Params p, const int32_t* __restrict__ source, const T* __restrict__ in,
+                         T* __restrict__ out, double* d_momentum) {
   double sum = 0;
   for (int64_t k = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; k < p.nodes; k += int64_t(gridDim.x) * blockDim.x)
-    sum += lbm::node_step(p, source, planes, in, out, k);
+    sum += lbm::node_step(p, source, in, out, k);
   if (d_momentum) block_add(sum, d_momentum);
 }
 
@@ -337,16 +337,13 @@ namespace {
 
 // The lattice on the device: its sources and two copies of the populations (pull: read one,
 // write the other), 2 × 19 × 4 bytes a node in float, then 2 × 19 × 8 in double once widened,
-// 18 × 2 for the sources (18 × 4 where they are wide, see LatticeSetup) and 1 for the mirror
-// planes; one fused kernel a step.
+// and 18 × 4 for the sources; one fused kernel a step.
 class DeviceLattice {
  public:
   DeviceLattice(const detail::LatticeSetup& setup, cudaStream_t s)
       : params_(setup.params),
         stream_(s),
-        narrow_source_(upload_async(setup.narrow.data(), setup.narrow.size(), s, "the lattice's sources")),
-        wide_source_(upload_async(setup.wide.data(), setup.wide.size(), s, "the lattice's sources")),
-        planes_(upload_async(setup.planes.data(), setup.planes.size(), s, "the lattice's mirror planes")),
+        source_(upload_async(setup.source.data(), setup.source.size(), s, "the lattice's sources")),
         momentum_(1, s, "the momentum sum") {
     for (DeviceBuffer<float>& copy : narrow_) {
       copy = DeviceBuffer<float>(populations(), s, "the lattice populations");
@@ -373,18 +370,12 @@ class DeviceLattice {
 
   template <class T>
   double run_in(DeviceBuffer<T> (&lattice)[2], int steps) {
-    return narrow_source_.size() ? run_in(lattice, narrow_source_.data(), steps)
-                                 : run_in(lattice, wide_source_.data(), steps);
-  }
-
-  template <class T, class S>
-  double run_in(DeviceBuffer<T> (&lattice)[2], const S* source, int steps) {
     const unsigned blocks = blocks_for(params_.nodes);
     for (int k = 0; k < steps; ++k) {
       const bool last = k == steps - 1;
       if (last) PF_CUDA_CHECK(cudaMemsetAsync(momentum_.data(), 0, sizeof(double), stream_));
-      lbm_step<<<blocks, kThreads, 0, stream_>>>(params_, source, planes_.data(), lattice[0].data(),
-                                                 lattice[1].data(), last ? momentum_.data() : nullptr);
+      lbm_step<<<blocks, kThreads, 0, stream_>>>(params_, source_.data(), lattice[0].data(), lattice[1].data(),
+                                                 last ? momentum_.data() : nullptr);
       PF_CUDA_CHECK_LAUNCH(stream_);
       std::swap(lattice[0], lattice[1]);
     }
@@ -393,9 +384,7 @@ class DeviceLattice {
 
   lbm::Params params_;
   cudaStream_t stream_;
-  DeviceBuffer<int16_t> narrow_source_;
-  DeviceBuffer<int32_t> wide_source_;
-  DeviceBuffer<uint8_t> planes_;
+  DeviceBuffer<int32_t> source_;
   DeviceBuffer<double> momentum_;
   DeviceBuffer<float> narrow_[2];
   DeviceBuffer<double> wide_[2];
