@@ -226,7 +226,8 @@ LatticeSetup lattice_setup(const Mask& pore, int axis, const PermeabilityOptions
         const int32_t k = node[std::size_t(i)];
         if (k < 0) continue;
         if (x > 0 && x < n[0] - 1 && y > 0 && y < n[1] - 1 && z > 0 && z < n[2] - 1) {
-          for (int q = 1; q < lbm::Q; ++q) l.source[std::size_t((q - 1) * nodes + k)] = node[std::size_t(i - offset[q])];
+          for (int q = 1; q < lbm::Q; ++q)
+            l.source[std::size_t((q - 1) * nodes + k)] = node[std::size_t(i - offset[q])];
           continue;
         }
         for (int q = 1; q < lbm::Q; ++q) {
