@@ -124,6 +124,10 @@ struct ComponentLabels {
   Backend backend = Backend::cpu;          ///< the backend that ran
 };
 
+/// Whether a component whose `faces` bits (ComponentLabels::faces) these are touches both faces
+/// normal to `axis`: it spans the box along it.
+inline bool spans_axis(uint8_t faces, int axis) { return ((faces >> (2 * axis)) & 3u) == 3u; }
+
 /// Connected-component labelling. CPU: union-find, each thread on its own z-slab, then the
 /// slabs' seams merged. CUDA: union-find on the device (Playne–Hawick style: every voxel
 /// unites with its backward neighbours by atomicMin on the roots, then paths are

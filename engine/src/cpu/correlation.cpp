@@ -18,20 +18,30 @@ namespace {
 
 using Complex = std::complex<double>;
 
+// The lines of a volume along one axis: line l's voxel p is start(l) + p · stride.
+struct Lines {
+  Lines(const Shape& s, int a)
+      : shape(s), axis(a), n(s.extent(a)), stride(a == 0 ? 1 : a == 1 ? s.nx : s.nx * s.ny), count(s.voxels() / n) {}
+  int64_t start(int64_t l) const {
+    return axis == 0 ? l * shape.nx : axis == 1 ? (l / shape.nx) * shape.nx * shape.ny + l % shape.nx : l;
+  }
+  Shape shape;
+  int axis;
+  int64_t n, stride, count;  // a line's voxels, the step between them, the lines
+};
+
 // In-place 1D transforms of every line along `axis` (inverse ones scaled by 1/n, Eigen's way).
 void transform_along(std::vector<Complex>& data, const Shape& s, int axis, bool inverse) {
-  const int64_t n = s.extent(axis);
+  const Lines lines(s, axis);
+  const int64_t n = lines.n, stride = lines.stride;
   if (n == 1) return;
-  const int64_t plane = s.nx * s.ny;
-  const int64_t stride = axis == 0 ? 1 : axis == 1 ? s.nx : plane;
-  const int64_t lines = s.voxels() / n;
 #pragma omp parallel
   {
     Eigen::FFT<double> fft;
     std::vector<Complex> in(static_cast<std::size_t>(n)), out(static_cast<std::size_t>(n));
 #pragma omp for schedule(static)
-    for (int64_t l = 0; l < lines; ++l) {
-      const int64_t start = axis == 0 ? l * s.nx : axis == 1 ? (l / s.nx) * plane + l % s.nx : l;
+    for (int64_t l = 0; l < lines.count; ++l) {
+      const int64_t start = lines.start(l);
       for (int64_t p = 0; p < n; ++p) in[p] = data[start + p * stride];
       if (inverse)
         fft.inv(out.data(), in.data(), n);
@@ -102,12 +112,9 @@ namespace {
 // into words twice over (bits 0 … 2n − 1: the line, then the line again), so that the line
 // rotated by r is the window of bits r … r + n − 1, read a word at a time.
 std::vector<double> directional_counts(const Mask& phase, int axis) {
-  const Shape s = phase.shape();
-  const int64_t n = s.extent(axis);
+  const Lines lines(phase.shape(), axis);
+  const int64_t n = lines.n, stride = lines.stride;
   const int64_t half = n / 2;
-  const int64_t plane = s.nx * s.ny;
-  const int64_t stride = axis == 0 ? 1 : axis == 1 ? s.nx : plane;
-  const int64_t lines = s.voxels() / n;
   const int64_t words = (n + 63) / 64;              // a line's words
   const int64_t doubled = (2 * n + 63) / 64 + 1;  // the doubled line's, one spare for the window's reach
   std::vector<int64_t> total(static_cast<std::size_t>(half + 1), 0);
@@ -116,8 +123,8 @@ std::vector<double> directional_counts(const Mask& phase, int axis) {
     std::vector<uint64_t> bits(static_cast<std::size_t>(doubled));
     std::vector<int64_t> count(static_cast<std::size_t>(half + 1), 0);
 #pragma omp for schedule(static)
-    for (int64_t l = 0; l < lines; ++l) {
-      const int64_t start = axis == 0 ? l * s.nx : axis == 1 ? (l / s.nx) * plane + l % s.nx : l;
+    for (int64_t l = 0; l < lines.count; ++l) {
+      const int64_t start = lines.start(l);
       std::fill(bits.begin(), bits.end(), 0);
       for (int64_t w = 0; w < words; ++w) {  // a word at a time in a register, no branch on the voxels
         uint64_t word = 0;
@@ -144,7 +151,7 @@ std::vector<double> directional_counts(const Mask& phase, int axis) {
     for (int64_t r = 0; r <= half; ++r) total[std::size_t(r)] += count[std::size_t(r)];
   }
   std::vector<double> s2(total.size());
-  for (std::size_t r = 0; r < total.size(); ++r) s2[r] = double(total[r]) / double(s.voxels());
+  for (std::size_t r = 0; r < total.size(); ++r) s2[r] = double(total[r]) / double(phase.voxels());
   return s2;
 }
 

@@ -669,7 +669,7 @@ ClusterStatistics cluster_statistics(const ComponentLabels& components, int64_t 
     largest = std::max(largest, size);
     if (size <= speck_voxels) specks += size;
     for (int a = 0; a < 3; ++a)
-      if (((f >> (2 * a)) & 3u) == 3u) spanning[std::size_t(a)] += size;
+      if (spans_axis(f, a)) spanning[std::size_t(a)] += size;
   }
   if (phase > 0) {
     out.largest_share = double(largest) / double(phase);

@@ -84,7 +84,6 @@ SpanningCluster spanning_cluster(const Mask& pore, int axis) {
 }
 
 SpanningCluster spanning_cluster(const ComponentLabels& components6, int axis) {
-  const uint8_t both = uint8_t(3u << (2 * axis));  // the low and the high face normal to the axis
   const std::vector<uint32_t>& labels = components6.labels.values();
   SpanningCluster out;
   out.cluster.resize(labels.size());
@@ -92,7 +91,7 @@ SpanningCluster spanning_cluster(const ComponentLabels& components6, int axis) {
 #pragma omp parallel for reduction(+ : voxels) schedule(static)
   for (int64_t i = 0; i < int64_t(labels.size()); ++i) {
     const uint32_t l = labels[std::size_t(i)];
-    const bool spans = l != 0 && (components6.faces[l - 1] & both) == both;
+    const bool spans = l != 0 && spans_axis(components6.faces[l - 1], axis);
     out.cluster[std::size_t(i)] = spans;
     voxels += spans;
   }
@@ -299,10 +298,9 @@ bool start_permeability(PermeabilityResult& r, const Mask& pore, int axis, const
   validate_permeability(pore, axis, options);
   r.backend = backend;
   r.porosity = double(count_phase(pore)) / double(pore.voxels());
-  if (components6) {  // a component touching both faces: its face bits answer, no voxel is read
-    const uint8_t both = uint8_t(3u << (2 * axis));
+  if (components6) {  // the components' face bits answer, no voxel is read
     r.spans = std::any_of(components6->faces.begin(), components6->faces.end(),
-                          [both](uint8_t faces) { return (faces & both) == both; });
+                          [axis](uint8_t faces) { return spans_axis(faces, axis); });
   } else {
     r.spans = spanning_cluster(pore, axis).voxels > 0;
   }
