@@ -3,8 +3,7 @@
 //
 //   bench_transport [--image PATH] [--label L] [--crop N] [--offset O] [--axes xyz]
 //                   [--measures ff,k] [--backend auto|cpu|cuda] [--voxel-m S] [--tau T]
-//                   [--tolerance E]
-//                   [--mirror 0|1]
+//                   [--cs2 C] [--tolerance E] [--mirror 0|1]
 // Defaults: data/berea_400.h5, label 1 (pore), the whole image, both measures, spacing from
 // the file in µm (Berea: 5.345 µm).
 #include <chrono>
@@ -21,6 +20,7 @@ using namespace poreforge;
 int main(int argc, char** argv) {
   std::string path = std::string(POREFORGE_DATA_DIR) + "/berea_400.h5", axes = "xyz", measures = "ff,k";
   double label = 1, voxel_m = 0, tau = PermeabilityOptions{}.tau, tolerance = PermeabilityOptions{}.tolerance;
+  double cs2 = PermeabilityOptions{}.sound_speed_squared;
   int64_t crop = 0, offset = 0;
   bool mirror = true;
   Backend backend = Backend::automatic;
@@ -35,6 +35,7 @@ int main(int argc, char** argv) {
     else if (k == "--backend") backend = parse_backend(v);
     else if (k == "--voxel-m") voxel_m = std::stod(v);
     else if (k == "--tau") tau = std::stod(v);
+    else if (k == "--cs2") cs2 = std::stod(v);
     else if (k == "--tolerance") tolerance = std::stod(v);
     else if (k == "--mirror") mirror = v != "0";
     else {
@@ -73,6 +74,7 @@ int main(int argc, char** argv) {
       PermeabilityOptions o;
       o.voxel_size_m = voxel_m;
       o.tau = tau;
+      o.sound_speed_squared = cs2;
       o.tolerance = tolerance;
       o.mirror = mirror;
       const auto t0 = clock::now();

@@ -101,6 +101,7 @@ RealismProfile profile_in(const Mask& pore, const RealismOptions& options, Works
     PermeabilityOptions po;
     po.voxel_size_m = options.unit_metres > 0 ? sp.x * options.unit_metres : 0;
     po.tolerance = options.permeability_tolerance;
+    po.tau = options.permeability_tau;
     for (int a = 0; a < 3; ++a) {
       const PermeabilityResult k = permeability(pore, a, po, options.backend, &*m.components6);
       if (k.spans && !k.converged) {

@@ -89,11 +89,17 @@ struct PermeabilityOptions {
   /// Relaxation time of the symmetric TRT mode, τ+ > 1/2: kinematic viscosity
   /// ν = (τ+ − ½)/3 (lattice units). With Λ = 3/16 the permeability does not depend on it,
   /// but the steps to steady state do: the flow settles once the pressure has spread through
-  /// the sample, a diffusion of coefficient ∝ k/ν, so a lower viscosity settles sooner, until
-  /// the slower antisymmetric relaxation (τ− = Λ/(τ+ − ½) + ½) and the viscous time across a
-  /// pore hold it back. On a Berea 128³ crop 0.55 took 4,400 steps, 0.52 14,500, 0.6 50,700
-  /// and 1.0 more than 200,000, k the same to 4 digits (results/bench/transport_cuda.txt).
+  /// the sample, a diffusion of coefficient ∝ c_s² k/ν, so a lower viscosity settles sooner,
+  /// until the slower antisymmetric relaxation (τ− = Λ/(τ+ − ½) + ½) and the viscous time
+  /// across a pore hold it back (docs/performance.md has the steps measured).
   double tau = 0.55;
+  /// c_s², the squared sound speed of the equilibrium (lattice units; the usual D3Q19 value is
+  /// 1/3), in (0, 3/4). A free parameter of the equilibrium (Ginzburg 2008): the steady flow,
+  /// hence k, does not depend on it — at steady state the rest population equals its
+  /// equilibrium, so the moving ones obey equations in which c_s² does not appear — but the
+  /// pressure spreads through the sample faster as it grows. Beyond 3/4 the lattice is unstable
+  /// (von Neumann analysis of the bulk, every τ).
+  double sound_speed_squared = 2.0 / 3;
   /// Body force per unit volume along the axis, lattice units; small enough that the flow
   /// is creeping (the equilibrium is the Stokes one, so k is exactly linear in it anyway).
   double body_force = 1e-6;
