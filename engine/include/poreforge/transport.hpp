@@ -98,7 +98,7 @@ struct PermeabilityOptions {
   /// hence k, does not depend on it — at steady state the rest population equals its
   /// equilibrium, so the moving ones obey equations in which c_s² does not appear — but the
   /// pressure spreads through the sample faster as it grows. Beyond 3/4 the lattice is unstable
-  /// (von Neumann analysis of the bulk, every τ).
+  /// (von Neumann analysis of the bulk lattice, τ from 0.51 to 1; docs/performance.md).
   double sound_speed_squared = 2.0 / 3;
   /// Body force per unit volume along the axis, lattice units; small enough that the flow
   /// is creeping (the equilibrium is the Stokes one, so k is exactly linear in it anyway).
