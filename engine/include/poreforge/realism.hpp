@@ -53,10 +53,10 @@ struct RealismOptions {
   /// orders below the several-fold spread of real sub-volumes; the distance left shrinks
   /// geometrically, so this saves ln 100 relaxation times against 10⁻⁶.
   double permeability_tolerance = 1e-4;
-  /// The flows' relaxation time (PermeabilityOptions::tau), higher than that default's: to
-  /// the looser tolerance the viscous approach across the pores takes most of the steps, and
-  /// a higher viscosity shortens it, where to 10⁻⁶ the slow spreading of the pressure through
-  /// the sample, which a higher viscosity lengthens, does (docs/performance.md).
+  /// The flows' relaxation time (PermeabilityOptions::tau), above that default's 0.55. To a
+  /// tolerance of 10⁻⁴ most steps go to the viscous approach across the pores, which a higher
+  /// viscosity shortens; to 10⁻⁶, to the slow spreading of the pressure through the sample,
+  /// which it lengthens (docs/performance.md).
   double permeability_tau = 0.58;
   /// Metres per unit of the spacing (1e-6 for a spacing in µm), for the permeability in
   /// millidarcy; 0 when unknown: the permeability is then in squared spacing units.

@@ -96,9 +96,11 @@ struct PermeabilityOptions {
   /// c_s², the squared sound speed of the equilibrium (lattice units; the usual D3Q19 value is
   /// 1/3), in (0, 3/4). A free parameter of the equilibrium (Ginzburg 2008): the steady flow,
   /// hence k, does not depend on it — at steady state the rest population equals its
-  /// equilibrium, so the moving ones obey equations in which c_s² does not appear — but the
-  /// pressure spreads through the sample faster as it grows. Beyond 3/4 the lattice is unstable
-  /// (von Neumann analysis of the bulk lattice, τ from 0.51 to 1; docs/performance.md).
+  /// equilibrium, so the moving ones obey equations in which c_s² does not appear, and what
+  /// those leave free (a uniform density in each cluster, without momentum) the lattice's mass,
+  /// conserved from rest, fixes — but the pressure spreads through the sample faster as it
+  /// grows. Beyond 3/4 the lattice is unstable (von Neumann analysis of the bulk lattice, τ
+  /// from 0.51 to 1; docs/performance.md).
   double sound_speed_squared = 2.0 / 3;
   /// Body force per unit volume along the axis, lattice units; small enough that the flow
   /// is creeping (the equilibrium is the Stokes one, so k is exactly linear in it anyway).

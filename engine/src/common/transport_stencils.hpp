@@ -63,7 +63,7 @@ PF_HD double cell_row(const int32_t* __restrict__ nb, const double* __restrict__
 // equilibrium at density 1), and every step computes in double. The collision is linear in the
 // populations and the rest state is its fixed point without force, so the departures obey the
 // same update, with ρ read as the density's departure. A creeping flow moves the populations
-// (~1/18) by ~1e-6 of themselves: stored whole, float would keep about one digit of that
+// (1/18 to 1/9 at rest) by ~1e-6 of themselves: stored whole, float would keep about one digit of that
 // motion; stored as departures, it keeps 7, and a step moves 224 bytes a node against double's
 // 376. The roundings of a float lattice add up through the slow modes, though (a slit of 13
 // voxels settled 3e-5 from its exact k), so a run settles in float and finishes in double
@@ -120,9 +120,7 @@ struct Params {
   int axis = 0;                            // of the body force and the mirror planes
   double force = 0;                        // body force per unit volume along the axis
   double omega_plus = 1, omega_minus = 1;  // relaxation rates of the symmetric and antisymmetric modes
-  // The equilibrium's c_s² over the lattice's 1/3: a moving velocity's symmetric equilibrium
-  // is sound_ratio · w_q · ρ, the rest velocity's what is left of ρ (PermeabilityOptions).
-  double sound_ratio = 1;
+  double sound_speed_squared = 1.0 / 3;  // c_s² of the equilibrium (PermeabilityOptions)
   // reflected(q, axis) for each q, looked up rather than searched in the step: the axis is
   // known only at run time, so the compiler cannot fold a search, and it slows the CUDA step
   // several-fold (docs/performance.md).
@@ -177,15 +175,17 @@ PF_HD double node_step(const Params& p, const int32_t* __restrict__ source, cons
   }
   j[p.axis] += 0.5 * p.force;
   const double wp = p.omega_plus, wm = p.omega_minus;
-  const double pressure = p.sound_ratio * rho;  // c_s² ρ over the lattice's 1/3
-  out[k] = T(f[0] - wp * (f[0] - (rho - (1 - weight(0)) * pressure)));
+  // The density the moving velocities' equilibria see, c_s² ρ over the lattice's usual 1/3:
+  // each one's symmetric part is w_q ρ_s, the rest velocity's what is left of ρ.
+  const double rho_s = 3 * p.sound_speed_squared * rho;
+  out[k] = T(f[0] - wp * (f[0] - (rho - (1 - weight(0)) * rho_s)));
 #if defined(__CUDACC__)
 #pragma unroll
 #endif
   for (int q = 1; q < Q; q += 2) {
     const double w = weight(q);
     const double cj = cx(q) * j[0] + cy(q) * j[1] + cz(q) * j[2];
-    const double plus = 0.5 * (f[q] + f[q + 1]) - w * pressure;
+    const double plus = 0.5 * (f[q] + f[q + 1]) - w * rho_s;
     const double minus = 0.5 * (f[q] - f[q + 1]) - 3 * w * cj;
     const double source_term = (1 - 0.5 * wm) * 3 * w * c_along(q, p.axis) * p.force;
     out[q * n + k] = T(f[q] - wp * plus - wm * minus + source_term);

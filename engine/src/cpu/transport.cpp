@@ -130,7 +130,7 @@ void validate_permeability(const Mask& pore, int axis, const PermeabilityOptions
     throw InputError("permeability voxel_size_m must be a finite length ≥ 0 in metres");
   if (!(o.tau > 0.5 && std::isfinite(o.tau))) throw InputError("permeability tau must be finite and > 1/2");
   if (!(o.sound_speed_squared > 0 && o.sound_speed_squared < 0.75))
-    throw InputError("permeability sound_speed_squared must lie in (0, 3/4): the lattice is unstable beyond");
+    throw InputError("permeability sound_speed_squared must lie in (0, 3/4)");
   if (!(o.body_force > 0 && std::isfinite(o.body_force)))
     throw InputError("permeability body_force must be finite and > 0");
   if (!(o.tolerance > 0 && o.tolerance < 1)) throw InputError("permeability tolerance must lie in (0, 1)");
@@ -251,7 +251,7 @@ LatticeSetup lattice_setup(const Mask& pore, int axis, const PermeabilityOptions
   const double half_plus = o.tau - 0.5;
   l.params.omega_plus = 1 / o.tau;
   l.params.omega_minus = 1 / (lambda / half_plus + 0.5);
-  l.params.sound_ratio = 3 * o.sound_speed_squared;
+  l.params.sound_speed_squared = o.sound_speed_squared;
   return l;
 }
 
