@@ -321,19 +321,22 @@ TEST_CASE("anneal.targets_at_another_spacing") {
 TEST_CASE("anneal.blob_start_nearest_the_target") {
   // A reference made of blobs of one size: the chosen start is a blobs structure of about that
   // size (σ on a ×1.25 grid), with the target's pore count, and it is the best of those tried.
+  // The PSD distance is flat and noisy round the reference's σ (a few large blobs fill the box),
+  // so "about" is within a factor 2: one seed in some hundreds picked σ = 5.96 for 3 on a 40³
+  // box, its distance 0.479 against 0.488 at σ = 3.81.
   const uint64_t seed = testing::fresh_seed();
   CAPTURE(seed);
-  const Shape shape{40, 40, 40};
+  const Shape shape{48, 48, 48};
   const double reference_sigma = 3.0;
-  const Mask reference = generate_blobs(shape, 0.4, 40.0 / 40.0 / reference_sigma, seed);
+  const Mask reference = generate_blobs(shape, 0.4, 48.0 / 40.0 / reference_sigma, seed);
   const Targets t = Targets::from_image(reference, Boundary::periodic, 10, false, Backend::cpu);
   int heard = 0;
   const BlobStart start = choose_blob_start(shape, {}, t, Boundary::periodic, seed + 1, false, Backend::cpu,
                                             [&](const BlobCandidate&) { ++heard; });
   CHECK(heard == int(start.tried.size()));
   REQUIRE(start.tried.size() >= 4);
-  CHECK(start.chosen.sigma >= reference_sigma / 1.6);
-  CHECK(start.chosen.sigma <= reference_sigma * 1.6);
+  CHECK(start.chosen.sigma >= reference_sigma / 2);
+  CHECK(start.chosen.sigma <= reference_sigma * 2);
   for (const BlobCandidate& c : start.tried) CHECK(start.chosen.pore_psd_l1 <= c.pore_psd_l1);
   CHECK(start.chosen.pore_psd_l1 < 0.5 * start.tried.front().pore_psd_l1);  // far better than σ = 1
   CHECK(count_phase(start.structure) == count_phase(reference));

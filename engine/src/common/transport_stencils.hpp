@@ -59,15 +59,14 @@ PF_HD double cell_row(const int32_t* __restrict__ nb, const double* __restrict__
 // nodes its populations stream from: rock is mostly solid, and a dense lattice would move
 // every solid voxel's populations through memory too.
 //
-// The populations are stored as their departure from the fluid at rest (f_q minus its
-// equilibrium at density 1), and every step computes in double. The collision is linear in the
-// populations and the rest state is its fixed point without force, so the departures obey the
-// same update, with ρ read as the density's departure. A creeping flow moves the populations
-// (1/18 to 1/9 at rest) by ~1e-6 of themselves: stored whole, float would keep about one digit of that
-// motion; stored as departures, it keeps 7, and a step moves 224 bytes a node against double's
-// 376. The roundings of a float lattice add up through the slow modes, though (a slit of 13
-// voxels settled 3e-5 from its exact k), so a run settles in float and finishes in double
-// (run_to_steady_state).
+// The populations are stored as their departure from the fluid at rest (f_q minus its equilibrium
+// at density 1), and every step computes in double. The collision is linear in the populations
+// and the rest state is its fixed point without force, so the departures obey the same update,
+// with ρ read as the density's departure. A creeping flow moves the populations (1/18 to 1/9 at
+// rest) by ~1e-6 of themselves: stored whole, float would keep about one digit of that motion;
+// stored as departures, it keeps 7, and a step moves 224 bytes a node against double's 376. The
+// roundings of a float lattice add up through the slow modes, though (a slit of 13 voxels settled
+// 3e-5 from its exact k), so a run settles in float and finishes in double (run_to_steady_state).
 
 namespace lbm {
 
@@ -120,7 +119,7 @@ struct Params {
   int axis = 0;                            // of the body force and the mirror planes
   double force = 0;                        // body force per unit volume along the axis
   double omega_plus = 1, omega_minus = 1;  // relaxation rates of the symmetric and antisymmetric modes
-  double sound_speed_squared = 1.0 / 3;  // c_s² of the equilibrium (PermeabilityOptions)
+  double sound_speed_squared = 1.0 / 3;    // c_s² of the equilibrium (PermeabilityOptions)
   // reflected(q, axis) for each q, looked up rather than searched in the step: the axis is
   // known only at run time, so the compiler cannot fold a search, and it slows the CUDA step
   // several-fold (docs/performance.md).
