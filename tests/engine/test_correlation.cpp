@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "poreforge/correlation.hpp"
+#include "poreforge/error.hpp"
 #include "poreforge/generators.hpp"
 #include "support/random.hpp"
 
@@ -57,6 +58,7 @@ TEST_CASE("s2.directional_counts_match_definition") {
       const DirectionalS2 fft = two_point_correlation(m).directional;
       for (int axis = 0; axis < 3; ++axis) {
         REQUIRE(exact.along(axis).size() == std::size_t(shape.extent(axis) / 2 + 1));
+        CHECK(directional_counts(m, axis).size() == exact.along(axis).size());
         for (std::size_t r = 0; r < exact.along(axis).size(); ++r) {
           const int64_t d[3] = {axis == 0 ? int64_t(r) : 0, axis == 1 ? int64_t(r) : 0, axis == 2 ? int64_t(r) : 0};
           CHECK(exact.along(axis)[r] == brute_s2(m, d[0], d[1], d[2]));  // the same count over the same N
@@ -65,6 +67,7 @@ TEST_CASE("s2.directional_counts_match_definition") {
       }
     }
   }
+  CHECK_THROWS_AS(directional_counts(Mask({2, 2, 2}), 3), InputError);
 }
 
 TEST_CASE("s2.radial_matches_definition") {

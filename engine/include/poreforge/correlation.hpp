@@ -1,6 +1,7 @@
 #pragma once
 /// Two-point probability S2 (DESIGN §1): the probability that two points a lattice vector r
 /// apart both lie in the phase, with the volume tiling space (periodic).
+#include <cstdint>
 #include <vector>
 
 #include "poreforge/volume.hpp"
@@ -32,12 +33,15 @@ struct TwoPointCorrelation {
 /// O(N log N) time, 16 bytes per voxel of scratch. CPU.
 TwoPointCorrelation two_point_correlation(const Mask& phase);
 
-/// The directional S2 alone, as exact counts: each line along an axis packed into 64-bit
-/// words, its pairs at offset r counted by AND and popcount against the line rotated by r.
-/// O(N · n / 128) word operations an axis (n its extent), a few words of scratch a thread:
-/// several times faster than the full autocorrelation's FFT, for the measures that need only
-/// these three curves. Equal to two_point_correlation's directional S2 up to that one's
-/// rounding. CPU.
+/// The directional two-point counts along `axis`, exact: C(r) = Σ_v I(v) · I(v + r·e_axis),
+/// periodic, r = 0 … n/2 (n the axis's extent). Each line along the axis packed into 64-bit
+/// words, its pairs at offset r counted by AND and popcount against the line rotated by r:
+/// O(N · n / 128) word operations, a few words of scratch a thread. CPU, OpenMP.
+std::vector<int64_t> directional_counts(const Mask& phase, int axis);
+
+/// The directional S2 alone: directional_counts / N along x, y and z, several times faster than
+/// the full autocorrelation's FFT for the measures that need only these three curves. Equal to
+/// two_point_correlation's directional S2 up to that one's rounding. CPU.
 DirectionalS2 directional_s2(const Mask& phase);
 
 }  // namespace poreforge

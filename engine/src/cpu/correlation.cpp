@@ -106,12 +106,12 @@ TwoPointCorrelation two_point_correlation(const Mask& phase) {
   return out;
 }
 
-namespace {
-
 // Σ over the lines along `axis` of Σ_p I(p) I((p + r) mod n), r = 0 … n/2. Each line goes
 // into words twice over (bits 0 … 2n − 1: the line, then the line again), so that the line
 // rotated by r is the window of bits r … r + n − 1, read a word at a time.
-std::vector<double> directional_counts(const Mask& phase, int axis) {
+std::vector<int64_t> directional_counts(const Mask& phase, int axis) {
+  validate_shape(phase.shape());
+  if (axis < 0 || axis > 2) throw InputError("directional_counts: axis must be 0, 1 or 2");
   const Lines lines(phase.shape(), axis);
   const int64_t n = lines.n, stride = lines.stride;
   const int64_t half = n / 2;
@@ -150,19 +150,17 @@ std::vector<double> directional_counts(const Mask& phase, int axis) {
 #pragma omp critical
     for (int64_t r = 0; r <= half; ++r) total[std::size_t(r)] += count[std::size_t(r)];
   }
-  std::vector<double> s2(total.size());
-  for (std::size_t r = 0; r < total.size(); ++r) s2[r] = double(total[r]) / double(phase.voxels());
-  return s2;
+  return total;
 }
 
-}  // namespace
-
 DirectionalS2 directional_s2(const Mask& phase) {
-  validate_shape(phase.shape());
   DirectionalS2 out;
-  out.x = directional_counts(phase, 0);
-  out.y = directional_counts(phase, 1);
-  out.z = directional_counts(phase, 2);
+  for (int axis = 0; axis < 3; ++axis) {
+    const std::vector<int64_t> counts = directional_counts(phase, axis);
+    std::vector<double>& s2 = axis == 0 ? out.x : axis == 1 ? out.y : out.z;
+    s2.resize(counts.size());
+    for (std::size_t r = 0; r < counts.size(); ++r) s2[r] = double(counts[r]) / double(phase.voxels());
+  }
   return out;
 }
 

@@ -14,7 +14,7 @@ namespace poreforge::anneal {
 class DirectionalCounts {
  public:
   DirectionalCounts() = default;
-  /// Counts from scratch (O(N · Σ n_a/2)).
+  /// Counts from scratch (directional_counts, correlation.hpp).
   explicit DirectionalCounts(const Mask& phase);
   /// Counts known already (kept elsewhere, e.g. on the device): axis a holds n_a/2 + 1 entries.
   DirectionalCounts(Shape shape, std::array<std::vector<int64_t>, 3> counts)
