@@ -331,6 +331,33 @@ TEST_CASE("psd.cpu.local_evaluation_edges") {
   }
   CHECK(cpu::evaluation_tally(*local).local == 40);
 
+  // Distances that grow past what their 4×4×4 brick held: solid specks in a wide pore taken out
+  // one at a time, each followed by voxels set round where it was, whose reach runs through the
+  // grown distances (a brick that kept its old largest would hide them).
+  Mask pore({96, 96, 96}, {0.1, 0.1, 0.1});
+  for (int64_t z = 28; z < 68; ++z)
+    for (int64_t y = 28; y < 68; ++y)
+      for (int64_t x = 28; x < 68; ++x) pore(x, y, z) = 1;
+  const int64_t speck[3][3] = {{47, 48, 46}, {38, 54, 53}, {57, 41, 37}};
+  for (const auto& c : speck) pore(c[0], c[1], c[2]) = 0;
+  auto grow = make_psd_evaluator(pore, Boundary::open, bins, Backend::cpu);
+  grow->counts();
+  // Ten voxels off, a set voxel's reach (voxels nearer it than the walls) runs farthest
+  // through where the speck was.
+  const int64_t offsets[6][3] = {{10, 0, 0}, {0, -10, 0}, {0, 0, 10}, {-9, 5, 0}, {0, 7, -8}, {6, 0, -9}};
+  for (const auto& c : speck) {
+    pore(c[0], c[1], c[2]) = 1;
+    grow->set((c[2] * 96 + c[1]) * 96 + c[0], 1);
+    CHECK(grow->counts().at_least == cpu::psd_counts(pore, Boundary::open, bins).at_least);
+    for (const auto& o : offsets) {
+      const int64_t i = ((c[2] + o[2]) * 96 + c[1] + o[1]) * 96 + c[0] + o[0];
+      pore[std::size_t(i)] = uint8_t(1 - pore[std::size_t(i)]);
+      grow->set(i, pore[std::size_t(i)]);
+      CHECK(grow->counts().at_least == cpu::psd_counts(pore, Boundary::open, bins).at_least);
+    }
+  }
+  CHECK(cpu::evaluation_tally(*grow).local >= 15);  // a few, whose regions hold most of the box, from scratch
+
   // Periodic and 12 voxels thick: the boxes along z take the whole axis, each voxel once.
   Mask thin = generate_blobs({96, 96, 12}, 0.45, 3.0, 12);
   auto flat = make_psd_evaluator(thin, Boundary::periodic, bins, Backend::cpu);

@@ -27,7 +27,20 @@
 //   distances come from the kept map and the rules above; a centre whose ball lies inside a
 //   26-neighbour's adds nothing (the neighbour, or one that holds it in turn, covers the same
 //   voxels and is in the region too) and is skipped. The kept flags serve wherever neither the
-//   voxel nor a neighbour changed distance: outside every R1 box grown by one.
+//   voxel nor a neighbour changed distance: outside every R1 box grown by one (the near boxes).
+//   The CUDA scorer paints every ball that reaches R2 this way.
+// - Changed balls only (the CPU evaluator). A set of balls that holds every kept centre, and
+//   otherwise only balls inside others, gives the same largest ball everywhere. Split the balls
+//   into U (the kept centres outside the near boxes, and the voxels inside them whose distance
+//   did not change: the same ball in both masks), O (the committed centres inside whose
+//   distance changed) and N (the changed mask's voxels inside whose distance changed): LT
+//   before = max(U, O) and after = max(U, N). Where O's largest ball holding y is below the
+//   committed value, U gave it and the new one is max(before, N); where O gave it and N
+//   reaches it, N's; a joined voxel was background, which no ball of U held: N's. Only the
+//   rest need U's balls (thickness_from_changed_balls), painted there alone: O and N hold only
+//   the balls a swap changed, where the repaint above paints every ball that reaches R2.
+// - The scan for R1. Its members lie within their own distance of the change, so a 4×4×4 brick
+//   farther from it than the brick's largest distance holds none (brick_gap2).
 // - Counting. The PSD counts are integers: each voxel of R2 (of the first box that holds it)
 //   takes its old value out of the tallies and its new one in, by psd_from_thickness's rule on
 //   the float32 radius, so the result equals a from-scratch evaluation to the bit.
@@ -100,12 +113,33 @@ struct Grid {
 /// so a scan of a region reads a word per brick and visits only the centres.
 struct CentreBits {
   PF_HD static int64_t bricks(int64_t n) { return (n + 3) / 4; }
+  /// The word of brick w (brick coordinates).
+  PF_HD static int64_t brick(const Grid& g, const int64_t w[3]) {
+    return w[0] + bricks(g.n[0]) * (w[1] + bricks(g.n[1]) * w[2]);
+  }
   PF_HD static int64_t word(const Grid& g, const int64_t c[3]) {
-    return c[0] / 4 + bricks(g.n[0]) * (c[1] / 4 + bricks(g.n[1]) * (c[2] / 4));
+    const int64_t w[3] = {c[0] / 4, c[1] / 4, c[2] / 4};
+    return brick(g, w);
   }
   PF_HD static int bit(const int64_t c[3]) { return int(c[0] % 4 + 4 * (c[1] % 4) + 16 * (c[2] % 4)); }
   PF_HD static int64_t words(const Grid& g) { return bricks(g.n[0]) * bricks(g.n[1]) * bricks(g.n[2]); }
 };
+
+/// Squared distance from voxel p to the nearest voxel of brick w (CentreBits' 4×4×4 bricks;
+/// nearest images where periodic). R1's members lie within their own distance of the change,
+/// so a brick farther than its largest distance holds none of them.
+PF_HD uint32_t brick_gap2(const Grid& g, const int64_t p[3], const int64_t w[3]) {
+  int64_t d[3];
+  for (int k = 0; k < 3; ++k) {
+    d[k] = g.n[k];
+    const int64_t last = 4 * w[k] + 3 < g.n[k] - 1 ? 4 * w[k] + 3 : g.n[k] - 1;
+    for (int64_t c = 4 * w[k]; c <= last; ++c) {
+      const int64_t o = g.offset(k, p[k], c);
+      d[k] = (o < 0 ? -o : o) < d[k] ? (o < 0 ? -o : o) : d[k];
+    }
+  }
+  return squared_norm(VoxelMetric{}, d[0], d[1], d[2]);
+}
 
 /// Lattice offsets sorted by squared norm, for nearest-background walks: packed 10 bits a
 /// component (offsets up to ±511), and first[v] the first entry of norm ≥ v (v ≤ limit + 1).
@@ -442,6 +476,22 @@ PF_HD uint32_t changed_centre(const View& v, const Changes& ch, const NearDistan
   const uint32_t r2 = near.at(v, ch, i, c);
   if (r2 == 0 || box.gap2(v.grid, c) >= r2) return 0;
   return kept_centre(v, c, r2, [&](int64_t j, const int64_t q[3]) { return near.at(v, ch, j, q); }, true) ? r2 : 0u;
+}
+
+/// Voxel y's thickness in the changed mask from its committed one and the changed balls
+/// (the header's "Repainting R2"): `old_max` and `new_max` the largest squared radius of O's
+/// and of N's balls that hold it (0: none). Where U's balls decide, `needs_u` is set and N's
+/// value returned, to be raised by the largest of U's balls that holds y.
+PF_HD float thickness_from_changed_balls(const View& v, const Changes& ch, int64_t y, uint32_t old_max, uint32_t new_max,
+                                         bool& needs_u) {
+  needs_u = false;
+  if (!in_phase(v, ch, y)) return 0.0f;
+  const float fresh = new_max ? v.metric.radius(new_max) : 0.0f;
+  if (!v.phase[y]) return fresh;  // joined: no ball of U held a background voxel
+  const float before = v.thickness[y];
+  if (old_max == 0 || v.metric.radius(old_max) < before) return before > fresh ? before : fresh;  // U gave `before`
+  needs_u = fresh < before;  // O gave it: N's when that reaches it, else U's decide
+  return fresh;
 }
 
 /// The wrapped pieces [lo[s], hi[s]] of a box along axis k (one, or two where a periodic box

@@ -196,10 +196,13 @@ class CpuPsdEvaluator final : public PsdEvaluator {
     const local::View v = view();
     const int64_t n = m_phase.voxels();
     m_centres_bits.assign(std::size_t(local::CentreBits::words(v.grid)), 0);
+    m_brick_d2.assign(m_centres_bits.size(), 0);
     for (int64_t i = 0; i < n; ++i) {
       if (!m_d2[std::size_t(i)]) continue;
       int64_t c[3];
       v.grid.coords(i, c);
+      uint32_t& most = m_brick_d2[std::size_t(local::CentreBits::word(v.grid, c))];
+      most = std::max(most, m_d2[std::size_t(i)]);
       if (local::kept_centre(v, c, m_d2[std::size_t(i)], [&](int64_t j, const int64_t*) { return m_d2[std::size_t(j)]; }))
         set_centre(v.grid, c, true);
     }
@@ -243,7 +246,10 @@ class CpuPsdEvaluator final : public PsdEvaluator {
     for (int k = 0; k < ch.count; ++k) {
       const int64_t* p = ch.at[k];
       const local::Box scan = local::Box::around(g, p, v.largest);
-      for_box(g, scan, [&](int64_t x, const int64_t c[3]) {
+      const auto may_hold_members = [&](const int64_t w[3]) {
+        return local::brick_gap2(g, p, w) <= m_brick_d2[std::size_t(local::CentreBits::brick(g, w))];
+      };
+      for_box_bricks(g, scan, may_hold_members, [&](int64_t x, const int64_t c[3]) {
         int64_t cheb = 0;
         for (int a = 0; a < 3; ++a) cheb = std::max<int64_t>(cheb, std::abs(g.offset(a, p[a], c[a])));
         local::scan_voxel(v, ch, k, x, c, cheb, reach[std::size_t(k)]);
@@ -251,16 +257,13 @@ class CpuPsdEvaluator final : public PsdEvaluator {
       d1[std::size_t(k)] = reach[std::size_t(k)].d1;
       r2[std::size_t(k)] = local::Box::around(g, p, local::repaint_half_width(reach[std::size_t(k)]));
     }
-    const int64_t sigma = local::largest_new_radius(v, ch);
     // Where the regions hold a good part of the volume (a small one, or pores as wide as it)
-    // scoring from scratch costs less: the near boxes are read voxel by voxel by every change's
-    // painting, the rest of the centres' boxes a brick word at a time.
+    // scoring from scratch costs less: each change's near box takes a distance search a voxel,
+    // its R2 a few reads a voxel (a sixteenth of a from-scratch voxel's cost, about).
     if (delta) {
       double work = 0;
       for (int k = 0; k < ch.count; ++k)
-        work += double(ch.count) * double(local::near_box(v, ch, k, d1[std::size_t(k)]).voxels()) +
-                double(local::Box::around(g, ch.at[k], local::repaint_half_width(reach[std::size_t(k)]) + sigma - 1)
-                           .voxels()) / 16;
+        work += double(local::near_box(v, ch, k, d1[std::size_t(k)]).voxels()) + double(r2[std::size_t(k)].voxels()) / 16;
       if (work > 0.25 * double(m_phase.voxels())) return false;
     }
     // The changed distances round each change, once.
@@ -276,62 +279,17 @@ class CpuPsdEvaluator final : public PsdEvaluator {
     }
     std::vector<int64_t> hits(std::size_t(v.edge_count) + 2, 0);
     std::vector<std::pair<int64_t, float>> thickness;  // commit: the new values, written after every box
+    sort_near_balls(v, ch, near);
     for (int k = 0; k < ch.count; ++k) {
       const local::Box& box = r2[std::size_t(k)];
-      const int64_t* p = ch.at[k];
-      // The balls that reach the box, largest first (equal ones by index): a voxel's first
-      // paint is its thickness, later chords skip what is painted.
-      const local::Box around = local::Box::around(g, p, local::repaint_half_width(reach[std::size_t(k)]) + sigma - 1);
-      m_centres.clear();
-      const local::CentreScan scan = local::CentreScan::of(v, ch, near, around);
-      for (int64_t t = 0; t < scan.items; ++t)
-        scan.item(v, ch, d1.data(), near, box, around, t,
-                  [&](int64_t c, const int64_t*, uint32_t r) { m_centres.push_back({r, c}); });
-      std::sort(m_centres.begin(), m_centres.end(), [](const Centre<detail::VoxelMetric>& a, const Centre<detail::VoxelMetric>& b) {
-        return a.r2 > b.r2 || (a.r2 == b.r2 && a.index < b.index);
-      });
-      // Background voxels start painted (with 0), and a row, or the box, with nothing left
-      // unpainted takes no more chords.
-      const int64_t lx = box.length(0), rows = box.length(1) * box.length(2);
-      m_lt2.assign(std::size_t(box.voxels()), 0);
-      m_next.resize(std::size_t(rows * (lx + 1)));
-      m_unpainted.assign(std::size_t(rows), 0);
-      int64_t left = 0;
-      for (int64_t row = 0; row < rows; ++row) {
-        uint32_t* next = m_next.data() + row * (lx + 1);
-        next[lx] = uint32_t(lx);
-        for (int64_t x = 0; x < lx; ++x) {
-          int64_t c[3];
-          const int64_t y = local::box_voxel(g, box, row * lx + x, c);
-          const bool phase = local::in_phase(v, ch, y);
-          next[x] = uint32_t(phase ? x : x + 1);
-          m_unpainted[std::size_t(row)] += phase;
-        }
-        left += m_unpainted[std::size_t(row)];
-      }
-      for (const auto& centre : m_centres) {
-        if (left == 0) break;
-        int64_t cc[3];
-        g.coords(centre.index, cc);
-        const auto open_row = [&](int64_t row) { return m_unpainted[std::size_t(row)] > 0; };
-        local::ball_chords(g, box, cc, centre.r2, 0, 1, open_row, [&](int64_t row, int64_t x0, int64_t x1) {
-          uint32_t* next = m_next.data() + row * (lx + 1);
-          uint32_t* out = m_lt2.data() + row * lx;
-          for (int64_t x = first_unpainted(next, x0, x1); x <= x1; x = first_unpainted(next, x + 1, x1)) {
-            out[x] = centre.r2;
-            next[x] = uint32_t(x + 1);
-            --m_unpainted[std::size_t(row)];
-            --left;
-          }
-        });
-      }
+      repaint(v, ch, near, d1.data(), box);
       for (int64_t at = 0; at < box.voxels(); ++at) {
         int64_t c[3];
         const int64_t y = local::box_voxel(g, box, at, c);
         bool earlier = false;
         for (int j = 0; j < k && !earlier; ++j) earlier = r2[std::size_t(j)].holds(g, c);
         if (earlier) continue;
-        const float now = local::in_phase(v, ch, y) ? v.metric.radius(m_lt2[std::size_t(at)]) : 0.0f;
+        const float now = m_now[std::size_t(at)];
         const float before = m_thickness[std::size_t(y)];
         if (now == before) continue;
         if (delta) {
@@ -363,13 +321,24 @@ class CpuPsdEvaluator final : public PsdEvaluator {
         if (now != m_d2[std::size_t(x)]) distances.push_back({x, now});
       });
     }
+    m_lowered.clear();  // bricks whose largest distance may have fallen
     for (const auto& [x, now] : distances) {
       uint32_t& d = m_d2[std::size_t(x)];
       if (d == now) continue;  // listed twice (overlapping boxes)
       --m_d2_count[d];
       if (now >= m_d2_count.size()) m_d2_count.resize(std::size_t(now) + 1, 0);
       ++m_d2_count[now];
+      int64_t c[3];
+      g.coords(x, c);
+      uint32_t& most = m_brick_d2[std::size_t(local::CentreBits::word(g, c))];
+      if (now > most) most = now;
+      else if (d == most) m_lowered.push_back(x);
       d = now;
+    }
+    for (int64_t x : m_lowered) {
+      int64_t c[3];
+      g.coords(x, c);
+      update_brick(g, c);
     }
     for (int k = 0; k < ch.count; ++k) m_committed[std::size_t(ch.index[k])] = ch.value[k];
     uint32_t most = uint32_t(m_d2_count.size() - 1);
@@ -384,6 +353,142 @@ class CpuPsdEvaluator final : public PsdEvaluator {
       });
     }
     return true;
+  }
+
+  // The balls of the near boxes, where distances and centre flags may change: O (a committed
+  // centre whose distance changed), N (a voxel of the changed mask whose distance changed), U's
+  // part (a distance that did not change: the same ball in both masks, where it may be kept or
+  // lie inside a neighbour's, which adds nothing). Ball sets that hold every kept centre and
+  // balls inside others have the same largest ball everywhere, so no centre test is needed.
+  void sort_near_balls(const local::View& v, const local::Changes& ch, const local::NearDistances& near) {
+    const local::Grid& g = v.grid;
+    m_old_balls.clear();
+    m_new_balls.clear();
+    m_kept_balls.clear();
+    for (int k = 0; k < ch.count; ++k)
+      for_box(g, near.box[k], [&](int64_t x, const int64_t c[3]) {
+        for (int j = 0; j < k; ++j)
+          if (near.box[j].holds(g, c)) return;  // an earlier change's box has it
+        const uint32_t before = v.d2[x], after = near.at(v, ch, x, c);
+        if (before == after) {
+          if (before) m_kept_balls.push_back({before, x});
+          return;
+        }
+        if (before && is_centre(g, c)) m_old_balls.push_back({before, x});
+        if (after) m_new_balls.push_back({after, x});
+      });
+  }
+
+  // The changed mask's thickness over `box` (a change's R2) into m_now, box order. LT is the
+  // largest ball over the kept centres: those outside the near boxes keep their distance and
+  // their flag (U), those inside may not (O: the committed ones there, N: the changed mask's).
+  // So LT before = max(U, O) and after = max(U, N). Where O's balls stay below the committed
+  // value, U gave it and the new one is max(before, N); where O gave it and N reaches it, N.
+  // Only the rest needs U, and only there are U's balls painted.
+  void repaint(const local::View& v, const local::Changes& ch, const local::NearDistances& near, const int64_t* d1,
+               const local::Box& box) {
+    const local::Grid& g = v.grid;
+    const int64_t lx = box.length(0), rows = box.length(1) * box.length(2), voxels = box.voxels();
+    const auto paint_max = [&](const std::vector<Centre<detail::VoxelMetric>>& balls, std::vector<uint32_t>& out) {
+      out.assign(std::size_t(voxels), 0);
+      for (const auto& ball : balls) {
+        int64_t cc[3];
+        g.coords(ball.index, cc);
+        if (box.gap2(g, cc) >= ball.r2) continue;
+        local::ball_chords(
+            g, box, cc, ball.r2, 0, 1, [](int64_t) { return true; },
+            [&](int64_t row, int64_t x0, int64_t x1) {
+              uint32_t* o = out.data() + row * lx;
+              for (int64_t x = x0; x <= x1; ++x) o[x] = std::max(o[x], ball.r2);
+            });
+      }
+    };
+    paint_max(m_old_balls, m_old_lt2);
+    paint_max(m_new_balls, m_new_lt2);
+    // Each voxel from the committed value and the changed balls; the voxels that need U left
+    // unpainted for the union-find painter, and their bounding box.
+    m_now.resize(std::size_t(voxels));
+    m_next.resize(std::size_t(rows * (lx + 1)));
+    m_unpainted.assign(std::size_t(rows), 0);
+    int64_t left = 0, lo[3] = {box.length(0), box.length(1), box.length(2)}, hi[3] = {-1, -1, -1};
+    for (int64_t row = 0; row < rows; ++row) {
+      uint32_t* next = m_next.data() + row * (lx + 1);
+      next[lx] = uint32_t(lx);
+      for (int64_t x = 0; x < lx; ++x) {
+        const int64_t at = row * lx + x;
+        int64_t c[3];
+        const int64_t y = local::box_voxel(g, box, at, c);
+        bool needs_u = false;
+        m_now[std::size_t(at)] =
+            local::thickness_from_changed_balls(v, ch, y, m_old_lt2[std::size_t(at)], m_new_lt2[std::size_t(at)], needs_u);
+        next[x] = uint32_t(needs_u ? x : x + 1);
+        if (!needs_u) continue;
+        ++m_unpainted[std::size_t(row)];
+        ++left;
+        const int64_t u[3] = {x, row % box.length(1), row / box.length(1)};
+        for (int a = 0; a < 3; ++a) lo[a] = std::min(lo[a], u[a]), hi[a] = std::max(hi[a], u[a]);
+      }
+    }
+    if (left == 0) return;
+    // U's balls that reach those voxels (radius at most D), largest first.
+    local::Box needed, around;
+    for (int a = 0; a < 3; ++a) needed.lo[a] = box.lo[a] + lo[a], needed.hi[a] = box.lo[a] + hi[a];
+    around = grown(g, needed, v.largest - 1);
+    const local::CentreScan scan = local::CentreScan::of(v, ch, near, around);
+    m_centres.clear();
+    for (int64_t t = 0; t < scan.brick_items; ++t)
+      scan.item(v, ch, d1, near, needed, around, t,
+                [&](int64_t c, const int64_t*, uint32_t r) { m_centres.push_back({r, c}); });
+    for (const auto& ball : m_kept_balls) {
+      int64_t c[3];
+      g.coords(ball.index, c);
+      if (needed.gap2(g, c) < ball.r2) m_centres.push_back(ball);
+    }
+    std::sort(m_centres.begin(), m_centres.end(), [](const Centre<detail::VoxelMetric>& a, const Centre<detail::VoxelMetric>& b) {
+      return a.r2 > b.r2 || (a.r2 == b.r2 && a.index < b.index);
+    });
+    for (const auto& centre : m_centres) {
+      if (left == 0) break;
+      int64_t cc[3];
+      g.coords(centre.index, cc);
+      const auto open_row = [&](int64_t row) { return m_unpainted[std::size_t(row)] > 0; };
+      local::ball_chords(g, box, cc, centre.r2, 0, 1, open_row, [&](int64_t row, int64_t x0, int64_t x1) {
+        uint32_t* next = m_next.data() + row * (lx + 1);
+        for (int64_t x = first_unpainted(next, x0, x1); x <= x1; x = first_unpainted(next, x + 1, x1)) {
+          const int64_t at = row * lx + x;
+          m_now[std::size_t(at)] = v.metric.radius(std::max(centre.r2, m_new_lt2[std::size_t(at)]));
+          next[x] = uint32_t(x + 1);
+          --m_unpainted[std::size_t(row)];
+          --left;
+        }
+      });
+    }
+  }
+
+  // Box b grown by h along each axis: clipped at open or wall faces; where periodic, the whole
+  // axis once it would wrap onto itself, else started within [0, n).
+  static local::Box grown(const local::Grid& g, const local::Box& b, int64_t h) {
+    local::Box out;
+    for (int a = 0; a < 3; ++a) {
+      const int64_t n = g.n[a], r = n > 1 ? std::max<int64_t>(h, 0) : 0;
+      int64_t lo = b.lo[a] - r, hi = b.hi[a] + r;
+      if (g.periodic() && n > 1) {
+        if (hi - lo + 1 >= n) {
+          lo = 0, hi = n - 1;
+        } else {
+          const int64_t shift = local::Grid::wrap(lo, n) - lo;
+          lo += shift, hi += shift;
+        }
+      } else {
+        lo = std::max<int64_t>(lo, 0), hi = std::min<int64_t>(hi, n - 1);
+      }
+      out.lo[a] = lo, out.hi[a] = hi;
+    }
+    return out;
+  }
+
+  bool is_centre(const local::Grid& g, const int64_t c[3]) const {
+    return (m_centres_bits[std::size_t(local::CentreBits::word(g, c))] >> local::CentreBits::bit(c)) & 1u;
   }
 
   void commit(const local::Changes& ch) {
@@ -413,6 +518,40 @@ class CpuPsdEvaluator final : public PsdEvaluator {
     }
   }
 
+  // f(index, coordinates) for every voxel of box b in the bricks (CentreBits') that wanted(w)
+  // accepts.
+  template <class Wanted, class F>
+  static void for_box_bricks(const local::Grid& g, const local::Box& b, Wanted&& wanted, F&& f) {
+    int64_t lo[3][2], hi[3][2];
+    int count[3];
+    for (int a = 0; a < 3; ++a) count[a] = local::pieces(g, b, a, lo[a], hi[a]);
+    int64_t w[3], c[3];
+    for (int pz = 0; pz < count[2]; ++pz)
+      for (int py = 0; py < count[1]; ++py)
+        for (int px = 0; px < count[0]; ++px)
+          for (w[2] = lo[2][pz] / 4; w[2] <= hi[2][pz] / 4; ++w[2])
+            for (w[1] = lo[1][py] / 4; w[1] <= hi[1][py] / 4; ++w[1])
+              for (w[0] = lo[0][px] / 4; w[0] <= hi[0][px] / 4; ++w[0]) {
+                if (!wanted(w)) continue;
+                const int64_t z1 = std::min(4 * w[2] + 3, hi[2][pz]), y1 = std::min(4 * w[1] + 3, hi[1][py]),
+                              x1 = std::min(4 * w[0] + 3, hi[0][px]);
+                for (c[2] = std::max(4 * w[2], lo[2][pz]); c[2] <= z1; ++c[2])
+                  for (c[1] = std::max(4 * w[1], lo[1][py]); c[1] <= y1; ++c[1])
+                    for (c[0] = std::max(4 * w[0], lo[0][px]); c[0] <= x1; ++c[0]) f(g.index(c), c);
+              }
+  }
+
+  // The largest committed squared distance of the brick that holds voxel c, from its voxels.
+  void update_brick(const local::Grid& g, const int64_t c[3]) {
+    const int64_t w[3] = {c[0] / 4, c[1] / 4, c[2] / 4};
+    uint32_t most = 0;
+    for (int64_t z = 4 * w[2]; z < std::min(4 * w[2] + 4, g.n[2]); ++z)
+      for (int64_t y = 4 * w[1]; y < std::min(4 * w[1] + 4, g.n[1]); ++y)
+        for (int64_t x = 4 * w[0]; x < std::min(4 * w[0] + 4, g.n[0]); ++x)
+          most = std::max(most, m_d2[std::size_t(x + g.stride[1] * y + g.stride[2] * z)]);
+    m_brick_d2[std::size_t(local::CentreBits::word(g, c))] = most;
+  }
+
   Mask m_phase;      // as set() leaves it
   Mask m_committed;  // the mask the maps are of (empty before the first evaluation)
   Boundary m_boundary;
@@ -422,6 +561,8 @@ class CpuPsdEvaluator final : public PsdEvaluator {
   std::vector<uint32_t> m_d2;
   Volume<float> m_thickness;
   std::vector<uint64_t> m_centres_bits;  // local::CentreBits
+  std::vector<uint32_t> m_brick_d2;      // each brick's largest squared distance (CentreBits' layout)
+  std::vector<int64_t> m_lowered;        // a commit's voxels whose brick may need its largest anew
   std::vector<int64_t> m_d2_count;  // committed voxels by squared distance: the largest distance
   int64_t m_largest = 0;
   std::vector<int64_t> m_counts;  // committed, flat
@@ -430,11 +571,14 @@ class CpuPsdEvaluator final : public PsdEvaluator {
   uint32_t m_containment_limit = 0;
   local::Changes m_pending;            // the last evaluation's changes, not yet committed
   std::vector<int64_t> m_touched;      // voxels set() changed since the last evaluation
-  std::vector<uint32_t> m_lt2;         // a box's squared thickness while it is painted
+  std::vector<float> m_now;            // a box's new thickness (repaint)
+  std::vector<uint32_t> m_old_lt2, m_new_lt2;  // the largest squared radius of O's and of N's balls there
   std::vector<uint32_t> m_next;        // its rows' union-find (first_unpainted)
   std::vector<int64_t> m_unpainted;    // its rows' phase voxels not yet painted
   std::vector<std::vector<uint32_t>> m_near;  // local::NearDistances's distances
-  std::vector<Centre<detail::VoxelMetric>> m_centres;  // the balls that reach it
+  std::vector<Centre<detail::VoxelMetric>> m_centres;  // U's balls that reach where they are needed
+  std::vector<Centre<detail::VoxelMetric>> m_old_balls, m_new_balls;  // O's and N's
+  std::vector<Centre<detail::VoxelMetric>> m_kept_balls;  // U's in the near boxes
   int64_t m_full = 0, m_local_count = 0;
   int m_whole_in_a_row = 0;
 };
