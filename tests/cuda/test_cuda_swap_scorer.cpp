@@ -36,6 +36,17 @@ std::vector<int64_t> full_counts(cuda::ThicknessContext& engine, const uint8_t* 
   return out;
 }
 
+// The engine that gives the reference: a full PSD of `mask`'s shape and bins.
+cuda::ContextConfig reference_config(const Mask& mask, Boundary boundary, const Bins& bins) {
+  cuda::ContextConfig config;
+  config.shape = mask.shape();
+  config.spacing = mask.spacing();
+  config.boundary = boundary;
+  config.psd_edges = bins.edges();
+  config.centre_capacity = 1.0;
+  return config;
+}
+
 void set_voxel(uint8_t* d_mask, int64_t i, uint8_t value, void* stream) {
   CUDA_OK(cudaMemcpyAsync(d_mask + i, &value, 1, cudaMemcpyHostToDevice, static_cast<cudaStream_t>(stream)));
   CUDA_OK(cudaStreamSynchronize(static_cast<cudaStream_t>(stream)));
@@ -63,13 +74,7 @@ void check_scorer(const Mask& start, Boundary boundary, const Bins& bins, int ca
     CUDA_OK(cudaMalloc(reinterpret_cast<void**>(&d_delta), kMost * entries * sizeof(int64_t)));
     CUDA_OK(cudaMalloc(reinterpret_cast<void**>(&d_full), entries * sizeof(int64_t)));
     CUDA_OK(cudaMalloc(reinterpret_cast<void**>(&d_ints), 2 * sizeof(int32_t)));
-    cuda::ContextConfig config;
-    config.shape = mask.shape();
-    config.spacing = mask.spacing();
-    config.boundary = boundary;
-    config.psd_edges = bins.edges();
-    config.centre_capacity = 1.0;
-    cuda::ThicknessContext engine(config);
+    cuda::ThicknessContext engine(reference_config(mask, boundary, bins));
 
     auto committed = [&] {
       std::vector<int64_t> c(entries);
@@ -147,6 +152,61 @@ void check_scorer(const Mask& start, Boundary boundary, const Bins& bins, int ca
   cudaStreamDestroy(stream);
 }
 
+// Each swap (a voxel leaving the phase, one joining it) scored alone and committed, its counts
+// and the committed ones against the engine's full evaluation.
+void check_committed_swaps(Mask mask, Boundary boundary, const Bins& bins, const std::vector<std::array<int64_t, 2>>& swaps) {
+  const int64_t n = mask.voxels();
+  cudaStream_t stream;
+  CUDA_OK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  uint8_t* d_mask = nullptr;
+  int64_t *d_swap = nullptr, *d_delta = nullptr, *d_full = nullptr;
+  int32_t* d_ints = nullptr;  // [0] candidates (1), [1] chosen (0)
+  CUDA_OK(cudaMalloc(reinterpret_cast<void**>(&d_mask), std::size_t(n)));
+  CUDA_OK(cudaMemcpy(d_mask, mask.data(), std::size_t(n), cudaMemcpyHostToDevice));
+  CUDA_OK(cudaDeviceSynchronize());
+  {
+    cuda::SwapScorer scorer(d_mask, mask.shape(), mask.spacing(), boundary, bins, 1, stream);
+    const std::size_t entries = std::size_t(scorer.count_entries());
+    CUDA_OK(cudaMalloc(reinterpret_cast<void**>(&d_swap), 2 * sizeof(int64_t)));
+    CUDA_OK(cudaMalloc(reinterpret_cast<void**>(&d_delta), entries * sizeof(int64_t)));
+    CUDA_OK(cudaMalloc(reinterpret_cast<void**>(&d_full), entries * sizeof(int64_t)));
+    CUDA_OK(cudaMalloc(reinterpret_cast<void**>(&d_ints), 2 * sizeof(int32_t)));
+    const int32_t ints[2] = {1, 0};
+    CUDA_OK(cudaMemcpy(d_ints, ints, sizeof(ints), cudaMemcpyHostToDevice));
+    cuda::ThicknessContext engine(reference_config(mask, boundary, bins));
+    for (std::size_t i = 0; i < swaps.size(); ++i) {
+      CAPTURE(i);
+      const auto& [leaving, joining] = swaps[i];
+      REQUIRE(mask[std::size_t(leaving)] == 1);
+      REQUIRE(mask[std::size_t(joining)] == 0);
+      CUDA_OK(cudaMemcpyAsync(d_swap, swaps[i].data(), 2 * sizeof(int64_t), cudaMemcpyHostToDevice, stream));
+      std::vector<int64_t> before(entries), delta(entries);
+      CUDA_OK(cudaMemcpyAsync(before.data(), scorer.counts(), entries * sizeof(int64_t), cudaMemcpyDeviceToHost, stream));
+      scorer.score_async(d_swap, d_ints, d_delta);
+      CUDA_OK(cudaMemcpyAsync(delta.data(), d_delta, entries * sizeof(int64_t), cudaMemcpyDeviceToHost, stream));
+      scorer.synchronize();
+      mask[std::size_t(leaving)] = 0;
+      mask[std::size_t(joining)] = 1;
+      set_voxel(d_mask, leaving, 0, stream);
+      set_voxel(d_mask, joining, 1, stream);
+      const std::vector<int64_t> want = full_counts(engine, d_mask, d_full, entries);
+      for (std::size_t e = 0; e < entries; ++e) before[e] += delta[e];
+      CHECK(before == want);
+      scorer.commit_async(d_ints + 1);
+      std::vector<int64_t> now(entries);
+      CUDA_OK(cudaMemcpyAsync(now.data(), scorer.counts(), entries * sizeof(int64_t), cudaMemcpyDeviceToHost, stream));
+      scorer.synchronize();
+      CHECK(now == want);
+    }
+  }
+  cudaFree(d_mask);
+  cudaFree(d_swap);
+  cudaFree(d_delta);
+  cudaFree(d_full);
+  cudaFree(d_ints);
+  cudaStreamDestroy(stream);
+}
+
 }  // namespace
 
 TEST_CASE("psd.cuda.swap_scorer_equals_full" * PF_GPU_DECORATORS) {
@@ -178,4 +238,28 @@ TEST_CASE("psd.cuda.swap_scorer_refuses" * PF_GPU_DECORATORS) {
   CHECK_THROWS_WITH_AS(cuda::SwapScorer(d, m.shape(), {}, Boundary::open, Bins::linear(1, 4, 4), 8, nullptr),
                        doctest::Contains("empty"), InputError);
   cudaFree(d);
+}
+
+// Distances that grow past what their 4×4×4 brick held (psd.cpu.local_evaluation_edges' case):
+// solid specks in a wide pore taken out one at a time, each followed by voxels round where it
+// was made solid, whose reach runs through the grown distances; the pore's far corner and the
+// solid margin give the other voxel of each swap.
+TEST_CASE("psd.cuda.swap_scorer_grown_distances" * PF_GPU_DECORATORS) {
+  constexpr int64_t kN = 96;
+  Mask pore({kN, kN, kN}, {0.1, 0.1, 0.1});
+  for (int64_t z = 28; z < 68; ++z)
+    for (int64_t y = 28; y < 68; ++y)
+      for (int64_t x = 28; x < 68; ++x) pore(x, y, z) = 1;
+  const int64_t speck[3][3] = {{47, 48, 46}, {38, 54, 53}, {57, 41, 37}};
+  for (const auto& c : speck) pore(c[0], c[1], c[2]) = 0;
+  const auto at = [](int64_t x, int64_t y, int64_t z) { return (z * kN + y) * kN + x; };
+  const int64_t offsets[6][3] = {{10, 0, 0}, {0, -10, 0}, {0, 0, 10}, {-9, 5, 0}, {0, 7, -8}, {6, 0, -9}};
+  std::vector<std::array<int64_t, 2>> swaps;
+  int64_t margin = 0;  // solid voxels along the box's first row, joined one after the other
+  for (int s = 0; s < 3; ++s) {
+    const int64_t* c = speck[s];
+    swaps.push_back({at(28 + s, 28, 28), at(c[0], c[1], c[2])});
+    for (const auto& o : offsets) swaps.push_back({at(c[0] + o[0], c[1] + o[1], c[2] + o[2]), at(2 + margin++, 2, 2)});
+  }
+  check_committed_swaps(pore, Boundary::open, Bins::linear(0.05, 0.45, 5), swaps);
 }

@@ -21,24 +21,17 @@
 //   balls of R1's voxels changed, and each reaches less than rho (the largest of their radii
 //   before and after, rounded up) from it: LT changes only in R2(p) = the box of half-width
 //   d1 + rho − 1 round p, d1 the farthest member (Chebyshev).
-// - Repainting R2. Every new distance is at most sigma = D + grown (grown: the largest new
-//   distance of a J, rounded up; a voxel whose nearest background was J is at most that much
-//   farther now), so the balls that reach R2 have centres within sigma − 1 of it. Their new
-//   distances come from the kept map and the rules above; a centre whose ball lies inside a
-//   26-neighbour's adds nothing (the neighbour, or one that holds it in turn, covers the same
-//   voxels and is in the region too) and is skipped. The kept flags serve wherever neither the
-//   voxel nor a neighbour changed distance: outside every R1 box grown by one (the near boxes).
-//   The CUDA scorer paints every ball that reaches R2 this way.
-// - Changed balls only (the CPU evaluator). A set of balls that holds every kept centre, and
-//   otherwise only balls inside others, gives the same largest ball everywhere. Split the balls
-//   into U (the kept centres outside the near boxes, and the voxels inside them whose distance
-//   did not change: the same ball in both masks), O (the committed centres inside whose
-//   distance changed) and N (the changed mask's voxels inside whose distance changed): LT
-//   before = max(U, O) and after = max(U, N). Where O's largest ball holding y is below the
-//   committed value, U gave it and the new one is max(before, N); where O gave it and N
-//   reaches it, N's; a joined voxel was background, which no ball of U held: N's. Only the
-//   rest need U's balls (thickness_from_changed_balls), painted there alone: O and N hold only
-//   the balls a swap changed, where the repaint above paints every ball that reaches R2.
+// - Changed balls only. A set of balls that holds every kept centre, and otherwise only balls
+//   inside others, gives the same largest ball everywhere. Split the balls into U (the kept
+//   centres outside the near boxes — R1's boxes grown by one, outside which neither a voxel's
+//   distance nor a neighbour's changed, so the kept flags hold — and the voxels inside them
+//   whose distance did not change: the same ball in both masks), O (the committed centres
+//   inside whose distance changed) and N (the changed mask's voxels inside whose distance
+//   changed): LT before = max(U, O) and after = max(U, N). Where O's largest ball holding y is
+//   below the committed value, U gave it and the new one is max(before, N); where O gave it and
+//   N reaches it, N's; a joined voxel was background, which no ball of U held: N's. Only the
+//   rest need U's balls (thickness_from_changed_balls, u_centres_in_brick): O and N hold only the
+//   balls a swap changed, and no centre test is made near the changes.
 // - The scan for R1. Its members lie within their own distance of the change, so a 4×4×4 brick
 //   farther from it than the brick's largest distance holds none (brick_gap2).
 // - Counting. The PSD counts are integers: each voxel of R2 (of the first box that holds it)
@@ -122,6 +115,17 @@ struct CentreBits {
     return brick(g, w);
   }
   PF_HD static int bit(const int64_t c[3]) { return int(c[0] % 4 + 4 * (c[1] % 4) + 16 * (c[2] % 4)); }
+  PF_HD static bool holds(const uint64_t* bits, const Grid& g, const int64_t c[3]) {
+    return (bits[word(g, c)] >> bit(c)) & 1u;
+  }
+  /// The index of the lowest set bit of a nonzero word.
+  PF_HD static int lowest(uint64_t w) {
+#if defined(__CUDA_ARCH__)
+    return __ffsll(static_cast<long long>(w)) - 1;
+#else
+    return __builtin_ctzll(w);
+#endif
+  }
   PF_HD static int64_t words(const Grid& g) { return bricks(g.n[0]) * bricks(g.n[1]) * bricks(g.n[2]); }
 };
 
@@ -181,6 +185,27 @@ struct Box {
       }
     }
     return b;
+  }
+  /// This box grown by h along each axis: clipped at open or wall faces; where periodic, the
+  /// whole axis once it would wrap onto itself, else started within [0, n).
+  PF_HD Box grown(const Grid& g, int64_t h) const {
+    Box out;
+    for (int k = 0; k < 3; ++k) {
+      const int64_t n = g.n[k], r = n > 1 && h > 0 ? h : 0;
+      int64_t a = lo[k] - r, b = hi[k] + r;
+      if (g.periodic() && n > 1) {
+        if (b - a + 1 >= n) {
+          a = 0, b = n - 1;
+        } else {
+          const int64_t shift = Grid::wrap(a, n) - a;
+          a += shift, b += shift;
+        }
+      } else {
+        a = a < 0 ? 0 : a, b = b > n - 1 ? n - 1 : b;
+      }
+      out.lo[k] = a, out.hi[k] = b;
+    }
+    return out;
   }
   /// The coordinate of volume coordinate v along axis k within the box's unwrapped range, or
   /// lo − 1 when the box does not hold it.
@@ -401,8 +426,6 @@ PF_HD void scan_voxel(const View& v, const Changes& ch, int k, int64_t x, const 
 /// The half-width of R2 round a changed voxel from its scan.
 PF_HD int64_t repaint_half_width(const Reach& r) { return r.d1 + r.rho - 1 > 0 ? r.d1 + r.rho - 1 : 0; }
 
-/// sigma: every ball of the changed mask has a radius of at most this many voxels.
-PF_HD int64_t largest_new_radius(const View& v, const Changes& ch) { return v.largest + ch.grown; }
 
 /// Whether voxel c's neighbourhood may hold changed distances: within one voxel of some R1
 /// box (half-width `d1[k]` round change k).
@@ -469,29 +492,65 @@ struct NearDistances {
 /// Change k's box of NearDistances (R1's, half-width d1, grown by one).
 PF_HD Box near_box(const View& v, const Changes& ch, int k, int64_t d1) { return Box::around(v.grid, ch.at[k], d1 + 1); }
 
-/// Voxel i (coordinates c) near the changes: its squared distance in the changed mask when it
-/// is a centre there (by the face-neighbour test) whose ball reaches `box`, else 0.
-PF_HD uint32_t changed_centre(const View& v, const Changes& ch, const NearDistances& near, const Box& box, int64_t i,
-                              const int64_t c[3]) {
-  const uint32_t r2 = near.at(v, ch, i, c);
-  if (r2 == 0 || box.gap2(v.grid, c) >= r2) return 0;
-  return kept_centre(v, c, r2, [&](int64_t j, const int64_t q[3]) { return near.at(v, ch, j, q); }, true) ? r2 : 0u;
+/// Whether U gave a phase voxel's committed value `before` (the header's "Changed balls only"):
+/// O's largest ball that holds it (old_max, 0: none) is below it.
+PF_HD bool u_gave(const View& v, float before, uint32_t old_max) {
+  return old_max == 0 || v.metric.radius(old_max) < before;
 }
 
-/// Voxel y's thickness in the changed mask from its committed one and the changed balls
-/// (the header's "Repainting R2"): `old_max` and `new_max` the largest squared radius of O's
-/// and of N's balls that hold it (0: none). Where U's balls decide, `needs_u` is set and N's
-/// value returned, to be raised by the largest of U's balls that holds y.
-PF_HD float thickness_from_changed_balls(const View& v, const Changes& ch, int64_t y, uint32_t old_max, uint32_t new_max,
-                                         bool& needs_u) {
+/// Voxel y's thickness in the changed mask from its committed one and the changed balls:
+/// `u_gave_before` as u_gave says, `new_max` the largest squared radius of N's balls that hold
+/// it (0: none). Where U's balls decide, `needs_u` is set and N's value returned, to be raised
+/// by the largest of U's balls that holds it.
+PF_HD float thickness_from_changed_balls(const View& v, const Changes& ch, int64_t y, bool u_gave_before,
+                                         uint32_t new_max, bool& needs_u) {
   needs_u = false;
   if (!in_phase(v, ch, y)) return 0.0f;
   const float fresh = new_max ? v.metric.radius(new_max) : 0.0f;
   if (!v.phase[y]) return fresh;  // joined: no ball of U held a background voxel
   const float before = v.thickness[y];
-  if (old_max == 0 || v.metric.radius(old_max) < before) return before > fresh ? before : fresh;  // U gave `before`
+  if (u_gave_before) return before > fresh ? before : fresh;
   needs_u = fresh < before;  // O gave it: N's when that reaches it, else U's decide
   return fresh;
+}
+
+/// The voxels of the changes' near boxes as flat items, each once: item t's index and
+/// coordinates, false when an earlier change's box holds it.
+PF_HD int64_t near_voxels(const Changes& ch, const NearDistances& near) {
+  int64_t n = 0;
+  for (int k = 0; k < ch.count; ++k) n += near.box[k].voxels();
+  return n;
+}
+PF_HD bool near_voxel(const View& v, const Changes& ch, const NearDistances& near, int64_t t, int64_t& x,
+                      int64_t c[3]) {
+  int k = 0;
+  while (k + 1 < ch.count && t >= near.box[k].voxels()) t -= near.box[k++].voxels();
+  x = box_voxel(v.grid, near.box[k], t, c);
+  for (int j = 0; j < k; ++j)
+    if (near.box[j].holds(v.grid, c)) return false;
+  return true;
+}
+
+/// The balls a near-box voxel x holds in the split of "Changed balls only": its squared
+/// distance before (committed) and after; O (`old`) when a committed centre's distance changed,
+/// N (`fresh`) when the distance changed and is not 0, U (`kept`) when it did not change and is
+/// not 0 — the same ball in both masks, kept or inside a neighbour's, either way no other
+/// largest ball.
+struct NearBall {
+  uint32_t before = 0, after = 0;
+  bool old = false, fresh = false, kept = false;
+};
+PF_HD NearBall near_ball(const View& v, const Changes& ch, const NearDistances& near, int64_t x, const int64_t c[3]) {
+  NearBall b;
+  b.before = v.d2[x];
+  b.after = near.at(v, ch, x, c);
+  if (b.before == b.after) {
+    b.kept = b.before != 0;
+  } else {
+    b.old = b.before != 0 && CentreBits::holds(v.centres, v.grid, c);
+    b.fresh = b.after != 0;
+  }
+  return b;
 }
 
 /// The wrapped pieces [lo[s], hi[s]] of a box along axis k (one, or two where a periodic box
@@ -510,74 +569,68 @@ PF_HD int pieces(const Grid& g, const Box& b, int k, int64_t lo[2], int64_t hi[2
   return 1;
 }
 
-/// The search for every kept ball centre of the changed mask whose ball reaches `box` and
-/// whose centre lies in `around` (box grown by sigma − 1), as flat work items — a thread each on
-/// the device, a loop on the host: first the 4×4×4 bricks of `around` (where the committed bits
-/// and distances hold, away from the changes: outside every R1 box grown by one), then the
-/// voxels of the near boxes, each tested anew. item(t, emit) calls emit(index, coordinates,
-/// squared radius) for each centre item t finds.
-struct CentreScan {
-  int64_t lo[3][2] = {}, hi[3][2] = {};  // around's wrapped pieces along each axis
+/// The 4×4×4 bricks (CentreBits') that meet a box, as flat items — a thread each on the device,
+/// a loop on the host: brick t's coordinates and the box's voxels in it.
+struct BrickWalk {
+  int64_t lo[3][2] = {}, hi[3][2] = {};  // the box's wrapped pieces along each axis
   int count[3] = {1, 1, 1};
   int64_t piece_bricks[8] = {};  // bricks of each combination of pieces (x fastest)
-  int64_t brick_items = 0, near_items[kMostChanges] = {}, items = 0;
+  int64_t bricks = 0;
 
-  PF_HD static CentreScan of(const View& v, const Changes& ch, const NearDistances& near, const Box& around) {
-    CentreScan s;
-    for (int k = 0; k < 3; ++k) s.count[k] = pieces(v.grid, around, k, s.lo[k], s.hi[k]);
+  PF_HD static BrickWalk of(const Grid& g, const Box& box) {
+    BrickWalk s;
+    for (int k = 0; k < 3; ++k) s.count[k] = pieces(g, box, k, s.lo[k], s.hi[k]);
     for (int pz = 0; pz < s.count[2]; ++pz)
       for (int py = 0; py < s.count[1]; ++py)
         for (int px = 0; px < s.count[0]; ++px) {
           const int64_t b = (s.hi[0][px] / 4 - s.lo[0][px] / 4 + 1) * (s.hi[1][py] / 4 - s.lo[1][py] / 4 + 1) *
                             (s.hi[2][pz] / 4 - s.lo[2][pz] / 4 + 1);
           s.piece_bricks[px + 2 * (py + 2 * pz)] = b;
-          s.brick_items += b;
+          s.bricks += b;
         }
-    s.items = s.brick_items;
-    for (int k = 0; k < ch.count; ++k) s.items += s.near_items[k] = near.box[k].meets(v.grid, around) ? near.box[k].voxels() : 0;
     return s;
   }
 
-  template <class Emit>
-  PF_HD void item(const View& v, const Changes& ch, const int64_t* d1, const NearDistances& near, const Box& box,
-                  const Box& around, int64_t t, Emit&& emit) const {
-    const Grid& g = v.grid;
-    if (t < brick_items) {
-      int piece = 0;
-      while (t >= piece_bricks[piece]) t -= piece_bricks[piece++];
-      const int px = piece % 2, py = (piece / 2) % 2, pz = piece / 4;
-      const uint32_t nx = uint32_t(hi[0][px] / 4 - lo[0][px] / 4 + 1), ny = uint32_t(hi[1][py] / 4 - lo[1][py] / 4 + 1);
-      const uint32_t u = uint32_t(t), row = u / nx;  // bricks of a box are far fewer than 2^32
-      const int64_t wx = lo[0][px] / 4 + int64_t(u - row * nx), wy = lo[1][py] / 4 + int64_t(row % ny),
-                    wz = lo[2][pz] / 4 + int64_t(row / ny);
-      uint64_t bits = v.centres[wx + CentreBits::bricks(g.n[0]) * (wy + CentreBits::bricks(g.n[1]) * wz)];
-      while (bits) {
-        int b = 0;
-        while (!((bits >> b) & 1u)) ++b;
-        bits &= bits - 1;
-        const int64_t c[3] = {4 * wx + b % 4, 4 * wy + (b / 4) % 4, 4 * wz + b / 16};
-        if (c[0] < lo[0][px] || c[0] > hi[0][px] || c[1] < lo[1][py] || c[1] > hi[1][py] || c[2] < lo[2][pz] ||
-            c[2] > hi[2][pz] || near_changes(v, ch, d1, c))
-          continue;
-        const int64_t i = g.index(c);
-        const uint32_t r2 = v.d2[i];
-        if (box.gap2(g, c) < r2) emit(i, c, r2);
-      }
-      return;
+  /// Brick t: its coordinates w and the box's voxels in it, from[k] … to[k] along each axis.
+  PF_HD void brick(int64_t t, int64_t w[3], int64_t from[3], int64_t to[3]) const {
+    int piece = 0;
+    while (t >= piece_bricks[piece]) t -= piece_bricks[piece++];
+    const int p[3] = {piece % 2, (piece / 2) % 2, piece / 4};
+    const uint32_t nx = uint32_t(hi[0][p[0]] / 4 - lo[0][p[0]] / 4 + 1);
+    const uint32_t ny = uint32_t(hi[1][p[1]] / 4 - lo[1][p[1]] / 4 + 1);
+    const uint32_t u = uint32_t(t), row = u / nx;  // bricks of a box are far fewer than 2^32
+    w[0] = lo[0][p[0]] / 4 + int64_t(u - row * nx);
+    w[1] = lo[1][p[1]] / 4 + int64_t(row % ny);
+    w[2] = lo[2][p[2]] / 4 + int64_t(row / ny);
+    for (int k = 0; k < 3; ++k) {
+      from[k] = 4 * w[k] > lo[k][p[k]] ? 4 * w[k] : lo[k][p[k]];
+      to[k] = 4 * w[k] + 3 < hi[k][p[k]] ? 4 * w[k] + 3 : hi[k][p[k]];
     }
-    t -= brick_items;
-    int k = 0;
-    while (t >= near_items[k]) t -= near_items[k++];
-    const Box& nb = near.box[k];
-    int64_t c[3];
-    const int64_t i = box_voxel(g, nb, t, c);
-    if (!around.holds(g, c)) return;
-    for (int j = 0; j < k; ++j)
-      if (near.box[j].holds(g, c)) return;  // an earlier change's box has it
-    const uint32_t r2 = changed_centre(v, ch, near, box, i, c);
-    if (r2) emit(i, c, r2);
   }
 };
+
+/// U's kept centres outside the near boxes in brick t of `walk` (a BrickWalk of a box round
+/// `box` grown by D − 1: U's balls have radii of at most D) whose balls reach `box`: emit(index,
+/// coordinates, squared radius) for each. U's near-box balls are the caller's (near_ball).
+template <class Emit>
+PF_HD void u_centres_in_brick(const View& v, const Changes& ch, const int64_t* d1, const BrickWalk& walk, int64_t t,
+                              const Box& box, Emit&& emit) {
+  const Grid& g = v.grid;
+  int64_t w[3], from[3], to[3];
+  walk.brick(t, w, from, to);
+  uint64_t bits = v.centres[CentreBits::brick(g, w)];
+  while (bits) {
+    const int b = CentreBits::lowest(bits);
+    bits &= bits - 1;
+    const int64_t c[3] = {4 * w[0] + b % 4, 4 * w[1] + (b / 4) % 4, 4 * w[2] + b / 16};
+    if (c[0] < from[0] || c[0] > to[0] || c[1] < from[1] || c[1] > to[1] || c[2] < from[2] || c[2] > to[2] ||
+        near_changes(v, ch, d1, c))
+      continue;
+    const int64_t i = g.index(c);
+    const uint32_t r2 = v.d2[i];
+    if (box.gap2(g, c) < r2) emit(i, c, r2);
+  }
+}
 
 /// The range of images k·n of centre coordinate cv along axis a whose ball (half-width w) can
 /// meet [lo, hi]: images first … last (only 0 where not periodic).

@@ -201,8 +201,8 @@ class CpuPsdEvaluator final : public PsdEvaluator {
       if (!m_d2[std::size_t(i)]) continue;
       int64_t c[3];
       v.grid.coords(i, c);
-      uint32_t& most = m_brick_d2[std::size_t(local::CentreBits::word(v.grid, c))];
-      most = std::max(most, m_d2[std::size_t(i)]);
+      uint32_t& brick = m_brick_d2[std::size_t(local::CentreBits::word(v.grid, c))];
+      brick = std::max(brick, m_d2[std::size_t(i)]);
       if (local::kept_centre(v, c, m_d2[std::size_t(i)], [&](int64_t j, const int64_t*) { return m_d2[std::size_t(j)]; }))
         set_centre(v.grid, c, true);
     }
@@ -282,7 +282,7 @@ class CpuPsdEvaluator final : public PsdEvaluator {
     sort_near_balls(v, ch, near);
     for (int k = 0; k < ch.count; ++k) {
       const local::Box& box = r2[std::size_t(k)];
-      repaint(v, ch, near, d1.data(), box);
+      repaint(v, ch, d1.data(), box);
       for (int64_t at = 0; at < box.voxels(); ++at) {
         int64_t c[3];
         const int64_t y = local::box_voxel(g, box, at, c);
@@ -355,40 +355,28 @@ class CpuPsdEvaluator final : public PsdEvaluator {
     return true;
   }
 
-  // The balls of the near boxes, where distances and centre flags may change: O (a committed
-  // centre whose distance changed), N (a voxel of the changed mask whose distance changed), U's
-  // part (a distance that did not change: the same ball in both masks, where it may be kept or
-  // lie inside a neighbour's, which adds nothing). Ball sets that hold every kept centre and
-  // balls inside others have the same largest ball everywhere, so no centre test is needed.
+  // The near boxes' balls split as local_psd.hpp's "Changed balls only" says: O, N and U's part.
   void sort_near_balls(const local::View& v, const local::Changes& ch, const local::NearDistances& near) {
-    const local::Grid& g = v.grid;
     m_old_balls.clear();
     m_new_balls.clear();
     m_kept_balls.clear();
-    for (int k = 0; k < ch.count; ++k)
-      for_box(g, near.box[k], [&](int64_t x, const int64_t c[3]) {
-        for (int j = 0; j < k; ++j)
-          if (near.box[j].holds(g, c)) return;  // an earlier change's box has it
-        const uint32_t before = v.d2[x], after = near.at(v, ch, x, c);
-        if (before == after) {
-          if (before) m_kept_balls.push_back({before, x});
-          return;
-        }
-        if (before && is_centre(g, c)) m_old_balls.push_back({before, x});
-        if (after) m_new_balls.push_back({after, x});
-      });
+    const int64_t items = local::near_voxels(ch, near);
+    for (int64_t t = 0; t < items; ++t) {
+      int64_t x, c[3];
+      if (!local::near_voxel(v, ch, near, t, x, c)) continue;
+      const local::NearBall b = local::near_ball(v, ch, near, x, c);
+      if (b.kept) m_kept_balls.push_back({b.before, x});
+      if (b.old) m_old_balls.push_back({b.before, x});
+      if (b.fresh) m_new_balls.push_back({b.after, x});
+    }
   }
 
-  // The changed mask's thickness over `box` (a change's R2) into m_now, box order. LT is the
-  // largest ball over the kept centres: those outside the near boxes keep their distance and
-  // their flag (U), those inside may not (O: the committed ones there, N: the changed mask's).
-  // So LT before = max(U, O) and after = max(U, N). Where O's balls stay below the committed
-  // value, U gave it and the new one is max(before, N); where O gave it and N reaches it, N.
-  // Only the rest needs U, and only there are U's balls painted.
-  void repaint(const local::View& v, const local::Changes& ch, const local::NearDistances& near, const int64_t* d1,
-               const local::Box& box) {
+  // The changed mask's thickness over `box` (a change's R2) into m_now, box order: O's and N's
+  // balls painted, each voxel's value from its committed one and theirs, U's balls painted only
+  // where those leave it open.
+  void repaint(const local::View& v, const local::Changes& ch, const int64_t* d1, const local::Box& box) {
     const local::Grid& g = v.grid;
-    const int64_t lx = box.length(0), rows = box.length(1) * box.length(2), voxels = box.voxels();
+    const int64_t lx = box.length(0), voxels = box.voxels();
     const auto paint_max = [&](const std::vector<Centre<detail::VoxelMetric>>& balls, std::vector<uint32_t>& out) {
       out.assign(std::size_t(voxels), 0);
       for (const auto& ball : balls) {
@@ -407,6 +395,7 @@ class CpuPsdEvaluator final : public PsdEvaluator {
     paint_max(m_new_balls, m_new_lt2);
     // Each voxel from the committed value and the changed balls; the voxels that need U left
     // unpainted for the union-find painter, and their bounding box.
+    const int64_t rows = box.length(1) * box.length(2);
     m_now.resize(std::size_t(voxels));
     m_next.resize(std::size_t(rows * (lx + 1)));
     m_unpainted.assign(std::size_t(rows), 0);
@@ -419,8 +408,8 @@ class CpuPsdEvaluator final : public PsdEvaluator {
         int64_t c[3];
         const int64_t y = local::box_voxel(g, box, at, c);
         bool needs_u = false;
-        m_now[std::size_t(at)] =
-            local::thickness_from_changed_balls(v, ch, y, m_old_lt2[std::size_t(at)], m_new_lt2[std::size_t(at)], needs_u);
+        m_now[std::size_t(at)] = local::thickness_from_changed_balls(
+            v, ch, y, local::u_gave(v, v.thickness[y], m_old_lt2[std::size_t(at)]), m_new_lt2[std::size_t(at)], needs_u);
         next[x] = uint32_t(needs_u ? x : x + 1);
         if (!needs_u) continue;
         ++m_unpainted[std::size_t(row)];
@@ -430,15 +419,14 @@ class CpuPsdEvaluator final : public PsdEvaluator {
       }
     }
     if (left == 0) return;
-    // U's balls that reach those voxels (radius at most D), largest first.
-    local::Box needed, around;
+    // U's balls that reach those voxels, largest first: a voxel's first paint is U's largest.
+    local::Box needed;
     for (int a = 0; a < 3; ++a) needed.lo[a] = box.lo[a] + lo[a], needed.hi[a] = box.lo[a] + hi[a];
-    around = grown(g, needed, v.largest - 1);
-    const local::CentreScan scan = local::CentreScan::of(v, ch, near, around);
+    const local::BrickWalk walk = local::BrickWalk::of(g, needed.grown(g, v.largest - 1));
     m_centres.clear();
-    for (int64_t t = 0; t < scan.brick_items; ++t)
-      scan.item(v, ch, d1, near, needed, around, t,
-                [&](int64_t c, const int64_t*, uint32_t r) { m_centres.push_back({r, c}); });
+    for (int64_t t = 0; t < walk.bricks; ++t)
+      local::u_centres_in_brick(v, ch, d1, walk, t, needed,
+                                [&](int64_t i, const int64_t*, uint32_t r2) { m_centres.push_back({r2, i}); });
     for (const auto& ball : m_kept_balls) {
       int64_t c[3];
       g.coords(ball.index, c);
@@ -463,32 +451,6 @@ class CpuPsdEvaluator final : public PsdEvaluator {
         }
       });
     }
-  }
-
-  // Box b grown by h along each axis: clipped at open or wall faces; where periodic, the whole
-  // axis once it would wrap onto itself, else started within [0, n).
-  static local::Box grown(const local::Grid& g, const local::Box& b, int64_t h) {
-    local::Box out;
-    for (int a = 0; a < 3; ++a) {
-      const int64_t n = g.n[a], r = n > 1 ? std::max<int64_t>(h, 0) : 0;
-      int64_t lo = b.lo[a] - r, hi = b.hi[a] + r;
-      if (g.periodic() && n > 1) {
-        if (hi - lo + 1 >= n) {
-          lo = 0, hi = n - 1;
-        } else {
-          const int64_t shift = local::Grid::wrap(lo, n) - lo;
-          lo += shift, hi += shift;
-        }
-      } else {
-        lo = std::max<int64_t>(lo, 0), hi = std::min<int64_t>(hi, n - 1);
-      }
-      out.lo[a] = lo, out.hi[a] = hi;
-    }
-    return out;
-  }
-
-  bool is_centre(const local::Grid& g, const int64_t c[3]) const {
-    return (m_centres_bits[std::size_t(local::CentreBits::word(g, c))] >> local::CentreBits::bit(c)) & 1u;
   }
 
   void commit(const local::Changes& ch) {
@@ -522,23 +484,15 @@ class CpuPsdEvaluator final : public PsdEvaluator {
   // accepts.
   template <class Wanted, class F>
   static void for_box_bricks(const local::Grid& g, const local::Box& b, Wanted&& wanted, F&& f) {
-    int64_t lo[3][2], hi[3][2];
-    int count[3];
-    for (int a = 0; a < 3; ++a) count[a] = local::pieces(g, b, a, lo[a], hi[a]);
-    int64_t w[3], c[3];
-    for (int pz = 0; pz < count[2]; ++pz)
-      for (int py = 0; py < count[1]; ++py)
-        for (int px = 0; px < count[0]; ++px)
-          for (w[2] = lo[2][pz] / 4; w[2] <= hi[2][pz] / 4; ++w[2])
-            for (w[1] = lo[1][py] / 4; w[1] <= hi[1][py] / 4; ++w[1])
-              for (w[0] = lo[0][px] / 4; w[0] <= hi[0][px] / 4; ++w[0]) {
-                if (!wanted(w)) continue;
-                const int64_t z1 = std::min(4 * w[2] + 3, hi[2][pz]), y1 = std::min(4 * w[1] + 3, hi[1][py]),
-                              x1 = std::min(4 * w[0] + 3, hi[0][px]);
-                for (c[2] = std::max(4 * w[2], lo[2][pz]); c[2] <= z1; ++c[2])
-                  for (c[1] = std::max(4 * w[1], lo[1][py]); c[1] <= y1; ++c[1])
-                    for (c[0] = std::max(4 * w[0], lo[0][px]); c[0] <= x1; ++c[0]) f(g.index(c), c);
-              }
+    const local::BrickWalk walk = local::BrickWalk::of(g, b);
+    for (int64_t t = 0; t < walk.bricks; ++t) {
+      int64_t w[3], from[3], to[3], c[3];
+      walk.brick(t, w, from, to);
+      if (!wanted(w)) continue;
+      for (c[2] = from[2]; c[2] <= to[2]; ++c[2])
+        for (c[1] = from[1]; c[1] <= to[1]; ++c[1])
+          for (c[0] = from[0]; c[0] <= to[0]; ++c[0]) f(g.index(c), c);
+    }
   }
 
   // The largest committed squared distance of the brick that holds voxel c, from its voxels.
@@ -573,10 +527,10 @@ class CpuPsdEvaluator final : public PsdEvaluator {
   std::vector<int64_t> m_touched;      // voxels set() changed since the last evaluation
   std::vector<float> m_now;            // a box's new thickness (repaint)
   std::vector<uint32_t> m_old_lt2, m_new_lt2;  // the largest squared radius of O's and of N's balls there
-  std::vector<uint32_t> m_next;        // its rows' union-find (first_unpainted)
-  std::vector<int64_t> m_unpainted;    // its rows' phase voxels not yet painted
+  std::vector<uint32_t> m_next;        // its rows' union-find (first_unpainted) where U's balls decide
+  std::vector<int64_t> m_unpainted;    // its rows' voxels left to them
+  std::vector<Centre<detail::VoxelMetric>> m_centres;  // U's balls that reach those voxels
   std::vector<std::vector<uint32_t>> m_near;  // local::NearDistances's distances
-  std::vector<Centre<detail::VoxelMetric>> m_centres;  // U's balls that reach where they are needed
   std::vector<Centre<detail::VoxelMetric>> m_old_balls, m_new_balls;  // O's and N's
   std::vector<Centre<detail::VoxelMetric>> m_kept_balls;  // U's in the near boxes
   int64_t m_full = 0, m_local_count = 0;

@@ -3,15 +3,19 @@
 // voxel (0: the one leaving the phase, 1: the one joining) per block column, and runs the same
 // functions the CPU evaluator runs in loops, so both give the same counts to the bit.
 //
-// Scoring a batch: prepare (the joining voxel's new distance), reach (each change's R1 scan:
-// how far distances change and how far the changed balls reach), near (the changed distances
-// round each change, once), paint (each change's R2, slab by slab in shared memory: the balls
-// that reach it listed, painted by atomic maxima a ball a warp, then its voxels' old values out
-// of the tallies and the new ones in). Committing the chosen candidate: paint again writing the thickness, then the
-// distances, then the centre bits, then the counts and the largest distance.
+// Scoring a batch: prepare (the joining voxel's new distance), reach (each change's R1 scan,
+// brick by brick: how far distances change and how far the changed balls reach), near (the
+// changed distances round each change, once), paint (each change's R2, slab by slab in shared
+// memory: the near boxes' balls sorted into O, N and U's part, O's and N's painted by atomic
+// maxima a ball a warp, each voxel's value from its committed one and theirs, U's balls asked
+// a warp a voxel where those leave it open; then its voxels' old values out of the tallies and
+// the new ones in). Committing the chosen candidate: paint again writing the thickness, then
+// the distances, the bricks' largest distances, the centre bits, the counts and the largest
+// distance.
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <climits>
 #include <vector>
 
 #include "../common/geometry.hpp"
@@ -33,10 +37,17 @@ constexpr int kChanges = 2;
 constexpr int kThreads = 256;
 constexpr int kPaintThreads = 512;
 constexpr int kWarp = 32;
-// A paint block's shared memory: squared thicknesses of a slab of R2, and the centres found.
+// A paint block's shared memory: the largest squared radius of O's, then N's (and U's) balls
+// over a slab of R2, a bit a voxel for where U gave the committed value and one for where U's
+// balls decide; the balls listed (O, N and U's part in the near boxes, then U's that reach a
+// slab's voxels left to them: packed centre and squared radius).
 constexpr int64_t kSlabVoxels = 24 * 1024;
-constexpr int kListed = 4096;
-constexpr std::size_t kPaintShared = std::size_t(kSlabVoxels) * sizeof(uint32_t) + std::size_t(kListed) * 12;
+constexpr int kOld = 0, kNew = 1, kKept = 2, kU = 3;
+__host__ __device__ constexpr int room(int which) { return which == kOld || which == kNew ? 1024 : 2048; }
+__host__ __device__ constexpr int first_of(int which) { return which == kOld ? 0 : first_of(which - 1) + room(which - 1); }
+constexpr int kBallRoom = first_of(kU) + room(kU);
+constexpr std::size_t kPaintShared =
+    std::size_t(kSlabVoxels) * sizeof(uint32_t) + 2 * std::size_t(kSlabVoxels / 32) * sizeof(uint32_t) + std::size_t(kBallRoom) * 12;
 // Tallies in shared memory: edges + 2 of them.
 constexpr int kMostEdges = 510;
 
@@ -62,8 +73,7 @@ struct Common {
   local::View v;
   local::Changes ch;
   local::NearDistances nd;
-  local::CentreScan scan;
-  local::Box r2, first, around, slab;
+  local::Box r2, first, slab;
   int64_t d1[kChanges];
   int k;
 };
@@ -78,7 +88,7 @@ __device__ local::Box r2_box(const local::View& v, const Candidate& c, int j) {
 }
 
 // Thread 0 fills the block's Common for candidate k (its changes; with `regions`, the R1 and
-// near boxes of both changes and change j's R2); every thread waits for it.
+// near boxes of both changes, change j's R2 and the first change's); every thread waits for it.
 __device__ void load_common(const local::View& v, const State* state, const Candidate* candidates, int k, int j,
                             bool regions, const uint32_t* near, int64_t capacity) {
   Common& c = common();
@@ -96,9 +106,6 @@ __device__ void load_common(const local::View& v, const State* state, const Cand
       }
       c.r2 = r2_box(c.v, cand, j);
       c.first = r2_box(c.v, cand, 0);
-      c.around = local::Box::around(c.v.grid, c.ch.at[j], local::repaint_half_width({cand.d1[j], cand.rho[j]}) +
-                                                              local::largest_new_radius(c.v, c.ch) - 1);
-      c.scan = local::CentreScan::of(c.v, c.ch, c.nd, c.around);
     }
   }
   __syncthreads();
@@ -124,27 +131,33 @@ __global__ void prepare(const __grid_constant__ local::View v, State* state, con
   for (int e = 0; e < entries; ++e) delta[int64_t(k) * entries + e] = 0;
 }
 
-// Change j's R1 scan: the members' farthest offset and largest radius.
+// Change j's R1 scan: the members' farthest offset and largest radius, a thread a voxel of the
+// bricks that can hold members (nearer the change than their largest distance).
 __global__ void reach(const __grid_constant__ local::View v, const State* state, const int32_t* count,
-                      Candidate* candidates) {
+                      Candidate* candidates, const uint32_t* brick_d2) {
   const int k = int(blockIdx.y), j = int(blockIdx.x);
   if (k >= *count) return;
   __shared__ int d1, rho;
   if (threadIdx.x == 0) d1 = rho = 0;
   load_common(v, state, candidates, k, j, false, nullptr, 0);
   const Common& c = common();
+  const local::Grid& g = c.v.grid;
   const int64_t* p = c.ch.at[j];
-  const local::Box box = local::Box::around(c.v.grid, p, c.v.largest);
+  const local::BrickWalk walk = local::BrickWalk::of(g, local::Box::around(g, p, c.v.largest));
   local::Reach r;
-  for (int64_t t = threadIdx.x; t < box.voxels(); t += blockDim.x) {
-    int64_t q[3];
-    const int64_t x = local::box_voxel(c.v.grid, box, t, q);
+  for (int64_t t = threadIdx.x; t < walk.bricks * 64; t += blockDim.x) {
+    int64_t w[3], from[3], to[3];
+    walk.brick(t >> 6, w, from, to);
+    const int b = int(t & 63);
+    const int64_t q[3] = {4 * w[0] + b % 4, 4 * w[1] + (b / 4) % 4, 4 * w[2] + b / 16};
+    if (q[0] < from[0] || q[0] > to[0] || q[1] < from[1] || q[1] > to[1] || q[2] < from[2] || q[2] > to[2]) continue;
+    if (local::brick_gap2(g, p, w) > brick_d2[local::CentreBits::brick(g, w)]) continue;
     int64_t cheb = 0;
     for (int a = 0; a < 3; ++a) {
-      const int64_t o = c.v.grid.offset(a, p[a], q[a]);
+      const int64_t o = g.offset(a, p[a], q[a]);
       cheb = std::max<int64_t>(cheb, o < 0 ? -o : o);
     }
-    local::scan_voxel(c.v, c.ch, j, x, q, cheb, r);
+    local::scan_voxel(c.v, c.ch, j, g.index(q), q, cheb, r);
   }
   atomicMax(&d1, int(r.d1));
   atomicMax(&rho, int(r.rho));
@@ -172,7 +185,7 @@ __global__ void near_distances(const __grid_constant__ local::View v, const Stat
   }
 }
 
-// A centre in the paint kernel's list: coordinates 21 bits each, and its squared radius.
+// A ball in the paint kernel's lists: centre coordinates 21 bits each, and its squared radius.
 __device__ uint64_t pack(const int64_t c[3]) {
   return uint64_t(c[0]) | (uint64_t(c[1]) << 21) | (uint64_t(c[2]) << 42);
 }
@@ -180,11 +193,15 @@ __device__ void unpack(uint64_t p, int64_t c[3]) {
   c[0] = int64_t(p & 0x1FFFFF), c[1] = int64_t((p >> 21) & 0x1FFFFF), c[2] = int64_t(p >> 42);
 }
 
-// Change j's R2 repainted slab by slab: the centres that reach the slab listed (by every
-// thread, over the scan's items), then painted a ball a warp, its rows split between the lanes
-// (a centre past the list's room is painted by the thread that found it). Scoring: each voxel
-// (of the first change's R2 that holds it) takes its old value out of the tallies and its new
-// one in, added to the candidate's delta. Committing (`kCommit`): the new values written.
+// Change j's R2 repainted slab by slab from the changed balls (local_psd.hpp, "Changed balls
+// only"). The near boxes' balls that reach R2 are listed once: O, N and U's part. Each slab
+// takes O's largest squared radius a voxel (a ball a warp, its rows split between the lanes,
+// atomic maxima), a bit where U gave the committed value, then N's largest; a voxel's value
+// follows from these but where U's balls decide: those voxels are marked, and U's balls that
+// reach their bounding box are listed and painted over it. A list past its room is not used:
+// its balls are found again, or painted by the thread that found them. Scoring: each voxel (of
+// the first change's R2 that holds it) takes its old value out of the tallies and its new one
+// in, added to the candidate's delta. Committing (`kCommit`): the new values written.
 template <bool kCommit>
 __global__ void __launch_bounds__(kPaintThreads)
     paint(const __grid_constant__ local::View view, State* state, const int32_t* count_or_chosen,
@@ -192,75 +209,171 @@ __global__ void __launch_bounds__(kPaintThreads)
           float* thickness) {
   extern __shared__ __align__(16) unsigned char dynamic[];
   uint32_t* lt2 = reinterpret_cast<uint32_t*>(dynamic);
-  uint64_t* listed = reinterpret_cast<uint64_t*>(dynamic + kSlabVoxels * sizeof(uint32_t));
-  uint32_t* listed_r2 = reinterpret_cast<uint32_t*>(listed + kListed);
+  uint32_t* gave = lt2 + kSlabVoxels;
+  uint32_t* needs_u = gave + kSlabVoxels / 32;
+  uint64_t* ball_at = reinterpret_cast<uint64_t*>(needs_u + kSlabVoxels / 32);
+  uint32_t* ball_r2 = reinterpret_cast<uint32_t*>(ball_at + kBallRoom);
   __shared__ int hits[kMostEdges + 2];
-  __shared__ int listed_count;
+  __shared__ int listed[4];
+  __shared__ int lo[3], hi[3];  // the bounding box of the slab's voxels that need U (slab-local)
   const int k = kCommit ? *count_or_chosen : int(blockIdx.y);
   if (kCommit ? k < 0 : k >= *count_or_chosen) return;
   const int j = int(blockIdx.x);
   load_common(view, state, candidates, k, j, true, near, capacity);
   Common& c = common();
   const local::View& v = c.v;
-  const int64_t lx = c.r2.length(0), plane = lx * c.r2.length(1);
+  const local::Grid& g = v.grid;
+  const int64_t lx = c.r2.length(0), ly = c.r2.length(1), plane = lx * ly;
   if (plane > kSlabVoxels) {
     if (threadIdx.x == 0) atomicExch(&state->too_large, 1);
     return;
   }
   for (int e = int(threadIdx.x); e < v.edge_count + 2; e += int(blockDim.x)) hits[e] = 0;
-  const int64_t planes = kSlabVoxels / plane;
+  if (threadIdx.x < 3) listed[threadIdx.x] = 0;
+  __syncthreads();
   const int lane = int(threadIdx.x) % kWarp, warp = int(threadIdx.x) / kWarp, warps = int(blockDim.x) / kWarp;
+  const auto list = [&](int which, const int64_t q[3], uint32_t r2) {
+    const int at = atomicAdd(&listed[which], 1);
+    if (at >= room(which)) return false;
+    ball_at[first_of(which) + at] = pack(q);
+    ball_r2[first_of(which) + at] = r2;
+    return true;
+  };
+
+  // The near boxes' balls that reach R2, each voxel once.
+  const int64_t items = local::near_voxels(c.ch, c.nd);
+  for (int64_t t = threadIdx.x; t < items; t += blockDim.x) {
+    int64_t x, q[3];
+    if (!local::near_voxel(v, c.ch, c.nd, t, x, q)) continue;
+    const local::NearBall b = local::near_ball(v, c.ch, c.nd, x, q);
+    const uint32_t gap = c.r2.gap2(g, q);
+    if (b.kept && gap < b.before) list(kKept, q, b.before);
+    if (b.old && gap < b.before) list(kOld, q, b.before);
+    if (b.fresh && gap < b.after) list(kNew, q, b.after);
+  }
+  __syncthreads();
+  const bool fits[3] = {listed[kOld] <= room(kOld), listed[kNew] <= room(kNew), listed[kKept] <= room(kKept)};
+
+  const int64_t planes = kSlabVoxels / plane;
   for (int64_t z0 = c.r2.lo[2]; z0 <= c.r2.hi[2]; z0 += planes) {
     if (threadIdx.x == 0) {
       c.slab = c.r2;
       c.slab.lo[2] = z0;
       c.slab.hi[2] = std::min<int64_t>(z0 + planes - 1, c.r2.hi[2]);
-      listed_count = 0;
+      listed[kU] = 0;
     }
+    if (threadIdx.x < 3) lo[threadIdx.x] = INT_MAX, hi[threadIdx.x] = -1;
     __syncthreads();
     const local::Box& slab = c.slab;
     const int64_t n = slab.voxels();
     for (int64_t t = threadIdx.x; t < n; t += blockDim.x) lt2[t] = 0;
+    for (int64_t t = threadIdx.x; t < (n + 31) / 32; t += blockDim.x) gave[t] = needs_u[t] = 0;
     __syncthreads();
-    const auto raise = [&](int64_t row, int64_t x0, int64_t x1, uint32_t r) {
-      for (int64_t x = x0; x <= x1; ++x) atomicMax(&lt2[row * lx + x], r);
-    };
-    for (int64_t t = threadIdx.x; t < c.scan.items; t += blockDim.x)
-      c.scan.item(v, c.ch, c.d1, c.nd, slab, c.around, t, [&](int64_t, const int64_t* q, uint32_t r) {
-        const int at = atomicAdd(&listed_count, 1);
-        if (at < kListed) {
-          listed[at] = pack(q);
-          listed_r2[at] = r;
-        } else {  // no room: painted here
-          local::ball_chords(
-              v.grid, slab, q, r, 0, 1, [](int64_t) { return true; },
-              [&](int64_t row, int64_t x0, int64_t x1) { raise(row, x0, x1, r); });
-        }
+    // A ball raised into lt2 over the slab's rows `wanted` takes and columns x_lo … x_hi.
+    const auto paint_ball = [&](const int64_t q[3], uint32_t r, int64_t part, int64_t parts, auto&& wanted, int64_t x_lo,
+                                int64_t x_hi) {
+      if (slab.gap2(g, q) >= r) return;
+      local::ball_chords(g, slab, q, r, part, parts, wanted, [&](int64_t row, int64_t x0, int64_t x1) {
+        for (int64_t x = x0 > x_lo ? x0 : x_lo; x <= x1 && x <= x_hi; ++x) atomicMax(&lt2[row * lx + x], r);
       });
-    __syncthreads();
-    const int count = listed_count < kListed ? listed_count : kListed;
-    for (int i = warp; i < count; i += warps) {
-      int64_t q[3];
-      unpack(listed[i], q);
-      const uint32_t r = listed_r2[i];
-      local::ball_chords(
-          v.grid, slab, q, r, lane, kWarp, [](int64_t) { return true; },
-          [&](int64_t row, int64_t x0, int64_t x1) { raise(row, x0, x1, r); });
-    }
-    __syncthreads();
-    for (int64_t t = threadIdx.x; t < n; t += blockDim.x) {
-      int64_t q[3];
-      const int64_t y = local::box_voxel(v.grid, slab, t, q);
-      if (j > 0 && c.first.holds(v.grid, q)) continue;  // the first change's R2 counts it
-      const float now = local::in_phase(v, c.ch, y) ? v.metric.radius(lt2[t]) : 0.0f;
+    };
+    const auto all_rows = [](int64_t) { return true; };
+    // O's balls (which = kOld) or N's (kNew).
+    const auto paint_set = [&](int which) {
+      if (fits[which]) {
+        for (int i = warp; i < listed[which]; i += warps) {
+          int64_t q[3];
+          unpack(ball_at[first_of(which) + i], q);
+          paint_ball(q, ball_r2[first_of(which) + i], lane, kWarp, all_rows, 0, lx - 1);
+        }
+        return;
+      }
+      for (int64_t t = threadIdx.x; t < items; t += blockDim.x) {
+        int64_t x, q[3];
+        if (!local::near_voxel(v, c.ch, c.nd, t, x, q)) continue;
+        const local::NearBall b = local::near_ball(v, c.ch, c.nd, x, q);
+        const uint32_t r = which == kOld ? (b.old ? b.before : 0u) : (b.fresh ? b.after : 0u);
+        if (r) paint_ball(q, r, 0, 1, all_rows, 0, lx - 1);
+      }
+    };
+    // A voxel's new value: into the tallies, or written.
+    const auto finish = [&](int64_t y, float now) {
       const float before = v.thickness[y];
-      if (now == before) continue;
+      if (now == before) return;
       if (kCommit) {
         thickness[y] = now;
       } else {
         local::tally(v, before, -1, [&](int e, int64_t s) { atomicAdd(&hits[e], int(s)); });
         local::tally(v, now, +1, [&](int e, int64_t s) { atomicAdd(&hits[e], int(s)); });
       }
+    };
+    paint_set(kOld);
+    __syncthreads();
+    for (int64_t t = threadIdx.x; t < n; t += blockDim.x) {
+      int64_t q[3];
+      const int64_t y = local::box_voxel(g, slab, t, q);
+      if (local::u_gave(v, v.thickness[y], lt2[t])) atomicOr(&gave[t / 32], 1u << (t % 32));
+    }
+    __syncthreads();
+    for (int64_t t = threadIdx.x; t < n; t += blockDim.x) lt2[t] = 0;
+    __syncthreads();
+    paint_set(kNew);
+    __syncthreads();
+    for (int64_t t = threadIdx.x; t < n; t += blockDim.x) {
+      int64_t q[3];
+      const int64_t y = local::box_voxel(g, slab, t, q);
+      if (j > 0 && c.first.holds(g, q)) continue;  // the first change's R2 counts it
+      bool open = false;
+      const float now = local::thickness_from_changed_balls(v, c.ch, y, (gave[t / 32] >> (t % 32)) & 1u, lt2[t], open);
+      if (!open) {
+        finish(y, now);
+        continue;
+      }
+      atomicOr(&needs_u[t / 32], 1u << (t % 32));
+      const int64_t u[3] = {t % lx, (t / lx) % ly, t / plane};
+      for (int a = 0; a < 3; ++a) atomicMin(&lo[a], int(u[a])), atomicMax(&hi[a], int(u[a]));
+    }
+    __syncthreads();
+    if (hi[0] < 0) continue;  // every voxel finished (the loop's next slab starts with a barrier)
+    // U's balls over the voxels left: N's largest stays in lt2, U's are raised into it there.
+    local::Box needed;
+    for (int a = 0; a < 3; ++a) needed.lo[a] = slab.lo[a] + lo[a], needed.hi[a] = slab.lo[a] + hi[a];
+    const local::BrickWalk walk = local::BrickWalk::of(g, needed.grown(g, v.largest - 1));
+    const auto needed_row = [&](int64_t row) {
+      const int64_t y = row % ly, z = row / ly;
+      return y >= lo[1] && y <= hi[1] && z >= lo[2] && z <= hi[2];
+    };
+    const auto take = [&](const int64_t q[3], uint32_t r2) {
+      if (!list(kU, q, r2)) paint_ball(q, r2, 0, 1, needed_row, lo[0], hi[0]);  // no room: painted here
+    };
+    for (int64_t t = threadIdx.x; t < walk.bricks; t += blockDim.x)
+      local::u_centres_in_brick(v, c.ch, c.d1, walk, t, needed, [&](int64_t, const int64_t* q, uint32_t r2) { take(q, r2); });
+    if (fits[kKept]) {
+      for (int i = int(threadIdx.x); i < listed[kKept]; i += int(blockDim.x)) {
+        int64_t q[3];
+        unpack(ball_at[first_of(kKept) + i], q);
+        if (needed.gap2(g, q) < ball_r2[first_of(kKept) + i]) take(q, ball_r2[first_of(kKept) + i]);
+      }
+    } else {
+      for (int64_t t = threadIdx.x; t < items; t += blockDim.x) {
+        int64_t x, q[3];
+        if (!local::near_voxel(v, c.ch, c.nd, t, x, q)) continue;
+        const local::NearBall b = local::near_ball(v, c.ch, c.nd, x, q);
+        if (b.kept && needed.gap2(g, q) < b.before) take(q, b.before);
+      }
+    }
+    __syncthreads();
+    const int u_count = listed[kU] < room(kU) ? listed[kU] : room(kU);
+    for (int i = warp; i < u_count; i += warps) {
+      int64_t q[3];
+      unpack(ball_at[first_of(kU) + i], q);
+      paint_ball(q, ball_r2[first_of(kU) + i], lane, kWarp, needed_row, lo[0], hi[0]);
+    }
+    __syncthreads();
+    for (int64_t t = threadIdx.x; t < n; t += blockDim.x) {
+      if (!((needs_u[t / 32] >> (t % 32)) & 1u)) continue;
+      int64_t q[3];
+      finish(local::box_voxel(g, slab, t, q), v.metric.radius(lt2[t]));
     }
     __syncthreads();
   }
@@ -294,6 +407,29 @@ __global__ void commit_distances(const __grid_constant__ local::View v, State* s
     atomicAdd(&d2_count[now], 1ull);
     atomicMax(&state->written_max, now);
     d2[x] = now;
+  }
+}
+
+// Each brick's largest distance where the chosen candidate's distances changed (in each
+// change's R1 box), from its voxels' committed distances; a brick in both boxes is written
+// twice with the same value.
+__global__ void commit_bricks(const __grid_constant__ local::View v, const int32_t* chosen, const Candidate* candidates,
+                              uint32_t* brick_d2) {
+  const int k = *chosen;
+  if (k < 0) return;
+  const int j = int(blockIdx.x);
+  const local::Grid& g = v.grid;
+  const Candidate& cand = candidates[k];
+  const local::BrickWalk walk = local::BrickWalk::of(g, local::Box::around(g, cand.changes.at[j], cand.d1[j]));
+  for (int64_t t = threadIdx.x; t < walk.bricks; t += blockDim.x) {
+    int64_t w[3], from[3], to[3], q[3];
+    walk.brick(t, w, from, to);
+    uint32_t most = 0;
+    for (q[2] = 4 * w[2]; q[2] < std::min<int64_t>(4 * w[2] + 4, g.n[2]); ++q[2])
+      for (q[1] = 4 * w[1]; q[1] < std::min<int64_t>(4 * w[1] + 4, g.n[1]); ++q[1])
+        for (q[0] = 4 * w[0]; q[0] < std::min<int64_t>(4 * w[0] + 4, g.n[0]); ++q[0])
+          most = std::max(most, v.d2[g.index(q)]);
+    brick_d2[local::CentreBits::brick(g, w)] = most;
   }
 }
 
@@ -335,7 +471,7 @@ __global__ void commit_counts(State* state, const int32_t* chosen, const int64_t
 
 // From scratch: the centre bits, the tallies of distances and of thickness values.
 __global__ void init_maps(const __grid_constant__ local::View v, int64_t voxels, unsigned long long* bits,
-                          unsigned long long* d2_count, int64_t* hits) {
+                          unsigned long long* d2_count, int64_t* hits, uint32_t* brick_d2) {
   __shared__ int block_hits[kMostEdges + 2];
   for (int e = int(threadIdx.x); e < v.edge_count + 2; e += int(blockDim.x)) block_hits[e] = 0;
   __syncthreads();
@@ -346,6 +482,7 @@ __global__ void init_maps(const __grid_constant__ local::View v, int64_t voxels,
     if (!r) continue;
     int64_t c[3];
     v.grid.coords(i, c);
+    atomicMax(brick_d2 + local::CentreBits::word(v.grid, c), r);
     if (local::kept_centre(v, c, r, [&](int64_t j, const int64_t*) { return v.d2[j]; }))
       atomicOr(bits + local::CentreBits::word(v.grid, c), 1ull << local::CentreBits::bit(c));
   }
@@ -377,6 +514,7 @@ struct SwapScorer::Impl {
   DeviceBuffer<uint32_t> d2;
   DeviceBuffer<float> thickness;
   DeviceBuffer<unsigned long long> centres, d2_count;
+  DeviceBuffer<uint32_t> brick_d2;  // each brick's largest squared distance (CentreBits' layout)
   DeviceBuffer<int64_t> counts, hits;
   DeviceBuffer<State> state;
   DeviceBuffer<Candidate> candidates;
@@ -440,6 +578,8 @@ SwapScorer::SwapScorer(const uint8_t* d_phase, const Shape& shape, const Spacing
   g.boundary = int(boundary);
   m.centres = DeviceBuffer<unsigned long long>(std::size_t(local::CentreBits::words(g)), s, "the scorer's centre bits");
   PF_CUDA_CHECK(cudaMemsetAsync(m.centres.data(), 0, m.centres.bytes(), s));
+  m.brick_d2 = DeviceBuffer<uint32_t>(std::size_t(local::CentreBits::words(g)), s, "the scorer's brick distances");
+  PF_CUDA_CHECK(cudaMemsetAsync(m.brick_d2.data(), 0, m.brick_d2.bytes(), s));
   m.counts = DeviceBuffer<int64_t>(std::size_t(m.entries), s, "the scorer's counts");
   m.hits = DeviceBuffer<int64_t>(std::size_t(m.entries), s, "the scorer's tallies");
   PF_CUDA_CHECK(cudaMemsetAsync(m.hits.data(), 0, m.hits.bytes(), s));
@@ -485,7 +625,7 @@ SwapScorer::SwapScorer(const uint8_t* d_phase, const Shape& shape, const Spacing
     PF_CUDA_CHECK(cudaStreamSynchronize(s));  // the host tables outlive their uploads
   };
   tables(4);
-  init_maps<<<1024, kThreads, 0, s>>>(v, n, m.centres.data(), m.d2_count.data(), m.hits.data());
+  init_maps<<<1024, kThreads, 0, s>>>(v, n, m.centres.data(), m.d2_count.data(), m.hits.data(), m.brick_d2.data());
   PF_CUDA_CHECK_LAUNCH(s);
   init_counts<<<1, 1, 0, s>>>(m.state.data(), m.hits.data(), v.edge_count, m.counts.data(), m.d2_count.data(), top);
   PF_CUDA_CHECK_LAUNCH(s);
@@ -498,7 +638,8 @@ SwapScorer::SwapScorer(const uint8_t* d_phase, const Shape& shape, const Spacing
   PF_CUDA_CHECK(cudaMemsetAsync(m.centres.data(), 0, m.centres.bytes(), s));
   PF_CUDA_CHECK(cudaMemsetAsync(m.d2_count.data(), 0, m.d2_count.bytes(), s));
   PF_CUDA_CHECK(cudaMemsetAsync(m.hits.data(), 0, m.hits.bytes(), s));
-  init_maps<<<1024, kThreads, 0, s>>>(v, n, m.centres.data(), m.d2_count.data(), m.hits.data());
+  PF_CUDA_CHECK(cudaMemsetAsync(m.brick_d2.data(), 0, m.brick_d2.bytes(), s));
+  init_maps<<<1024, kThreads, 0, s>>>(v, n, m.centres.data(), m.d2_count.data(), m.hits.data(), m.brick_d2.data());
   PF_CUDA_CHECK_LAUNCH(s);
   init_counts<<<1, 1, 0, s>>>(m.state.data(), m.hits.data(), v.edge_count, m.counts.data(), m.d2_count.data(), top);
   PF_CUDA_CHECK_LAUNCH(s);
@@ -528,7 +669,7 @@ void SwapScorer::score_async(const int64_t* d_swaps, const int32_t* d_candidates
                                             m.entries);
   PF_CUDA_CHECK_LAUNCH(s);
   const dim3 grid(kChanges, unsigned(m.most));
-  reach<<<grid, kThreads, 0, s>>>(m.view, m.state.data(), d_candidates, m.candidates.data());
+  reach<<<grid, kThreads, 0, s>>>(m.view, m.state.data(), d_candidates, m.candidates.data(), m.brick_d2.data());
   PF_CUDA_CHECK_LAUNCH(s);
   near_distances<<<grid, kThreads, 0, s>>>(m.view, m.state.data(), d_candidates, m.candidates.data(), m.near.data(),
                                  m.near_capacity);
@@ -549,6 +690,8 @@ void SwapScorer::commit_async(const int32_t* d_chosen) {
   PF_CUDA_CHECK_LAUNCH(s);
   commit_distances<<<kChanges, kThreads, 0, s>>>(m.view, m.state.data(), d_chosen, m.candidates.data(), m.d2.data(),
                                                   m.d2_count.data());
+  PF_CUDA_CHECK_LAUNCH(s);
+  commit_bricks<<<kChanges, kThreads, 0, s>>>(m.view, d_chosen, m.candidates.data(), m.brick_d2.data());
   PF_CUDA_CHECK_LAUNCH(s);
   commit_centres<<<kChanges, kThreads, 0, s>>>(m.view, m.state.data(), d_chosen, m.candidates.data(),
                                                 m.centres.data());
