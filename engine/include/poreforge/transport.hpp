@@ -143,7 +143,8 @@ struct PermeabilityResult {
 /// must be cubes (isotropic spacing). CPU: two lattices, OpenMP; CUDA: the same in one fused
 /// stream-collide kernel. Each step computes in double; the populations are stored in float
 /// until the flow has settled to max(tolerance, 1e-5) (224 bytes a node a step against 376),
-/// then in double to `tolerance`.
+/// then, the checks started afresh, in double to `tolerance` (in float from a tolerance of
+/// 1e-4, where float's roundings stay well inside it).
 /// When no 6-connected pore cluster spans the axis the result is 0 without a flow run. Only
 /// fluid voxels are stored: 19 × 2 populations and 18 int32 sources a fluid voxel, at most
 /// 19 × 2 doubles (the mirror adds none); a step costs O(fluid voxels).

@@ -66,7 +66,8 @@ PF_HD double cell_row(const int32_t* __restrict__ nb, const double* __restrict__
 // rest) by ~1e-6 of themselves: stored whole, float would keep about one digit of that motion;
 // stored as departures, it keeps 7, and a step moves 224 bytes a node against double's 376. The
 // roundings of a float lattice add up through the slow modes, though (a slit of 13 voxels settled
-// 3e-5 from its exact k), so a run settles in float and finishes in double (run_to_steady_state).
+// 3e-5 from its exact k), so a run settles in float and finishes in double, or in float where the
+// tolerance is wide enough to hold them (run_to_steady_state).
 
 namespace lbm {
 
