@@ -261,5 +261,5 @@ TEST_CASE("psd.cuda.swap_scorer_grown_distances" * PF_GPU_DECORATORS) {
     swaps.push_back({at(28 + s, 28, 28), at(c[0], c[1], c[2])});
     for (const auto& o : offsets) swaps.push_back({at(c[0] + o[0], c[1] + o[1], c[2] + o[2]), at(2 + margin++, 2, 2)});
   }
-  check_committed_swaps(pore, Boundary::open, Bins::linear(0.05, 0.45, 5), swaps);
+  check_committed_swaps(pore, Boundary::open, Bins::linear(0.05, 2.5, 60), swaps);  // radii to 25 voxels
 }

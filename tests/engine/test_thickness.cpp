@@ -340,7 +340,8 @@ TEST_CASE("psd.cpu.local_evaluation_edges") {
       for (int64_t x = 28; x < 68; ++x) pore(x, y, z) = 1;
   const int64_t speck[3][3] = {{47, 48, 46}, {38, 54, 53}, {57, 41, 37}};
   for (const auto& c : speck) pore(c[0], c[1], c[2]) = 0;
-  auto grow = make_psd_evaluator(pore, Boundary::open, bins, Backend::cpu);
+  const Bins fine = Bins::linear(0.05, 2.5, 60);  // radii to 25 voxels
+  auto grow = make_psd_evaluator(pore, Boundary::open, fine, Backend::cpu);
   grow->counts();
   // Ten voxels off, a set voxel's reach (voxels nearer it than the walls) runs farthest
   // through where the speck was.
@@ -348,12 +349,12 @@ TEST_CASE("psd.cpu.local_evaluation_edges") {
   for (const auto& c : speck) {
     pore(c[0], c[1], c[2]) = 1;
     grow->set((c[2] * 96 + c[1]) * 96 + c[0], 1);
-    CHECK(grow->counts().at_least == cpu::psd_counts(pore, Boundary::open, bins).at_least);
+    CHECK(grow->counts().at_least == cpu::psd_counts(pore, Boundary::open, fine).at_least);
     for (const auto& o : offsets) {
       const int64_t i = ((c[2] + o[2]) * 96 + c[1] + o[1]) * 96 + c[0] + o[0];
       pore[std::size_t(i)] = uint8_t(1 - pore[std::size_t(i)]);
       grow->set(i, pore[std::size_t(i)]);
-      CHECK(grow->counts().at_least == cpu::psd_counts(pore, Boundary::open, bins).at_least);
+      CHECK(grow->counts().at_least == cpu::psd_counts(pore, Boundary::open, fine).at_least);
     }
   }
   CHECK(cpu::evaluation_tally(*grow).local >= 15);  // a few, whose regions hold most of the box, from scratch

@@ -535,20 +535,26 @@ PF_HD bool near_voxel(const View& v, const Changes& ch, const NearDistances& nea
 /// distance before (committed) and after; O (`old`) when a committed centre's distance changed,
 /// N (`fresh`) when the distance changed and is not 0, U (`kept`) when it did not change and is
 /// not 0 — the same ball in both masks, kept or inside a neighbour's, either way no other
-/// largest ball.
+/// largest ball. With `centres`, fewer: N only where the changed mask keeps a centre there, U
+/// only where either mask does (the face-neighbour test, as for a ball inside a neighbour's it
+/// may drop or keep it), for callers whose room for balls is bounded.
 struct NearBall {
   uint32_t before = 0, after = 0;
   bool old = false, fresh = false, kept = false;
 };
-PF_HD NearBall near_ball(const View& v, const Changes& ch, const NearDistances& near, int64_t x, const int64_t c[3]) {
+PF_HD NearBall near_ball(const View& v, const Changes& ch, const NearDistances& near, int64_t x, const int64_t c[3],
+                         bool centres = false) {
   NearBall b;
   b.before = v.d2[x];
   b.after = near.at(v, ch, x, c);
+  const auto centre_after = [&] {
+    return !centres || kept_centre(v, c, b.after, [&](int64_t j, const int64_t q[3]) { return near.at(v, ch, j, q); }, true);
+  };
   if (b.before == b.after) {
-    b.kept = b.before != 0;
+    b.kept = b.before != 0 && ((centres && CentreBits::holds(v.centres, v.grid, c)) || centre_after());
   } else {
     b.old = b.before != 0 && CentreBits::holds(v.centres, v.grid, c);
-    b.fresh = b.after != 0;
+    b.fresh = b.after != 0 && centre_after();
   }
   return b;
 }

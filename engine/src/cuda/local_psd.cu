@@ -42,8 +42,8 @@ constexpr int kWarp = 32;
 // balls decide; the balls listed (O, N and U's part in the near boxes, then U's that reach a
 // slab's voxels left to them: packed centre and squared radius).
 constexpr int64_t kSlabVoxels = 24 * 1024;
-constexpr int kOld = 0, kNew = 1, kKept = 2, kU = 3;
-__host__ __device__ constexpr int room(int which) { return which == kOld || which == kNew ? 1024 : 2048; }
+constexpr int kOld = 0, kNew = 1, kKept = 2, kU = 3;  // the lists
+__host__ __device__ constexpr int room(int) { return 1024; }  // each list's: 150 KB a block in all, an A100's room
 __host__ __device__ constexpr int first_of(int which) { return which == kOld ? 0 : first_of(which - 1) + room(which - 1); }
 constexpr int kBallRoom = first_of(kU) + room(kU);
 constexpr std::size_t kPaintShared =
@@ -245,7 +245,7 @@ __global__ void __launch_bounds__(kPaintThreads)
   for (int64_t t = threadIdx.x; t < items; t += blockDim.x) {
     int64_t x, q[3];
     if (!local::near_voxel(v, c.ch, c.nd, t, x, q)) continue;
-    const local::NearBall b = local::near_ball(v, c.ch, c.nd, x, q);
+    const local::NearBall b = local::near_ball(v, c.ch, c.nd, x, q, true);
     const uint32_t gap = c.r2.gap2(g, q);
     if (b.kept && gap < b.before) list(kKept, q, b.before);
     if (b.old && gap < b.before) list(kOld, q, b.before);
@@ -291,7 +291,7 @@ __global__ void __launch_bounds__(kPaintThreads)
       for (int64_t t = threadIdx.x; t < items; t += blockDim.x) {
         int64_t x, q[3];
         if (!local::near_voxel(v, c.ch, c.nd, t, x, q)) continue;
-        const local::NearBall b = local::near_ball(v, c.ch, c.nd, x, q);
+        const local::NearBall b = local::near_ball(v, c.ch, c.nd, x, q, true);
         const uint32_t r = which == kOld ? (b.old ? b.before : 0u) : (b.fresh ? b.after : 0u);
         if (r) paint_ball(q, r, 0, 1, all_rows, 0, lx - 1);
       }
@@ -334,7 +334,10 @@ __global__ void __launch_bounds__(kPaintThreads)
       for (int a = 0; a < 3; ++a) atomicMin(&lo[a], int(u[a])), atomicMax(&hi[a], int(u[a]));
     }
     __syncthreads();
-    if (hi[0] < 0) continue;  // every voxel finished (the loop's next slab starts with a barrier)
+    if (hi[0] < 0) {  // every voxel finished; read by all before the next slab resets it
+      __syncthreads();
+      continue;
+    }
     // U's balls over the voxels left: N's largest stays in lt2, U's are raised into it there.
     local::Box needed;
     for (int a = 0; a < 3; ++a) needed.lo[a] = slab.lo[a] + lo[a], needed.hi[a] = slab.lo[a] + hi[a];
@@ -358,7 +361,7 @@ __global__ void __launch_bounds__(kPaintThreads)
       for (int64_t t = threadIdx.x; t < items; t += blockDim.x) {
         int64_t x, q[3];
         if (!local::near_voxel(v, c.ch, c.nd, t, x, q)) continue;
-        const local::NearBall b = local::near_ball(v, c.ch, c.nd, x, q);
+        const local::NearBall b = local::near_ball(v, c.ch, c.nd, x, q, true);
         if (b.kept && needed.gap2(g, q) < b.before) take(q, b.before);
       }
     }
