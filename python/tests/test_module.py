@@ -398,7 +398,9 @@ def test_reconstruct_equals_the_command_line_and_keeps_pythons_signals(tmp_path,
     with pytest.raises(ValueError, match="annealing.alpah is not a known key"):
         pf.reconstruct({**config, "annealing": {"alpah": 0.9}}, output="module")
     # Ctrl-C during a run: a checkpoint, then KeyboardInterrupt; Python's own handling after.
-    long = {**config, "name": "long", "annealing": {"max_evaluations": 10**9, "stage_length": 50}}
+    # Long: no stop but the signal (the stall and energy stops off), however fast the loop.
+    long = {**config, "name": "long",
+            "annealing": {"max_evaluations": 10**9, "stage_length": 50, "stall_stages": 2**30, "energy_tolerance": 0}}
 
     def interrupt():
         wait_for(tmp_path / "module" / "long" / "run.log")
