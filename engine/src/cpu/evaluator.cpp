@@ -1,7 +1,7 @@
-// The CPU evaluator. It keeps the evaluated mask's squared distances, thickness map and ball
-// centres, and re-evaluates only the region a change can reach (common/local_psd.hpp, which
-// says why that is exact; the CUDA swap scorer runs the same functions). With a voxel metric
-// only: anisotropic spacings evaluate from scratch.
+// The CPU evaluator. It keeps the evaluated mask's squared distances, thickness map, ball
+// centres and each brick's largest distance, and re-evaluates only the region a change can
+// reach (common/local_psd.hpp, which says why that is exact; the CUDA swap scorer runs the same
+// functions). With a voxel metric only: anisotropic spacings evaluate from scratch.
 //
 // The last evaluation's changes stay pending: the next evaluation commits them when they are
 // still in the mask (an annealer's accepted swap) and drops them when they were set back (a
@@ -321,7 +321,7 @@ class CpuPsdEvaluator final : public PsdEvaluator {
         if (now != m_d2[std::size_t(x)]) distances.push_back({x, now});
       });
     }
-    m_lowered.clear();  // bricks whose largest distance may have fallen
+    m_lowered.clear();  // voxels whose brick's largest distance may have fallen
     for (const auto& [x, now] : distances) {
       uint32_t& d = m_d2[std::size_t(x)];
       if (d == now) continue;  // listed twice (overlapping boxes)
