@@ -145,6 +145,19 @@ PF_HD uint32_t brick_gap2(const Grid& g, const int64_t p[3], const int64_t w[3])
   return squared_norm(VoxelMetric{}, d[0], d[1], d[2]);
 }
 
+/// The largest squared distance among brick w's voxels (d2: the volume's).
+PF_HD uint32_t brick_largest(const Grid& g, const uint32_t* d2, const int64_t w[3]) {
+  uint32_t most = 0;
+  int64_t q[3];
+  for (q[2] = 4 * w[2]; q[2] < 4 * w[2] + 4 && q[2] < g.n[2]; ++q[2])
+    for (q[1] = 4 * w[1]; q[1] < 4 * w[1] + 4 && q[1] < g.n[1]; ++q[1])
+      for (q[0] = 4 * w[0]; q[0] < 4 * w[0] + 4 && q[0] < g.n[0]; ++q[0]) {
+        const uint32_t d = d2[g.index(q)];
+        most = d > most ? d : most;
+      }
+  return most;
+}
+
 /// Lattice offsets sorted by squared norm, for nearest-background walks: packed 10 bits a
 /// component (offsets up to ±511), and first[v] the first entry of norm ≥ v (v ≤ limit + 1).
 /// Offsets along flat axes are left out.

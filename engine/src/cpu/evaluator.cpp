@@ -498,13 +498,9 @@ class CpuPsdEvaluator final : public PsdEvaluator {
   // The largest committed squared distance of the brick that holds voxel c, from its voxels.
   void update_brick(const local::Grid& g, const int64_t c[3]) {
     const int64_t w[3] = {c[0] / 4, c[1] / 4, c[2] / 4};
-    uint32_t most = 0;
-    for (int64_t z = 4 * w[2]; z < std::min(4 * w[2] + 4, g.n[2]); ++z)
-      for (int64_t y = 4 * w[1]; y < std::min(4 * w[1] + 4, g.n[1]); ++y)
-        for (int64_t x = 4 * w[0]; x < std::min(4 * w[0] + 4, g.n[0]); ++x)
-          most = std::max(most, m_d2[std::size_t(x + g.stride[1] * y + g.stride[2] * z)]);
-    m_brick_d2[std::size_t(local::CentreBits::word(g, c))] = most;
+    m_brick_d2[std::size_t(local::CentreBits::brick(g, w))] = local::brick_largest(g, m_d2.data(), w);
   }
+
 
   Mask m_phase;      // as set() leaves it
   Mask m_committed;  // the mask the maps are of (empty before the first evaluation)

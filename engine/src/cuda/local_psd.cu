@@ -425,14 +425,9 @@ __global__ void commit_bricks(const __grid_constant__ local::View v, const int32
   const Candidate& cand = candidates[k];
   const local::BrickWalk walk = local::BrickWalk::of(g, local::Box::around(g, cand.changes.at[j], cand.d1[j]));
   for (int64_t t = threadIdx.x; t < walk.bricks; t += blockDim.x) {
-    int64_t w[3], from[3], to[3], q[3];
+    int64_t w[3], from[3], to[3];
     walk.brick(t, w, from, to);
-    uint32_t most = 0;
-    for (q[2] = 4 * w[2]; q[2] < std::min<int64_t>(4 * w[2] + 4, g.n[2]); ++q[2])
-      for (q[1] = 4 * w[1]; q[1] < std::min<int64_t>(4 * w[1] + 4, g.n[1]); ++q[1])
-        for (q[0] = 4 * w[0]; q[0] < std::min<int64_t>(4 * w[0] + 4, g.n[0]); ++q[0])
-          most = std::max(most, v.d2[g.index(q)]);
-    brick_d2[local::CentreBits::brick(g, w)] = most;
+    brick_d2[local::CentreBits::brick(g, w)] = local::brick_largest(g, v.d2, w);
   }
 }
 
