@@ -500,8 +500,11 @@ void build_start(Session& run, anneal::Config& loop, const Mask* reference, bool
     if (cl->other_sizes.empty())
       std::fprintf(run.text_stream(), "the blobs' smaller ones kept (the target names the share only)");
     else
-      std::fprintf(run.text_stream(), "%lld of the reference's small clusters placed (it has %.1f on average)",
-                   static_cast<long long>(cs.clusters_placed), cl->others);
+      std::fprintf(run.text_stream(),
+                   "%lld of the reference's small clusters placed, %lld of them touching the largest at an edge or "
+                   "corner (it has %.1f on average, %.1f touching)",
+                   static_cast<long long>(cs.clusters_placed), static_cast<long long>(cs.clusters_touching),
+                   cl->others, cl->touching);
     if (cs.voxels_peeled) std::fprintf(run.text_stream(), ", %lld voxels peeled", static_cast<long long>(cs.voxels_peeled));
     std::fprintf(run.text_stream(), ", %lld voxels grown\n", static_cast<long long>(cs.voxels_grown));
   }
@@ -522,12 +525,14 @@ Mask refine_start(Session& run, const anneal::Config& loop, const Mask& coarser,
   anneal::ConnectedStart cs;
   Mask connected = anneal::connect_largest_cluster(start, field, *clusters, loop.seed, run.backend, &cs);
   connected.set_spacing(loop.spacing);
-  char line[320];
+  char line[400];
   std::snprintf(line, sizeof line,
                 "refined   onto %s: largest pore cluster %.4f -> %.4f of the pore (reference %.4f), %lld of the "
-                "reference's small clusters placed (it has %.1f on average)",
+                "reference's small clusters placed, %lld of them touching the largest at an edge or corner (it has "
+                "%.1f on average, %.1f touching)",
                 to_string(loop.shape).c_str(), cs.largest_share_before, cs.largest_share_after, clusters->largest_share,
-                static_cast<long long>(cs.clusters_placed), clusters->others);
+                static_cast<long long>(cs.clusters_placed), static_cast<long long>(cs.clusters_touching),
+                clusters->others, clusters->touching);
   run.note(line);
   return connected;
 }

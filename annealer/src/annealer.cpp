@@ -82,7 +82,8 @@ std::vector<int64_t> chord_counts(const Mask& pore, const terms::Chords& layout)
 // then only reshape the largest, so the clusters the start holds apart stay as they are (a
 // real sample's isolated pores and specks): none merges into the largest, none comes to touch
 // it at an edge or corner either (26-connected, as `compare` also counts them, they would be
-// one cluster), and the sizes stay the same: a snapshot's structure gives the same set again.
+// one cluster) nor stops touching it where the start placed it so, and the sizes stay the
+// same: a snapshot's structure gives the same set again.
 // Empty when there is nothing to freeze.
 std::vector<uint8_t> frozen_voxels(const Mask& pore, bool keep_pore_connected) {
   if (!keep_pore_connected) return {};

@@ -354,22 +354,24 @@ std::vector<PlantedBall> plan_large_pores(const std::vector<double>& start_fract
 
 ClusterSample sample_clusters(const Mask& reference, Shape sub, int count, uint64_t seed, Backend backend) {
   ClusterSample out;
-  auto add = [&](const ComponentLabels& c, double weight) {
+  auto add = [&](const Mask& pore_mask, double weight) {
+    const ComponentLabels c = label_components(pore_mask, Adjacency::face6, backend);
     if (c.count == 0) return;
     const uint32_t largest = largest_component(c);
     const int64_t pore = std::accumulate(c.sizes.begin(), c.sizes.end(), int64_t(0));
     out.largest_share += weight * double(c.sizes[largest - 1]) / double(pore);
     out.others += weight * double(c.count - 1);
+    out.touching += weight * double(c.count - label_components(pore_mask, Adjacency::full26, backend).count);
     for (std::size_t k = 0; k < c.sizes.size(); ++k)
       if (k + 1 != largest) out.other_sizes.push_back(c.sizes[k]);
   };
   const Shape whole = reference.shape();
   if (sub.nx <= whole.nx && sub.ny <= whole.ny && sub.nz <= whole.nz && count > 0) {
-    for (const Shape& corner : subvolume_corners(whole, sub, count, seed))
-      add(label_components(crop(reference, corner, sub), Adjacency::face6, backend), 1.0 / count);
+    for (const Shape& corner : subvolume_corners(whole, sub, count, seed)) add(crop(reference, corner, sub), 1.0 / count);
   } else {  // the domain is larger than the reference: its clusters, as many per voxel
-    add(label_components(reference, Adjacency::face6, backend), 1.0);
+    add(reference, 1.0);
     out.others *= double(sub.voxels()) / double(whole.voxels());
+    out.touching *= double(sub.voxels()) / double(whole.voxels());
   }
   return out;
 }
@@ -415,7 +417,9 @@ Mask connect_largest_cluster(const Mask& start, const std::vector<float>& field,
   if (place) {
     // Every other cluster goes; the reference's own small clusters take their place: as many
     // as its sub-volumes hold on average, sizes drawn from theirs, each grown from a voxel
-    // clear of all pore, none touching another (nor the largest) even at an edge or a corner.
+    // clear of all pore, none touching another (nor the largest) even at an edge or a corner —
+    // but as many as the reference's touch another at edges or corners alone, spread among
+    // them: each of those meets the largest so (never across a face).
     for (int64_t i = 0; i < n; ++i)
       if (owner[std::size_t(i)] && owner[std::size_t(i)] != largest) {
         owner[std::size_t(i)] = 0;
@@ -455,6 +459,7 @@ Mask connect_largest_cluster(const Mask& start, const std::vector<float>& field,
     // What the largest leaves (it may hold more than its share still: it keeps that).
     int64_t budget = pore - std::max(want, largest_size);
     const int64_t placing = std::llround(clusters.others);
+    const int64_t touching = std::clamp<int64_t>(std::llround(clusters.touching), 0, placing);
     uint32_t next_label = uint32_t(c.count) + 1;
     uint64_t draw = 0;
     for (int64_t k = 0; k < placing && budget > 0; ++k) {
@@ -467,6 +472,8 @@ Mask connect_largest_cluster(const Mask& start, const std::vector<float>& field,
       // A cluster walled in by the others before it reaches its size goes again from another
       // origin: the sizes placed are the sample's, not cut short (a cut one would be a speck).
       const uint32_t label = next_label;
+      // Spread evenly: the k-th placed touches when the running share steps past a whole one.
+      const bool touch = placing > 0 && (k + 1) * touching / placing > k * touching / placing;
       std::vector<int64_t> grown;
       for (int attempt = 0; attempt < 8 && int64_t(grown.size()) < size; ++attempt) {
         for (int64_t v : grown) {
@@ -478,9 +485,16 @@ Mask connect_largest_cluster(const Mask& start, const std::vector<float>& field,
         for (int tries = 0; tries < 256 && origin < 0; ++tries) {
           const PhiloxBlock w = random.draw(draw++, 0);
           const int64_t v = int64_t(Philox::below(w[0], w[1], uint64_t(n)));
-          bool clear = !owner[std::size_t(v)];
-          for_cube(v, [&](int64_t u) { clear = clear && !owner[std::size_t(u)]; });
-          if (clear) origin = v;
+          // Apart: nothing in the 26-neighbourhood. Touching: the largest at edges or corners
+          // only, nothing else there, and no pore across a face.
+          bool clear = !owner[std::size_t(v)], meets_largest = false;
+          for_cube(v, [&](int64_t u) {
+            const uint32_t l = owner[std::size_t(u)];
+            meets_largest = meets_largest || l == largest;
+            clear = clear && (!l || (touch && l == largest));
+          });
+          if (touch) for_faces(v, [&](int64_t u) { clear = clear && !owner[std::size_t(u)]; });
+          if (clear && meets_largest == touch) origin = v;
         }
         if (origin < 0) break;
         // Grown nearest the origin first, the field breaking ties: a compact pore, as a real
@@ -498,8 +512,14 @@ Mask connect_largest_cluster(const Mask& start, const std::vector<float>& field,
           const int64_t v = front.top().second;
           front.pop();
           if (owner[std::size_t(v)]) continue;
+          // Apart from every other cluster, but one placed touching may meet the largest at
+          // edges and corners (not across a face) wherever it grows.
           bool apart = true;
-          for_cube(v, [&](int64_t u) { apart = apart && (!owner[std::size_t(u)] || owner[std::size_t(u)] == label); });
+          for_cube(v, [&](int64_t u) {
+            const uint32_t l = owner[std::size_t(u)];
+            apart = apart && (!l || l == label || (touch && l == largest));
+          });
+          if (touch) for_faces(v, [&](int64_t u) { apart = apart && owner[std::size_t(u)] != largest; });
           if (!apart) continue;
           owner[std::size_t(v)] = label;
           out[std::size_t(v)] = 1;
@@ -520,6 +540,7 @@ Mask connect_largest_cluster(const Mask& start, const std::vector<float>& field,
       budget -= size;
       others_total += size;
       ++r.clusters_placed;
+      if (touch) ++r.clusters_touching;
     }
   } else {
     // Drop the largest other clusters until the others fit in what the largest leaves: the

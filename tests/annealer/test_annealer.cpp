@@ -706,7 +706,8 @@ TEST_CASE("anneal.connectivity.removal_test") {
 // Swaps under keep_pore_connected never split a 6-connected cluster of either phase nor make
 // one, and leave the pore clusters other than the largest as the start has them: the pore's
 // clusters stay the start's, step after step — 26-connected too (none comes to touch the
-// largest at an edge or a corner) — and the solid's never grow in number. Free swaps
+// largest at an edge or a corner, none placed touching it parts) — and the solid's never grow
+// in number. Free swaps
 // at a high temperature, from the same start, do fragment the pore (so the check can fail).
 PF_BACKEND_TEST("anneal", "kept_connected_never_splits_a_cluster") {
   const uint64_t seed = testing::fresh_seed();
@@ -719,16 +720,21 @@ PF_BACKEND_TEST("anneal", "kept_connected_never_splits_a_cluster") {
   c.stopping.max_evaluations = 1500;
   c.stopping.energy_tolerance = 0;
   auto clusters = [](const Mask& m) { return label_components(m, Adjacency::face6, Backend::cpu).count; };
+  // A start with small clusters beside the largest, to be left alone, two of them touching it
+  // at an edge or a corner.
   ClusterSample connected;
   connected.largest_share = 0.95;
-  // A start with small clusters beside the largest, to be left alone: the first blob seed that
-  // gives one.
-  for (uint64_t s = seed; !c.initial || clusters(*c.initial) < 2; ++s)
-    c.initial = make_blob_start(c.shape, {}, c.targets, c.boundary, 0.7, false, s, Backend::cpu, nullptr,
-                                &connected);
+  connected.others = 5;
+  connected.touching = 2;
+  connected.other_sizes = {2, 5};
+  c.initial = make_blob_start(c.shape, {}, c.targets, c.boundary, 0.7, false, seed, Backend::cpu, nullptr, &connected);
   auto clusters26 = [](const Mask& m) { return label_components(m, Adjacency::full26, Backend::cpu).count; };
   const int64_t pore0 = clusters(*c.initial), solid0 = clusters(complement(*c.initial));
   const int64_t pore26 = clusters26(*c.initial);
+  CAPTURE(pore26);
+  CAPTURE(pore0);
+  REQUIRE(pore0 == 6);
+  REQUIRE(pore26 == 4);
   // The voxels of the clusters other than the largest.
   auto others = [](const Mask& m) {
     const ComponentLabels l = label_components(m, Adjacency::face6, Backend::cpu);
@@ -800,7 +806,8 @@ TEST_CASE("anneal.connect_largest_cluster") {
 }
 
 // A start given a real sample's small clusters: its own other clusters go, as many of the
-// sample's sizes as it names are placed apart from everything, and the pore count stays.
+// sample's sizes as it names are placed apart from everything (those it names touching meet
+// the largest at an edge or a corner alone), and the pore count stays.
 TEST_CASE("anneal.connect_largest_cluster_places_the_samples_clusters") {
   const uint64_t seed = testing::fresh_seed();
   CAPTURE(seed);
@@ -819,11 +826,30 @@ TEST_CASE("anneal.connect_largest_cluster_places_the_samples_clusters") {
   CHECK(after.count == 7);
   // Apart at edges and corners too: 26-connected, the same clusters.
   CHECK(label_components(out, Adjacency::full26, Backend::cpu).count == 7);
+  CHECK(r.clusters_touching == 0);
   std::vector<int64_t> sizes = after.sizes;
   std::sort(sizes.begin(), sizes.end());
   for (std::size_t k = 0; k + 1 < sizes.size(); ++k) CHECK((sizes[k] == 1 || sizes[k] == 4 || sizes[k] == 9));
   // The same seed places them the same way.
   CHECK(connect_largest_cluster(start, field, sample, seed).values() == out.values());
+  // Two of them touching: the same six clusters apart across faces, four to a 26-connected
+  // count, each of the two one with the largest.
+  sample.touching = 2;
+  const Mask touching = connect_largest_cluster(start, field, sample, seed, Backend::cpu, &r);
+  CHECK(count_phase(touching) == count_phase(start));
+  CHECK(r.clusters_placed == 6);
+  CHECK(r.clusters_touching == 2);
+  const ComponentLabels faces = label_components(touching, Adjacency::face6, Backend::cpu);
+  const ComponentLabels full = label_components(touching, Adjacency::full26, Backend::cpu);
+  CHECK(faces.count == 7);
+  CHECK(full.count == 5);
+  const uint32_t largest_face = largest_component(faces), largest_full = largest_component(full);
+  int64_t joined = 0;
+  for (int64_t i = 0; i < touching.voxels(); ++i)
+    joined += full.labels[std::size_t(i)] == largest_full && faces.labels[std::size_t(i)] != largest_face;
+  CHECK(full.sizes[largest_full - 1] == faces.sizes[largest_face - 1] + joined);
+  CHECK(joined > 0);
+  sample.touching = 0;
   // A largest cluster above its share gives the excess up without splitting (one cluster and
   // the placed ones), the placed clusters take it, and the pore count still holds.
   const Mask dense = lowest_values(field, shape, shape.voxels() * 3 / 10);  // nearly all one cluster

@@ -18,22 +18,26 @@ struct ConnectedStart {
   double largest_share_before = 0, largest_share_after = 0;  ///< of the pore, 6-connected in the box
   int64_t clusters_dropped = 0;  ///< other clusters made solid
   int64_t clusters_placed = 0;   ///< the reference's small clusters placed instead
+  int64_t clusters_touching = 0; ///< of those, placed touching the largest at an edge or a corner
   int64_t voxels_peeled = 0;     ///< pore voxels the largest cluster gave up (it held more than its share)
   int64_t voxels_grown = 0;      ///< solid voxels the largest cluster took
 };
 
 /// How a real sample's pore falls into 6-connected clusters in a box of the domain's size:
-/// the largest's share of the pore, and the others — their mean number and their sizes.
+/// the largest's share of the pore, and the others — their mean number and their sizes — and
+/// how many of them touch another cluster at an edge or a corner only (a 26-connected count
+/// has that many clusters fewer).
 /// Without sizes (a descriptor file's share alone) a start keeps the blobs' own small clusters.
 struct ClusterSample {
   double largest_share = 0;
   double others = 0;
+  double touching = 0;  ///< the 6-connected count less the 26-connected one
   std::vector<int64_t> other_sizes;
 };
 
 /// The clusters of `count` sub-volumes of shape `sub` of `reference` (pore = 1), drawn from
 /// `seed` as `compare` draws its real sub-volumes: the mean largest share, the mean number of
-/// other clusters, their sizes pooled. A `sub` larger than the reference: the whole reference,
+/// other clusters and of those touching at edges or corners, their sizes pooled. A `sub` larger than the reference: the whole reference,
 /// its number of other clusters scaled to `sub`'s voxels.
 ClusterSample sample_clusters(const Mask& reference, Shape sub, int count, uint64_t seed,
                               Backend backend = Backend::cpu);
@@ -90,10 +94,12 @@ Mask make_blob_start(Shape shape, Spacing spacing, const Targets& targets, Bound
 /// with sizes in `clusters`, first the largest gives up what it holds beyond its share (its
 /// voxels where `field` is highest, each where that splits nothing), then clusters.others of
 /// the real sample's own take that pore, sizes drawn from `seed`, each grown compact (nearest
-/// first) from a voxel clear of all pore, none touching another or the largest, not even at
-/// an edge or a corner (26-connected they would be one); without sizes, the largest other
-/// clusters are made solid until the others fit in 1 − largest_share (the small ones stay).
-/// Then the largest grows by the voxels that frees into the solid next to it where `field` is
+/// first) from a voxel clear of all pore, none touching another or the largest — not even at
+/// an edge or a corner (26-connected they would be one) but for clusters.touching of them,
+/// which meet the largest at edges or corners and never across a face, as that many of a real
+/// sample's do (the 26-connected count then comes out as the sample's); without sizes, the
+/// largest other clusters are made solid until the others fit in 1 − largest_share (the small
+/// ones stay). Then the largest grows by the voxels that frees into the solid next to it where `field` is
 /// lowest, never touching another cluster — along the field's valleys, so the throats it opens
 /// follow the structure. The pore count is kept exactly. Without sizes, a largest cluster that
 /// already holds its share is left as it is. `report` (optional) hears the figures.
