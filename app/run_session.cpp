@@ -419,13 +419,17 @@ std::optional<anneal::ClusterSample> cluster_sample(Session& run, const anneal::
       std::vector<int64_t> shown;
       for (int64_t size : clusters->other_sizes)
         if (const int64_t s = std::llround(double(size) * scale); s > 0) shown.push_back(s);
-      if (!clusters->other_sizes.empty())
-        clusters->others *= double(shown.size()) / double(clusters->other_sizes.size());
+      if (!clusters->other_sizes.empty()) {
+        const double kept = double(shown.size()) / double(clusters->other_sizes.size());
+        clusters->others *= kept;
+        clusters->touching *= kept;
+      }
       clusters->other_sizes = std::move(shown);
-      if (clusters->other_sizes.empty()) clusters->others = 0;
+      if (clusters->other_sizes.empty()) clusters->others = clusters->touching = 0;
     }
   } else if (run.rc.initial_connect && loop.targets.largest_cluster_share > 0) {
-    clusters = anneal::ClusterSample{loop.targets.largest_cluster_share, 0, {}};
+    clusters = anneal::ClusterSample{};
+    clusters->largest_share = loop.targets.largest_cluster_share;
   } else if (run.rc.initial_connect && !quiet) {
     std::fprintf(run.text_stream(), "initial.connect: the target names no largest-cluster share (a descriptor file "
                                     "without `describe --measures`); the blobs start as drawn\n");
