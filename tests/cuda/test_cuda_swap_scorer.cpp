@@ -104,8 +104,7 @@ void check_scorer(const Mask& start, Boundary boundary, const Bins& bins, int ca
       const int32_t ints[2] = {k, chosen};
       CUDA_OK(cudaMemcpyAsync(d_swaps, swaps.data(), swaps.size() * sizeof(int64_t), cudaMemcpyHostToDevice, stream));
       CUDA_OK(cudaMemcpyAsync(d_ints, ints, sizeof(ints), cudaMemcpyHostToDevice, stream));
-      // Launches sized to the batch now and then (its paint dealt out to more blocks a change).
-      scorer.score_async(d_swaps, d_ints, d_delta, step % 2 ? k : 0);
+      scorer.score_async(d_swaps, d_ints, d_delta);
       std::vector<int64_t> delta(std::size_t(k) * entries);
       CUDA_OK(cudaMemcpyAsync(delta.data(), d_delta, delta.size() * sizeof(int64_t), cudaMemcpyDeviceToHost, stream));
       const std::vector<int64_t> base = committed();

@@ -312,7 +312,7 @@ struct DeviceLoop::Impl {
     propose_batch<<<(k_most + 3) / 4, 128, 0, s>>>(step, state.data(), batch_buffers, k_most, batch_end);
     PF_CUDA_CHECK_LAUNCH(s);
     for (int w = 0; w < 2; ++w)
-      if (scorer[w]) scorer[w]->score_async(batch_buffers.swaps[w], batch_buffers.count, batch_buffers.psd_delta[w], k_most);
+      if (scorer[w]) scorer[w]->score_async(batch_buffers.swaps[w], batch_buffers.count, batch_buffers.psd_delta[w]);
     candidate_terms<<<k_most, kThreads, 0, s>>>(step, batch_buffers);
     PF_CUDA_CHECK_LAUNCH(s);
     candidate_energy<<<k_most, kThreads, energy_bytes, s>>>(step, batch_buffers);

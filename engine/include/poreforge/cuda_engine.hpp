@@ -120,10 +120,8 @@ class SwapScorer {
   const int64_t* counts() const;
   /// Scores candidates 0 … *d_candidates − 1 (device int32, at most `most`): candidate k moves
   /// voxel d_swaps[2k] out of the phase and d_swaps[2k + 1] into it, and d_delta[k·entries + e]
-  /// receives the change of counts()[e]. Both stay the caller's until commit_async. `rows`:
-  /// the most candidates this call can hold, when the caller knows fewer than `most` (the
-  /// launches are sized to it; 0: `most`).
-  void score_async(const int64_t* d_swaps, const int32_t* d_candidates, int64_t* d_delta, int rows = 0);
+  /// receives the change of counts()[e]. Both stay the caller's until commit_async.
+  void score_async(const int64_t* d_swaps, const int32_t* d_candidates, int64_t* d_delta);
   /// Commits candidate *d_chosen (device int32; nothing when negative) of the last score_async:
   /// the maps and counts() take its change.
   void commit_async(const int32_t* d_chosen);

@@ -50,9 +50,6 @@ constexpr std::size_t kPaintShared =
     std::size_t(kSlabVoxels) * sizeof(uint32_t) + 2 * std::size_t(kSlabVoxels / 32) * sizeof(uint32_t) + std::size_t(kBallRoom) * 12;
 // Tallies in shared memory: edges + 2 of them.
 constexpr int kMostEdges = 510;
-// The most blocks a change's R2 is dealt out to (its slabs; a few candidates' paint then fills
-// the device, where a block a change left most multiprocessors idle).
-constexpr int kMostParts = 8;
 
 // What the kernels of one batch leave each other, per candidate.
 struct Candidate {
@@ -197,9 +194,7 @@ __device__ void unpack(uint64_t p, int64_t c[3]) {
 }
 
 // Change j's R2 repainted slab by slab from the changed balls (local_psd.hpp, "Changed balls
-// only"). R2's slabs are dealt out to `parts` blocks (blockIdx.x = change · parts + part), so
-// that a batch of a few candidates still fills the device; each block lists the near boxes'
-// balls that reach R2 once: O, N and U's part. Each slab
+// only"). The near boxes' balls that reach R2 are listed once: O, N and U's part. Each slab
 // takes O's largest squared radius a voxel (a ball a warp, its rows split between the lanes,
 // atomic maxima), a bit where U gave the committed value, then N's largest; a voxel's value
 // follows from these but where U's balls decide: those voxels are marked, and U's balls that
@@ -211,7 +206,7 @@ template <bool kCommit>
 __global__ void __launch_bounds__(kPaintThreads)
     paint(const __grid_constant__ local::View view, State* state, const int32_t* count_or_chosen,
           const Candidate* candidates, const uint32_t* near, int64_t capacity, int64_t* delta, int entries,
-          float* thickness, int parts) {
+          float* thickness) {
   extern __shared__ __align__(16) unsigned char dynamic[];
   uint32_t* lt2 = reinterpret_cast<uint32_t*>(dynamic);
   uint32_t* gave = lt2 + kSlabVoxels;
@@ -223,12 +218,12 @@ __global__ void __launch_bounds__(kPaintThreads)
   __shared__ int lo[3], hi[3];  // the bounding box of the slab's voxels that need U (slab-local)
   const int k = kCommit ? *count_or_chosen : int(blockIdx.y);
   if (kCommit ? k < 0 : k >= *count_or_chosen) return;
-  const int j = int(blockIdx.x) / parts, part = int(blockIdx.x) % parts;
+  const int j = int(blockIdx.x);
   load_common(view, state, candidates, k, j, true, near, capacity);
   Common& c = common();
   const local::View& v = c.v;
   const local::Grid& g = v.grid;
-  const int64_t lx = c.r2.length(0), ly = c.r2.length(1), lz = c.r2.length(2), plane = lx * ly;
+  const int64_t lx = c.r2.length(0), ly = c.r2.length(1), plane = lx * ly;
   if (plane > kSlabVoxels) {
     if (threadIdx.x == 0) atomicExch(&state->too_large, 1);
     return;
@@ -259,10 +254,8 @@ __global__ void __launch_bounds__(kPaintThreads)
   __syncthreads();
   const bool fits[3] = {listed[kOld] <= room(kOld), listed[kNew] <= room(kNew), listed[kKept] <= room(kKept)};
 
-  // Slabs as deep as shared memory holds, or shallower where that gives each part one.
-  const int64_t planes = std::min<int64_t>(kSlabVoxels / plane, (lz + parts - 1) / parts);
-  if (c.r2.lo[2] + part * planes > c.r2.hi[2]) return;  // no slab for this part (before any barrier: all leave)
-  for (int64_t z0 = c.r2.lo[2] + part * planes; z0 <= c.r2.hi[2]; z0 += parts * planes) {
+  const int64_t planes = kSlabVoxels / plane;
+  for (int64_t z0 = c.r2.lo[2]; z0 <= c.r2.hi[2]; z0 += planes) {
     if (threadIdx.x == 0) {
       c.slab = c.r2;
       c.slab.lo[2] = z0;
@@ -515,7 +508,6 @@ struct SwapScorer::Impl {
   cudaStream_t stream = nullptr;
   Shape shape;
   int most = 0, entries = 0;
-  int processors = 1;  // the device's multiprocessors
   int64_t near_capacity = 0;
   DeviceBuffer<uint32_t> d2;
   DeviceBuffer<float> thickness;
@@ -556,9 +548,6 @@ SwapScorer::SwapScorer(const uint8_t* d_phase, const Shape& shape, const Spacing
   m.shape = shape;
   m.most = most;
   m.entries = local::count_entries(int(bins.edges().size()));
-  int device = 0;
-  PF_CUDA_CHECK(cudaGetDevice(&device));
-  PF_CUDA_CHECK(cudaDeviceGetAttribute(&m.processors, cudaDevAttrMultiProcessorCount, device));
   const int64_t n = shape.voxels();
 
   // The maps from scratch, by the engine (its own stream, waited for).
@@ -668,28 +657,24 @@ int SwapScorer::count_entries() const { return m_impl->entries; }
 
 const int64_t* SwapScorer::counts() const { return m_impl->counts.data(); }
 
-void SwapScorer::score_async(const int64_t* d_swaps, const int32_t* d_candidates, int64_t* d_delta, int rows) {
+void SwapScorer::score_async(const int64_t* d_swaps, const int32_t* d_candidates, int64_t* d_delta) {
   Impl& m = *m_impl;
   const cudaStream_t s = m.stream;
-  if (rows < 1 || rows > m.most) rows = m.most;
   m.swaps = d_swaps;
   m.candidates_count = d_candidates;
   m.delta = d_delta;
-  prepare<<<(rows + 63) / 64, 64, 0, s>>>(m.view, m.state.data(), d_swaps, d_candidates, m.candidates.data(), d_delta,
-                                          m.entries);
+  prepare<<<(m.most + 63) / 64, 64, 0, s>>>(m.view, m.state.data(), d_swaps, d_candidates, m.candidates.data(), d_delta,
+                                            m.entries);
   PF_CUDA_CHECK_LAUNCH(s);
-  const dim3 grid(kChanges, unsigned(rows));
-  // A paint block a slab range: a few candidates' changes spread over the multiprocessors.
-  const int parts = std::clamp(m.processors / (kChanges * rows), 1, kMostParts);
-  const dim3 paint_grid(unsigned(kChanges * parts), unsigned(rows));
+  const dim3 grid(kChanges, unsigned(m.most));
   reach<<<grid, kThreads, 0, s>>>(m.view, m.state.data(), d_candidates, m.candidates.data(), m.brick_d2.data());
   PF_CUDA_CHECK_LAUNCH(s);
   near_distances<<<grid, kThreads, 0, s>>>(m.view, m.state.data(), d_candidates, m.candidates.data(), m.near.data(),
                                  m.near_capacity);
   PF_CUDA_CHECK_LAUNCH(s);
-  paint<false><<<paint_grid, kPaintThreads, kPaintShared, s>>>(
+  paint<false><<<grid, kPaintThreads, kPaintShared, s>>>(
       m.view, m.state.data(), d_candidates, m.candidates.data(), m.near.data(), m.near_capacity, d_delta, m.entries,
-      nullptr, parts);
+      nullptr);
   PF_CUDA_CHECK_LAUNCH(s);
 }
 
@@ -697,9 +682,9 @@ void SwapScorer::commit_async(const int32_t* d_chosen) {
   Impl& m = *m_impl;
   const cudaStream_t s = m.stream;
   if (!m.delta) throw InputError("commit_async before any score_async");
-  paint<true><<<kChanges * kMostParts, kPaintThreads, kPaintShared, s>>>(
+  paint<true><<<kChanges, kPaintThreads, kPaintShared, s>>>(
       m.view, m.state.data(), d_chosen, m.candidates.data(), m.near.data(), m.near_capacity, nullptr, m.entries,
-      m.thickness.data(), kMostParts);
+      m.thickness.data());
   PF_CUDA_CHECK_LAUNCH(s);
   commit_distances<<<kChanges, kThreads, 0, s>>>(m.view, m.state.data(), d_chosen, m.candidates.data(), m.d2.data(),
                                                   m.d2_count.data());
