@@ -430,9 +430,9 @@ Mask connect_largest_cluster(const Mask& start, const std::vector<float>& field,
     // The sizes first, drawn from the sample's: as many as it holds clusters on average. A
     // draw that would take the total past half again the pore the sample's share leaves the
     // others is drawn again (up to 8 times; a heavy tail's one huge cluster in a small box),
-    // and the largest gives up what they take: the count is the sample's, and their total
-    // strays from its share only as a sub-volume's does (cut to the share instead, the last
-    // clusters drawn found no pore left: 651 of 710 in a 256³ Berea box).
+    // and the largest gives up what they take: the count is the sample's (but for draws that
+    // found no fit), and their total strays from its share as a sub-volume's does, where cut
+    // to the share the last ones drawn would find no pore left.
     const Philox random(seed ^ 0x434c5354u);  // "CLST": a lane of its own
     uint64_t draw = 0;
     const int64_t placing = std::llround(clusters.others);
@@ -475,17 +475,18 @@ Mask connect_largest_cluster(const Mask& start, const std::vector<float>& field,
     // What the largest leaves (it may hold more still, where peeling it would split it: the
     // last sizes then find no room and their pore goes back to it below).
     int64_t budget = pore - largest_size;
-    const int64_t placed = int64_t(sizes.size());
-    const int64_t touching = std::clamp<int64_t>(std::llround(clusters.touching), 0, placed);
+    const int64_t drawn = int64_t(sizes.size());
+    const int64_t touching = std::clamp<int64_t>(std::llround(clusters.touching), 0, drawn);
     uint32_t next_label = uint32_t(c.count) + 1;
-    for (int64_t k = 0; k < placed && budget > 0; ++k) {
+    for (int64_t k = 0; k < drawn && budget > 0; ++k) {
       const int64_t size = sizes[std::size_t(k)];
       if (size > budget) continue;
       // A cluster walled in by the others before it reaches its size goes again from another
       // origin: the sizes placed are the sample's, not cut short (a cut one would be a speck).
       const uint32_t label = next_label;
-      // Spread evenly: the k-th placed touches when the running share steps past a whole one.
-      const bool touch = (k + 1) * touching / placed > k * touching / placed;
+      // Spread evenly: the k-th touches when the running share passes those placed touching
+      // so far (one that found no room hands its turn on).
+      const bool touch = (k + 1) * touching / drawn > r.clusters_touching;
       std::vector<int64_t> grown;
       for (int attempt = 0; attempt < 8 && int64_t(grown.size()) < size; ++attempt) {
         for (int64_t v : grown) {

@@ -19,7 +19,7 @@ struct ConnectedStart {
   int64_t clusters_dropped = 0;  ///< other clusters made solid
   int64_t clusters_placed = 0;   ///< the reference's small clusters placed instead
   int64_t clusters_touching = 0; ///< of those, placed touching the largest at an edge or a corner
-  int64_t voxels_peeled = 0;     ///< pore voxels the largest cluster gave up (it held more than its share)
+  int64_t voxels_peeled = 0;     ///< pore voxels the largest cluster gave up for the placed clusters
   int64_t voxels_grown = 0;      ///< solid voxels the largest cluster took
 };
 
@@ -37,8 +37,9 @@ struct ClusterSample {
 
 /// The clusters of `count` sub-volumes of shape `sub` of `reference` (pore = 1), drawn from
 /// `seed` as `compare` draws its real sub-volumes: the mean largest share, the mean number of
-/// other clusters and of those touching at edges or corners, their sizes pooled. A `sub` larger than the reference: the whole reference,
-/// its number of other clusters scaled to `sub`'s voxels.
+/// other clusters and of those touching at edges or corners, their sizes pooled. A `sub`
+/// larger than the reference: the whole reference, its numbers of clusters scaled to `sub`'s
+/// voxels.
 ClusterSample sample_clusters(const Mask& reference, Shape sub, int count, uint64_t seed,
                               Backend backend = Backend::cpu);
 
@@ -91,18 +92,19 @@ Mask make_blob_start(Shape shape, Spacing spacing, const Targets& targets, Bound
 /// A start whose pore falls into clusters as a real sample's does (`clusters`): blobs
 /// thresholded at a porosity fall apart into many, and swaps that keep the pore connected
 /// (Moves::keep_pore_connected) keep whatever the start has. The other clusters are replaced:
-/// with sizes in `clusters`, first the largest gives up what it holds beyond its share (its
-/// voxels where `field` is highest, each where that splits nothing), then clusters.others of
-/// the real sample's own take that pore, sizes drawn from `seed`, each grown compact (nearest
-/// first) from a voxel clear of all pore, none touching another or the largest — not even at
-/// an edge or a corner (26-connected they would be one) but for clusters.touching of them,
-/// which meet the largest at edges or corners and never across a face, as that many of a real
-/// sample's do (the 26-connected count then comes out as the sample's); without sizes, the
-/// largest other clusters are made solid until the others fit in 1 − largest_share (the small
-/// ones stay). Then the largest grows by the voxels that frees into the solid next to it where `field` is
-/// lowest, never touching another cluster — along the field's valleys, so the throats it opens
-/// follow the structure. The pore count is kept exactly. Without sizes, a largest cluster that
-/// already holds its share is left as it is. `report` (optional) hears the figures.
+/// with sizes in `clusters`, clusters.others sizes are drawn from the sample's (from `seed`),
+/// the largest gives up what they take (its voxels where `field` is highest, each where that
+/// splits nothing; its share then strays from the sample's as a sub-volume's does), and they
+/// are placed, each grown compact (nearest first) from a voxel clear of all pore, none
+/// touching another or the largest — not even at an edge or a corner (26-connected they would
+/// be one) but for clusters.touching of them, which meet the largest at edges or corners and
+/// never across a face, as that many of a real sample's do (the 26-connected count then comes
+/// out as the sample's); without sizes, the largest other clusters are made solid until the
+/// others fit in 1 − largest_share (the small ones stay). Then the largest grows by the voxels
+/// that frees into the solid next to it where `field` is lowest, never touching another
+/// cluster — along the field's valleys, so the throats it opens follow the structure. The pore
+/// count is kept exactly. Without sizes, a largest cluster that already holds its share is
+/// left as it is. `report` (optional) hears the figures.
 Mask connect_largest_cluster(const Mask& start, const std::vector<float>& field, const ClusterSample& clusters,
                              uint64_t seed, Backend backend = Backend::cpu, ConnectedStart* report = nullptr);
 
