@@ -15,6 +15,7 @@
 #include <memory>
 #include <optional>
 #include <sstream>
+#include <string>
 
 #include "run_session.hpp"
 #include "poreforge/annealer/annealer.hpp"
@@ -399,6 +400,17 @@ struct Session {
   }
 };
 
+// What a connected start placed of the reference's small clusters, for the run's log.
+std::string placed_clusters(const anneal::ConnectedStart& cs, const anneal::ClusterSample& sample) {
+  char text[200];
+  std::snprintf(text, sizeof text,
+                "%lld of the reference's small clusters placed, %lld of them touching the largest at an edge or "
+                "corner (it has %.1f on average, %.1f touching)",
+                static_cast<long long>(cs.clusters_placed), static_cast<long long>(cs.clusters_touching), sample.others,
+                sample.touching);
+  return text;
+}
+
 // A connected start's clusters: those of the reference's sub-volumes of this domain's physical
 // size (as `compare` draws them), or a descriptor file's largest share alone; none when the
 // start is not connected.
@@ -504,11 +516,7 @@ void build_start(Session& run, anneal::Config& loop, const Mask* reference, bool
     if (cl->other_sizes.empty())
       std::fprintf(run.text_stream(), "the blobs' smaller ones kept (the target names the share only)");
     else
-      std::fprintf(run.text_stream(),
-                   "%lld of the reference's small clusters placed, %lld of them touching the largest at an edge or "
-                   "corner (it has %.1f on average, %.1f touching)",
-                   static_cast<long long>(cs.clusters_placed), static_cast<long long>(cs.clusters_touching),
-                   cl->others, cl->touching);
+      std::fprintf(run.text_stream(), "%s", placed_clusters(cs, *cl).c_str());
     if (cs.voxels_peeled) std::fprintf(run.text_stream(), ", %lld voxels peeled", static_cast<long long>(cs.voxels_peeled));
     std::fprintf(run.text_stream(), ", %lld voxels grown\n", static_cast<long long>(cs.voxels_grown));
   }
@@ -529,15 +537,10 @@ Mask refine_start(Session& run, const anneal::Config& loop, const Mask& coarser,
   anneal::ConnectedStart cs;
   Mask connected = anneal::connect_largest_cluster(start, field, *clusters, loop.seed, run.backend, &cs);
   connected.set_spacing(loop.spacing);
-  char line[400];
-  std::snprintf(line, sizeof line,
-                "refined   onto %s: largest pore cluster %.4f -> %.4f of the pore (reference %.4f), %lld of the "
-                "reference's small clusters placed, %lld of them touching the largest at an edge or corner (it has "
-                "%.1f on average, %.1f touching)",
-                to_string(loop.shape).c_str(), cs.largest_share_before, cs.largest_share_after, clusters->largest_share,
-                static_cast<long long>(cs.clusters_placed), static_cast<long long>(cs.clusters_touching),
-                clusters->others, clusters->touching);
-  run.note(line);
+  char line[160];
+  std::snprintf(line, sizeof line, "refined   onto %s: largest pore cluster %.4f -> %.4f of the pore (reference %.4f), ",
+                to_string(loop.shape).c_str(), cs.largest_share_before, cs.largest_share_after, clusters->largest_share);
+  run.note(line + placed_clusters(cs, *clusters));
   return connected;
 }
 

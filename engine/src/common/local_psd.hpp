@@ -7,7 +7,8 @@
 // What is kept of the evaluated ("committed") mask: its squared distances d2, its thickness map
 // (float32, as the engine writes it), its ball-centre flags (a phase voxel whose lattice ball
 // lies inside no 26-neighbour's, the engine's rule), each 4×4×4 brick's largest d2 and D, the
-// largest distance in voxels rounded up. A change set holds voxels that leave the phase (L) and that join it (J).
+// largest distance in voxels rounded up. A change set holds voxels that leave the phase (L)
+// and that join it (J).
 //
 // Why it is exact:
 // - Distances. x moves nearer the background only if some L is nearer than its nearest

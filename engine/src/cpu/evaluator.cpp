@@ -501,7 +501,6 @@ class CpuPsdEvaluator final : public PsdEvaluator {
     m_brick_d2[std::size_t(local::CentreBits::brick(g, w))] = local::brick_largest(g, m_d2.data(), w);
   }
 
-
   Mask m_phase;      // as set() leaves it
   Mask m_committed;  // the mask the maps are of (empty before the first evaluation)
   Boundary m_boundary;
