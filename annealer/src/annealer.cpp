@@ -633,14 +633,53 @@ Energy swap_and_score(const detail::HostState& c, int64_t to_solid, int64_t to_p
   }
 }
 
-// When the batch size is automatic (batch_size), proposals cheaper than this are scored one
-// at a time: below it a batch's thread wake-ups and replica swaps cost more than the proposals
-// it scores beside the first (white noise at 64³ on 2 cores, 0.18 ms a proposal: 5,680
-// evaluations/s one at a time, 4,180 in batches of 2). Nor are there batches on fewer threads
-// than kBatchedThreads, or while the expected run of rejections is shorter than kBatchedRun.
-constexpr double kBatchedProposalSeconds = 1e-3;
-constexpr int kBatchedThreads = 4;
+// body(j, t) for every j in [0, n) on `threads` threads (t: the thread, 0 the caller's), the
+// evaluators' own parallel regions kept to their thread: nested OpenMP would oversubscribe the
+// cores the batch already uses. The first exception is rethrown once every thread is done (one
+// may not leave an OpenMP region); the bodies not yet started by then are skipped.
+template <class Body>
+void on_threads(int threads, int64_t n, Body&& body) {
+  std::exception_ptr error;
+  std::atomic<bool> failed{false};
+#pragma omp parallel num_threads(threads)
+  {
+    const int t = omp_get_thread_num();
+    omp_set_num_threads(1);  // this thread's own setting, for the region's length
+#pragma omp for schedule(static, 1)
+    for (int64_t j = 0; j < n; ++j) {
+      if (failed.load(std::memory_order_relaxed)) continue;
+      try {
+        body(j, t);
+      } catch (...) {
+        failed.store(true, std::memory_order_relaxed);
+#pragma omp critical(poreforge_anneal_threads)
+        if (!error) error = std::current_exception();
+      }
+    }
+  }
+  if (error) std::rethrow_exception(error);
+}
+
+// When the batch size is automatic (batch_size), batches are tried only on more than one
+// thread and while the expected run of rejections is at least kBatchedRun (shorter, a batch
+// takes little more than its first proposal). Then whichever of one at a time and batches has
+// been faster lately (wall time per evaluation the chain took) is taken, and the other for the
+// last kProbeLength of every kProbeEvery choices so that its figure keeps up: measured, not
+// modelled, because where batches pay depends on the cores, the volume and the structure (on
+// 2 cores, a reconstructed sandstone at 256³ with 5 % of swaps accepted: 2,843 evaluations/s one
+// at a time, 2,976 in batches of 2; white noise at 64³: batches slower). The first kWarmChoices
+// after a change of way are not timed (the way left out has its tables out of the caches), and
+// the first batch after swaps taken one at a time, where the replicas catch up on them, is
+// charged to one at a time: that is what its swaps cost the replicas.
 constexpr double kBatchedRun = 4;
+constexpr int64_t kProbeEvery = 1024, kProbeLength = 64, kWarmChoices = 16;
+// A proposal's cost is heavy-tailed (most regions are small, a few span large pores): each way's
+// figure is its time over its evaluations, both sums fading by this factor a sample, not an
+// average of per-sample rates that one slow proposal would swing.
+constexpr double kTimeKept = 0.98;
+// Swaps accepted one at a time that the replicas may fall behind by before they are dropped: a
+// replica made afresh costs a whole evaluation, one swap taken a local one.
+constexpr int64_t kMostBehind = 4096;
 
 }  // namespace
 
@@ -734,6 +773,7 @@ struct Annealer::Replica {
   std::vector<double> squares;
   std::unique_ptr<PsdEvaluator> evaluator[2];
   Step step;
+  int64_t behind = 0;  // the backlog's last swaps it has not taken
 
   detail::HostState host_state() {
     return {&step, {evaluator[0].get(), evaluator[1].get()}, {psd_counts[0].data(), psd_counts[1].data()},
@@ -805,27 +845,39 @@ int64_t Annealer::proposals_at_once() const { return m_device ? 1 : batch_size()
 int64_t Annealer::batch_size() const {
   if (m_config.batch > 0) return m_config.batch;
   // One at a time the evaluator's large boxes use every thread; in a batch each proposal has
-  // one, and every replica re-evaluates around each accepted swap as well. A batch pays only
-  // where it takes more proposals than the threads speed one up: a long run of rejections
-  // (1 / rate, beyond which proposals are mostly dropped) on many threads, and proposals costly
-  // beside a parallel region's start (m_proposal_seconds, timed one at a time). Measured on 2
-  // threads it never did (docs/local-evaluation.md).
+  // one, and every replica re-evaluates around each accepted swap as well. A batch of the
+  // expected run of rejections (1 / rate; beyond it proposals are mostly dropped), on as many
+  // threads as there are, when it has been the faster lately.
   const int threads = omp_get_max_threads();
   const double run = 1.0 / std::max(m_acceptance, 1e-9);
-  if (threads < kBatchedThreads || run < kBatchedRun || m_proposal_seconds < kBatchedProposalSeconds) return 1;
-  return std::clamp<int64_t>(int64_t(run), 1, threads);
+  if (threads < 2 || run < kBatchedRun || m_most_replicas == 0) return 1;
+  const int64_t k = std::clamp<int64_t>(int64_t(run), 2, threads);
+  if (m_batched.evaluations == 0) return k;  // not timed yet: tried
+  const bool probe = m_batch_choices % kProbeEvery >= kProbeEvery - kProbeLength;
+  return (m_batched.per_evaluation() < m_one_at_a_time.per_evaluation()) != probe ? k : 1;
 }
 
 int64_t Annealer::host_batch(int64_t most) {
-  const int64_t k = std::min(batch_size(), most);
+  // The way chosen, not the size `most` cuts it to (the rest of a batch whose proposal was
+  // accepted early, a report due): a batch cut to one proposal is not a change of way, nor timed.
+  const int64_t size = batch_size(), k = std::min(size, most);
+  const bool batched = size > 1, after_single_steps = batched && !m_last_batched;
+  m_same_way = m_batch_choices > 0 && batched == m_last_batched ? m_same_way + 1 : 0;
+  m_last_batched = batched;
+  ++m_batch_choices;
+  const bool warm = m_same_way >= kWarmChoices && k == size;
   const auto note = [&](bool accepted) { m_acceptance = 0.99 * m_acceptance + (accepted ? 0.01 : 0.0); };
-  // One at a time: its wall time, for batch_size (never for the chain itself). Batches are not
-  // timed: a proposal there runs on one thread and would look costlier, keeping them on.
-  const auto one_at_a_time = [&] {
-    const auto started = std::chrono::steady_clock::now();
-    note(host_step());
+  // Wall time per evaluation taken, one at a time and in batches: batch_size's choice (never
+  // the chain's, which is the same either way).
+  const auto started = std::chrono::steady_clock::now();
+  const auto timed = [&](WallTime& w, int64_t evaluations) {
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-    m_proposal_seconds = m_proposal_seconds > 0 ? 0.95 * m_proposal_seconds + 0.05 * s : s;
+    w.seconds = kTimeKept * w.seconds + s;
+    w.evaluations = kTimeKept * w.evaluations + double(evaluations);
+  };
+  const auto one_at_a_time = [&] {
+    note(host_step());
+    if (warm) timed(m_one_at_a_time, 1);
     return int64_t(1);
   };
   if (k <= 1) return one_at_a_time();
@@ -838,6 +890,8 @@ int64_t Annealer::host_batch(int64_t most) {
   }
   const int threads = int(std::min<int64_t>({k, omp_get_max_threads(), m_most_replicas + 1}));
   if (threads <= 1) return one_at_a_time();
+  // A batch that makes replicas also evaluates them from scratch: not timed.
+  const bool made = int64_t(m_replicas.size()) < threads - 1;
   while (int64_t(m_replicas.size()) < threads - 1) m_replicas.push_back(replica());
 
   // Every proposal scored against the same state, each on its own evaluation's draws (those
@@ -848,39 +902,22 @@ int64_t Annealer::host_batch(int64_t most) {
   };
   std::vector<Scored> scored(static_cast<std::size_t>(k));
   const uint64_t first = uint64_t(m_state.progress.evaluations);
-  std::exception_ptr error;
-  std::atomic<bool> failed{false};
-#pragma omp parallel num_threads(threads)
-  {
-    const int t = omp_get_thread_num();
-    const detail::HostState state = t == 0 ? host_state() : m_replicas[std::size_t(t - 1)]->host_state();
-    // The evaluators' own parallel regions stay on this thread (nested OpenMP would
-    // oversubscribe the cores the batch already uses); restored for thread 0 afterwards.
-    const int team = omp_get_max_threads();
-    omp_set_num_threads(1);
-#pragma omp for schedule(static, 1)
-    for (int64_t j = 0; j < k; ++j) {
-      if (failed.load(std::memory_order_relaxed)) continue;
-      try {
-        Scored& out = scored[std::size_t(j)];
-        const uint64_t step = first + uint64_t(j);
-        out.to_solid = propose(*state.step, 1, step, 0);
-        out.to_pore = propose(*state.step, 0, step, 1, out.to_solid);
-        out.energy = swap_and_score(state, out.to_solid, out.to_pore);
-        undo_in(state, out.to_solid, out.to_pore);
-      } catch (...) {
-        // An exception may not leave an OpenMP region: the first one is kept and rethrown.
-        failed.store(true, std::memory_order_relaxed);
-#pragma omp critical(poreforge_anneal_batch)
-        if (!error) error = std::current_exception();
-      }
-    }
-    omp_set_num_threads(team);
+  try {
+    on_threads(threads, k, [&](int64_t j, int t) {
+      if (t > 0 && j == t) catch_up(*m_replicas[std::size_t(t - 1)]);  // a thread's first proposal
+      const detail::HostState state = t == 0 ? host_state() : m_replicas[std::size_t(t - 1)]->host_state();
+      Scored& out = scored[std::size_t(j)];
+      const uint64_t step = first + uint64_t(j);
+      out.to_solid = propose(*state.step, 1, step, 0);
+      out.to_pore = propose(*state.step, 0, step, 1, out.to_solid);
+      out.energy = swap_and_score(state, out.to_solid, out.to_pore);
+      undo_in(state, out.to_solid, out.to_pore);
+    });
+  } catch (...) {
+    drop_replicas();  // remade from this state when next needed
+    throw;
   }
-  if (error) {
-    m_replicas.clear();  // remade from this state when next needed
-    std::rethrow_exception(error);
-  }
+  trim_backlog();
 
   // The chain: the proposals in order, as one at a time would take them, up to the first
   // accepted one, which every replica takes too.
@@ -891,11 +928,8 @@ int64_t Annealer::host_batch(int64_t most) {
     s.to_solid = proposal.to_solid;
     s.to_pore = proposal.to_pore;
     const bool accepted = accept(m_step, s, proposal.energy);
-    if (accepted) {
-      // This state takes it as the replicas do: its evaluators keep it, whichever thread scored it.
-      take_in(host_state(), proposal.to_solid, proposal.to_pore);
-      for (auto& r : m_replicas) take_in(r->host_state(), proposal.to_solid, proposal.to_pore);
-    }
+    // This state takes it as the replicas do (its evaluators keep it, whichever thread scored it).
+    if (accepted) take_in_everywhere(proposal.to_solid, proposal.to_pore);
     note(accepted);
     end_evaluation(m_step.cooling, s, m_step.stage_energies);
     if (accepted || s.progress.stopped != StopReason::none) break;
@@ -903,7 +937,57 @@ int64_t Annealer::host_batch(int64_t most) {
   ++m_batch_tally.batches;
   m_batch_tally.scored += k;
   m_batch_tally.dropped += k - used;
+  if (after_single_steps && !made) timed(m_one_at_a_time, 0);
+  else if (warm && !made) timed(m_batched, used);
   return used;
+}
+
+// An accepted swap taken by this annealer's state and every replica, each on a thread of its
+// own: a take-in is a whole local evaluation, and one after another they would cost a batch as
+// many evaluations as it has threads. A replica behind takes its backlog first. A replica that
+// fails is only a speed-up lost: the replicas are dropped (remade from this state when next
+// needed) and the run goes on; this state's own failure is thrown.
+void Annealer::take_in_everywhere(int64_t to_solid, int64_t to_pore) {
+  const int64_t states = int64_t(m_replicas.size()) + 1;
+  std::atomic<bool> replica_failed{false};
+  try {
+    on_threads(int(std::min<int64_t>(states, omp_get_max_threads())), states, [&](int64_t j, int) {
+      if (j == 0) {
+        take_in(host_state(), to_solid, to_pore);
+        return;
+      }
+      try {
+        Replica& r = *m_replicas[std::size_t(j - 1)];
+        catch_up(r);
+        take_in(r.host_state(), to_solid, to_pore);
+      } catch (...) {
+        replica_failed.store(true, std::memory_order_relaxed);
+      }
+    });
+  } catch (...) {
+    drop_replicas();
+    throw;
+  }
+  if (replica_failed.load()) drop_replicas();
+  m_backlog.clear();  // every replica has taken it
+}
+
+// A replica takes the swaps accepted one at a time since it last scored, in order.
+void Annealer::catch_up(Replica& r) {
+  for (auto s = m_backlog.end() - r.behind; s != m_backlog.end(); ++s) take_in(r.host_state(), s->first, s->second);
+  r.behind = 0;
+}
+
+// The backlog's swaps that every replica has taken, dropped.
+void Annealer::trim_backlog() {
+  int64_t most = 0;
+  for (const auto& r : m_replicas) most = std::max(most, r->behind);
+  m_backlog.erase(m_backlog.begin(), m_backlog.end() - most);
+}
+
+void Annealer::drop_replicas() {
+  m_replicas.clear();
+  m_backlog.clear();
 }
 
 bool Annealer::host_step() {
@@ -912,10 +996,15 @@ bool Annealer::host_step() {
   s.to_solid = propose(m_step, 1, step, 0);
   s.to_pore = propose(m_step, 0, step, 1, s.to_solid);
   const bool accepted = accept(m_step, s, swap_and_score(host_state(), s.to_solid, s.to_pore));
-  if (accepted)  // the replicas kept equal to this state for the next batch
-    for (auto& r : m_replicas) take_in(r->host_state(), s.to_solid, s.to_pore);
-  else
+  if (accepted) {
+    // The replicas take it when they next score (catch_up), so that one proposal at a time
+    // costs the same with or without them; so far behind, remaking them costs less.
+    if (!m_replicas.empty()) m_backlog.push_back({s.to_solid, s.to_pore});
+    for (auto& r : m_replicas) ++r->behind;
+    if (int64_t(m_backlog.size()) > kMostBehind) drop_replicas();
+  } else {
     undo(s.to_solid, s.to_pore);
+  }
   end_evaluation(m_step.cooling, s, m_step.stage_energies);
   return accepted;
 }

@@ -168,8 +168,9 @@ PF_BACKEND_TEST("anneal", "golden_runs_unchanged") {
 // The host loop's speculative batches take the chain one proposal at a time would: with every
 // term weighted, biased and connectivity-kept moves, batches of 1, 7 and 64 on three threads
 // give the same progress at every report and the same structure, voxel order, schedule state
-// and energies to the bit, and did batch and drop. The automatic size runs too (here it
-// scores one at a time: these proposals are too cheap, and three threads too few, to batch).
+// and energies to the bit, and did batch and drop. The automatic size runs too (batches or
+// one at a time by their timing: the same chain either way), and so do batches with stretches
+// of single steps between, whose accepted swaps the replicas take late (their backlog).
 TEST_CASE("anneal.cpu.batches_take_the_same_chain") {
   const uint64_t seed = testing::fresh_seed();
   CAPTURE(seed);
@@ -219,6 +220,27 @@ TEST_CASE("anneal.cpu.batches_take_the_same_chain") {
       CHECK(r.tally.dropped > 0);
     }
   }
+  // Single steps between batches of 7, and batches of 2 that leave a replica behind for
+  // the next ones (its backlog kept while the other's is taken).
+  c.batch = 7;
+  Annealer mixed(c);
+  int64_t single_accepted = 0;
+  const auto single_steps = [&](int n) {
+    for (int i = 0; i < n && mixed.progress().stopped == StopReason::none; ++i) single_accepted += mixed.step();
+  };
+  for (int round = 0; mixed.progress().stopped == StopReason::none; ++round) {
+    mixed.advance(round % 3 == 1 ? 2 : 60);
+    single_steps(20);
+  }
+  CHECK(single_accepted > 0);
+  CHECK(mixed.batch_tally().batches > 0);
+  const Snapshot end = mixed.snapshot();
+  CHECK(end.pore.values() == one.end.pore.values());
+  CHECK(end.solid_voxels == one.end.solid_voxels);
+  CHECK(end.pore_voxels == one.end.pore_voxels);
+  CHECK(end.progress.accepted == one.end.progress.accepted);
+  CHECK(end.progress.energy.total == one.end.progress.energy.total);
+  CHECK(mixed.evaluate_from_scratch().total == end.progress.energy.total);
 }
 
 PF_BACKEND_TEST("anneal", "same_seed_same_run") {

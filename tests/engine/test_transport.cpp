@@ -54,6 +54,22 @@ double duct_k(double a) {
   return a * a / 12 * (1 - 192 / std::pow(M_PI, 5) * sum);
 }
 
+// Two flows compared through a random sample whose pore varies along every axis:
+// compare(m, axis) along each axis returns whether the pore spans it, and one axis at least
+// must.
+template <class Compare>
+void along_each_axis_of_a_random_sample(Compare&& compare) {
+  const uint64_t seed = testing::fresh_seed();
+  CAPTURE(seed);
+  const Mask m = testing::random_volume({12, 10, 9}, 2, 0.5, seed);
+  int spanning = 0;
+  for (int axis = 0; axis < 3; ++axis) {
+    CAPTURE(axis);
+    spanning += compare(m, axis) ? 1 : 0;
+  }
+  CHECK(spanning > 0);
+}
+
 PermeabilityOptions quick(LateralBoundary lateral = LateralBoundary::periodic) {
   PermeabilityOptions o;
   o.mirror = false;  // the ducts are uniform along the flow: the mirror would only double the cost
@@ -247,23 +263,17 @@ PF_BACKEND_TEST("transport", "permeability.slit_is_h2_over_12") {
 }
 
 // The equilibrium's sound speed changes how a flow gets to its steady state, not where it
-// settles. A sample that varies along the flow, so that the pressure does: in a uniform duct
-// the density never leaves rest and the sound speed has nothing to act on.
+// settles. The sample varies along the flow, so that the pressure does: in a uniform duct the
+// density never leaves rest and the sound speed has nothing to act on.
 PF_BACKEND_TEST("transport", "permeability.sound_speed_changes_the_way_not_the_end") {
-  const uint64_t seed = testing::fresh_seed();
-  CAPTURE(seed);
-  const Mask m = testing::random_volume({12, 10, 9}, 2, 0.5, seed);
-  int spanning = 0;
-  for (int axis = 0; axis < 3; ++axis) {
-    CAPTURE(axis);
+  along_each_axis_of_a_random_sample([](const Mask& m, int axis) {
     PermeabilityOptions o;
     o.sound_speed_squared = 1.0 / 3;
     const PermeabilityResult usual = permeability(m, axis, o, B::backend);
     o.sound_speed_squared = 2.0 / 3;
     const PermeabilityResult faster = permeability(m, axis, o, B::backend);
     CHECK(usual.spans == faster.spans);
-    if (!usual.spans) continue;
-    ++spanning;
+    if (!usual.spans) return false;
     CAPTURE(usual.steps);
     CAPTURE(faster.steps);
     CHECK(usual.converged);
@@ -274,8 +284,8 @@ PF_BACKEND_TEST("transport", "permeability.sound_speed_changes_the_way_not_the_e
     const double early = permeability(m, axis, o, B::backend).mean_velocity;
     o.sound_speed_squared = 1.0 / 3;
     CHECK(std::abs(early - permeability(m, axis, o, B::backend).mean_velocity) > 1e-6 * std::abs(early));
-  }
-  CHECK(spanning > 0);
+    return true;
+  });
 }
 
 PF_BACKEND_TEST("transport", "permeability.square_duct") {
@@ -345,12 +355,7 @@ PF_BACKEND_TEST("transport", "permeability.mirror_units_and_nothing_spans") {
 // along the axis is the flow through the sample followed by its reflection, periodic, which is
 // built here voxel by voxel. Both settle to the same steady state, in as many steps.
 PF_BACKEND_TEST("transport", "permeability.mirror_is_the_doubled_sample") {
-  const uint64_t seed = testing::fresh_seed();
-  CAPTURE(seed);
-  const Mask m = testing::random_volume({12, 10, 9}, 2, 0.5, seed);
-  int spanning = 0;
-  for (int axis = 0; axis < 3; ++axis) {
-    CAPTURE(axis);
+  along_each_axis_of_a_random_sample([](const Mask& m, int axis) {
     Shape doubled_shape = m.shape();
     (axis == 0 ? doubled_shape.nx : axis == 1 ? doubled_shape.ny : doubled_shape.nz) *= 2;
     Mask doubled(doubled_shape);
@@ -369,14 +374,13 @@ PF_BACKEND_TEST("transport", "permeability.mirror_is_the_doubled_sample") {
     o.mirror = false;
     const PermeabilityResult stored = permeability(doubled, axis, o, B::backend);
     CHECK(implied.spans == stored.spans);
-    if (!stored.spans) continue;
-    ++spanning;
+    if (!stored.spans) return false;
     CHECK(implied.converged);
     CHECK(stored.converged);
     CHECK(implied.k_voxels == doctest::Approx(stored.k_voxels).epsilon(1e-6));
     CHECK(std::abs(implied.steps - stored.steps) <= o.check_every);
-  }
-  CHECK(spanning > 0);
+    return true;
+  });
 }
 
 // The steady-state test on made-up mean velocities (one check = 100 steps): a geometric

@@ -258,7 +258,10 @@ class Annealer {
   // One speculative batch of at most `most` proposals (Config::batch); returns how many the
   // chain took (the first accepted one and those before it, or all of them).
   int64_t host_batch(int64_t most);
-  // Proposals a batch scores now: Config::batch, or from the acceptance rate and the threads.
+  // An accepted swap taken by this annealer's state and every replica.
+  void take_in_everywhere(int64_t to_solid, int64_t to_pore);
+  // Proposals a batch scores now: Config::batch, or from the acceptance rate, the threads and
+  // which way (one at a time or batches) has been timed faster lately.
   int64_t batch_size() const;
   // The host loop's side of a step around the shared functions (step.hpp), on this annealer's
   // own state (host_state()): the swap with the S2 counts and the evaluators, its undo, and the
@@ -291,14 +294,28 @@ class Annealer {
   std::unique_ptr<PsdEvaluator> m_pore_evaluator, m_solid_evaluator;  // null when the weight is 0
   Backend m_backend = Backend::cpu;
   std::unique_ptr<detail::DeviceLoop> m_device;  // the loop's state lives there when set
-  // Copies of the host loop's state that score a batch's proposals on the other threads, kept
-  // equal to it after every accepted swap; made when a batch first needs them.
+  // Copies of the host loop's state that score a batch's proposals on the other threads, made
+  // when a batch first needs them. Each takes a batch's accepted swap with this state; the
+  // swaps accepted one at a time wait in the backlog until the replica next scores.
   struct Replica;
   std::unique_ptr<Replica> replica() const;
   std::vector<std::unique_ptr<Replica>> m_replicas;
+  std::vector<std::pair<int64_t, int64_t>> m_backlog;  // (to_solid, to_pore), oldest first
+  void catch_up(Replica& r);  // takes the backlog's swaps it is behind by
+  void trim_backlog();        // drops the swaps every replica has taken
+  void drop_replicas();
   int64_t m_most_replicas = -1;  // as many as half the host's free memory holds (asked once)
   double m_acceptance = 1.0;  // the acceptance rate lately (a moving average): the batch size
-  double m_proposal_seconds = 0;  // a proposal's wall time lately (a moving average; 0: none yet)
+  // Wall time of the evaluations lately, one at a time and in batches (fading sums): which
+  // way batch_size takes.
+  struct WallTime {
+    double seconds = 0, evaluations = 0;
+    double per_evaluation() const { return evaluations > 0 ? seconds / evaluations : 0; }
+  };
+  WallTime m_one_at_a_time, m_batched;
+  int64_t m_batch_choices = 0;    // host batches so far, one proposal or more: when to probe the slower way
+  int64_t m_same_way = 0;         // choices in a row the same way as the last (one at a time or batches)
+  bool m_last_batched = false;
   BatchTally m_batch_tally;
 };
 
