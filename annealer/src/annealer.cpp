@@ -792,10 +792,15 @@ std::unique_ptr<Annealer::Replica> Annealer::replica() const {
   r->chord_counts = m_chord_counts;
   r->psd_counts = m_psd_counts;
   r->squares = m_squares;
-  // CPU evaluators whatever the run's backend: the counts are the same exact integers on both.
-  if (m_pore_evaluator) r->evaluator[0] = make_psd_evaluator(r->pore, m_config.boundary, m_pore_bins, Backend::cpu);
-  if (m_solid_evaluator)
-    r->evaluator[1] = make_psd_evaluator(complement(r->pore), m_config.boundary, *m_solid_bins, Backend::cpu);
+  // CPU evaluators whatever the run's backend (the counts are the same exact integers on both):
+  // copies of this state's, maps and all, where those are CPU ones (one made afresh evaluates
+  // the whole structure at its first proposal: seconds at 256³).
+  const auto cpu_evaluator = [&](const std::unique_ptr<PsdEvaluator>& own, const Mask& phase, const Bins& bins) {
+    std::unique_ptr<PsdEvaluator> e = own->backend() == Backend::cpu ? own->copy() : nullptr;
+    return e ? std::move(e) : make_psd_evaluator(phase, m_config.boundary, bins, Backend::cpu);
+  };
+  if (m_pore_evaluator) r->evaluator[0] = cpu_evaluator(m_pore_evaluator, r->pore, m_pore_bins);
+  if (m_solid_evaluator) r->evaluator[1] = cpu_evaluator(m_solid_evaluator, complement(r->pore), *m_solid_bins);
   Step& st = r->step;
   st = m_step;
   st.pore = r->pore.data();
@@ -890,7 +895,8 @@ int64_t Annealer::host_batch(int64_t most) {
   }
   const int threads = int(std::min<int64_t>({k, omp_get_max_threads(), m_most_replicas + 1}));
   if (threads <= 1) return one_at_a_time();
-  // A batch that makes replicas also evaluates them from scratch: not timed.
+  // A batch that makes replicas (a copy of the maps each, or a first evaluation from scratch on
+  // the CUDA backend's host loop) is not timed.
   const bool made = int64_t(m_replicas.size()) < threads - 1;
   while (int64_t(m_replicas.size()) < threads - 1) m_replicas.push_back(replica());
 

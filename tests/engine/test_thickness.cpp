@@ -235,7 +235,8 @@ TEST_CASE("backend.auto_by_size") {
 // The CPU evaluator re-evaluates around the changed voxels when the volume is large beside its
 // structure: after every batch of random swaps (some undone before the evaluation, some several
 // at once) its counts equal a from-scratch PSD of the same mask, on every boundary, and most
-// evaluations did run locally.
+// evaluations did run locally. A copy made halfway (its last change still pending) takes the
+// same changes and gives the same counts, locally from its first evaluation.
 TEST_CASE("psd.cpu.local_evaluation_equals_full") {
   const uint64_t seed = testing::fresh_seed();
   CAPTURE(seed);
@@ -251,6 +252,11 @@ TEST_CASE("psd.cpu.local_evaluation_equals_full") {
     CAPTURE(to_string(shape));
     Mask m = generate_blobs(shape, 0.45, 3.0, seed + uint64_t(run));
     auto evaluator = make_psd_evaluator(m, boundary, bins, Backend::cpu);
+    std::unique_ptr<PsdEvaluator> twin;
+    const auto set = [&](int64_t i, uint8_t v) {
+      evaluator->set(i, v);
+      if (twin) twin->set(i, v);
+    };
     std::vector<int64_t> pore, solid;
     for (int64_t i = 0; i < m.voxels(); ++i) (m[std::size_t(i)] ? pore : solid).push_back(i);
     auto pick = [&](std::vector<int64_t>& from) -> int64_t& { return from[rng() % from.size()]; };
@@ -259,11 +265,11 @@ TEST_CASE("psd.cpu.local_evaluation_equals_full") {
       for (int k = 0; k < swaps; ++k) {
         int64_t& a = pick(pore);
         int64_t& b = pick(solid);
-        evaluator->set(a, 0);
-        evaluator->set(b, 1);
+        set(a, 0);
+        set(b, 1);
         if (step % 7 == 3) {  // undone before the evaluation: nothing changed
-          evaluator->set(a, 1);
-          evaluator->set(b, 0);
+          set(a, 1);
+          set(b, 0);
           continue;
         }
         m[std::size_t(a)] = 0;
@@ -275,13 +281,23 @@ TEST_CASE("psd.cpu.local_evaluation_equals_full") {
       REQUIRE(got.at_least == want.at_least);
       REQUIRE(got.above == want.above);
       REQUIRE(got.phase_voxels == want.phase_voxels);
+      if (twin) {
+        const PsdCounts copied = twin->counts();
+        REQUIRE(copied.at_least == want.at_least);
+        REQUIRE(copied.above == want.above);
+      }
+      if (step == steps / 2) twin = evaluator->copy();
     }
     const cpu::EvaluationTally tally = cpu::evaluation_tally(*evaluator);
     CAPTURE(tally.full);
     // The first evaluation computes the map; every later one after a change ran locally (none
-    // is left to the full path at this size).
+    // is left to the full path at this size). The copy counts the original's first half as its
+    // own, and evaluated nothing from scratch.
     CHECK(tally.full == 1);
     CHECK(tally.local == steps - (steps + 3) / 7 - 1);
+    REQUIRE(twin);
+    CHECK(cpu::evaluation_tally(*twin).full == 1);
+    CHECK(cpu::evaluation_tally(*twin).local == tally.local);
   }
 }
 

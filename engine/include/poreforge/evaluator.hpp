@@ -30,6 +30,10 @@ class PsdEvaluator {
   /// its last evaluation brings it up to date now, so that the next evaluation has only its
   /// own changes to look at. The counts stay as they are; nothing else changes.
   virtual void settle() {}
+  /// An evaluator of the same mask in the same state, which goes its own way from then on
+  /// (another thread's copy of an annealer); null where copies are not made (make one afresh,
+  /// which evaluates from scratch at its first counts()).
+  virtual std::unique_ptr<PsdEvaluator> copy() const { return nullptr; }
 };
 
 /// An evaluator of `phase` (copied) with `bins`, on `backend` (resolved as everywhere else).

@@ -111,6 +111,9 @@ class CpuPsdEvaluator final : public PsdEvaluator {
     m_stale = false;
   }
   Backend backend() const override { return Backend::cpu; }
+  // Every map and pending change copied: the copy's next evaluation is as local as this one's
+  // would be.
+  std::unique_ptr<PsdEvaluator> copy() const override { return std::make_unique<CpuPsdEvaluator>(*this); }
 
   EvaluationTally tally_of_evaluations() const { return {m_local_count, m_full}; }
 
@@ -219,10 +222,10 @@ class CpuPsdEvaluator final : public PsdEvaluator {
   void tables(uint32_t most) {
     const int64_t want = std::min<int64_t>(2 * (local::ceil_root(most) + 2), kMostOffsetRadius);
     if (!m_offsets || int64_t(m_offsets->limit) < (want / 2) * (want / 2))
-      m_offsets = std::make_unique<local::OffsetTable>(m_phase.shape(), want);
+      m_offsets = std::make_shared<const local::OffsetTable>(m_phase.shape(), want);
     const uint32_t reach = uint32_t(want * want);
     if (!m_containment || m_containment_limit < std::min(most, reach)) {
-      m_containment = std::make_unique<detail::BallContainment<detail::VoxelMetric>>(detail::VoxelMetric{}, reach);
+      m_containment = std::make_shared<const detail::BallContainment<detail::VoxelMetric>>(detail::VoxelMetric{}, reach);
       m_containment_limit = reach;
     }
   }
@@ -515,8 +518,10 @@ class CpuPsdEvaluator final : public PsdEvaluator {
   std::vector<int64_t> m_d2_count;  // committed voxels by squared distance: the largest distance
   int64_t m_largest = 0;
   std::vector<int64_t> m_counts;  // committed, flat
-  std::unique_ptr<local::OffsetTable> m_offsets;
-  std::unique_ptr<detail::BallContainment<detail::VoxelMetric>> m_containment;
+  // Tables, never changed once made (a larger one replaces them): shared with this evaluator's
+  // copies.
+  std::shared_ptr<const local::OffsetTable> m_offsets;
+  std::shared_ptr<const detail::BallContainment<detail::VoxelMetric>> m_containment;
   uint32_t m_containment_limit = 0;
   local::Changes m_pending;            // the last evaluation's changes, not yet committed
   std::vector<int64_t> m_touched;      // voxels set() changed since the last evaluation
