@@ -665,21 +665,21 @@ void on_threads(int threads, int64_t n, Body&& body) {
 // takes little more than its first proposal). Then whichever of one at a time and batches has
 // been faster lately (wall time per evaluation the chain took) is taken, and the other for the
 // last kProbeLength of every kProbeEvery choices so that its figure keeps up: measured, not
-// modelled, because where batches pay depends on the cores, the volume and the structure (on
-// 2 cores, a reconstructed sandstone at 256³ with 5 % of swaps accepted: 2,843 evaluations/s one
-// at a time, 2,976 in batches of 2; white noise at 64³: batches slower). The first kWarmChoices
-// after a change of way are not timed (the way left out has its tables out of the caches), and
-// the first batch after swaps taken one at a time, where the replicas catch up on them, is
-// charged to one at a time: that is what its swaps cost the replicas.
+// modelled, because where batches pay depends on the cores, the volume and the structure
+// (docs/local-evaluation.md has the figures). The first kWarmChoices after a change of way are
+// not timed (the way left out has its tables out of the caches), and the first batch after
+// swaps taken one at a time, where the replicas catch up on them, is charged to one at a time:
+// that is what its swaps cost the replicas.
 constexpr double kBatchedRun = 4;
 constexpr int64_t kProbeEvery = 1024, kProbeLength = 64, kWarmChoices = 16;
 // A proposal's cost is heavy-tailed (most regions are small, a few span large pores): each way's
 // figure is its time over its evaluations, both sums fading by this factor a sample, not an
 // average of per-sample rates that one slow proposal would swing.
 constexpr double kTimeKept = 0.98;
-// Swaps accepted one at a time that the replicas may fall behind by before they are dropped: a
-// replica made afresh costs a whole evaluation, one swap taken a local one.
-constexpr int64_t kMostBehind = 4096;
+// Swaps accepted one at a time that the replicas may fall behind by before they are dropped:
+// catching up costs a local evaluation a swap, and beyond this many, copying the state again
+// (its maps and voxel lists) likely costs less.
+constexpr int64_t kMostBehind = 1024;
 
 }  // namespace
 

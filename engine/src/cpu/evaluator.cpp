@@ -225,7 +225,8 @@ class CpuPsdEvaluator final : public PsdEvaluator {
       m_offsets = std::make_shared<const local::OffsetTable>(m_phase.shape(), want);
     const uint32_t reach = uint32_t(want * want);
     if (!m_containment || m_containment_limit < std::min(most, reach)) {
-      m_containment = std::make_shared<const detail::BallContainment<detail::VoxelMetric>>(detail::VoxelMetric{}, reach);
+      using Containment = detail::BallContainment<detail::VoxelMetric>;
+      m_containment = std::make_shared<const Containment>(detail::VoxelMetric{}, reach);
       m_containment_limit = reach;
     }
   }
