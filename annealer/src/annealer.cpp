@@ -795,12 +795,13 @@ std::unique_ptr<Annealer::Replica> Annealer::replica() const {
   // CPU evaluators whatever the run's backend (the counts are the same exact integers on both):
   // copies of this state's, maps and all, where those are CPU ones (one made afresh evaluates
   // the whole structure at its first proposal: seconds at 256³).
-  const auto cpu_evaluator = [&](const std::unique_ptr<PsdEvaluator>& own, const Mask& phase, const Bins& bins) {
-    std::unique_ptr<PsdEvaluator> e = own->backend() == Backend::cpu ? own->copy() : nullptr;
-    return e ? std::move(e) : make_psd_evaluator(phase, m_config.boundary, bins, Backend::cpu);
+  const auto cpu_evaluator = [&](const PsdEvaluator& own, bool solid, const Bins& bins) {
+    std::unique_ptr<PsdEvaluator> e = own.backend() == Backend::cpu ? own.copy() : nullptr;
+    if (e) return e;
+    return make_psd_evaluator(solid ? complement(r->pore) : r->pore, m_config.boundary, bins, Backend::cpu);
   };
-  if (m_pore_evaluator) r->evaluator[0] = cpu_evaluator(m_pore_evaluator, r->pore, m_pore_bins);
-  if (m_solid_evaluator) r->evaluator[1] = cpu_evaluator(m_solid_evaluator, complement(r->pore), *m_solid_bins);
+  if (m_pore_evaluator) r->evaluator[0] = cpu_evaluator(*m_pore_evaluator, false, m_pore_bins);
+  if (m_solid_evaluator) r->evaluator[1] = cpu_evaluator(*m_solid_evaluator, true, *m_solid_bins);
   Step& st = r->step;
   st = m_step;
   st.pore = r->pore.data();
