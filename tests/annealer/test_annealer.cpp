@@ -197,8 +197,10 @@ TEST_CASE("anneal.cpu.batches_take_the_same_chain") {
   };
   const Run one = run(1);
   CHECK(one.tally.batches == 0);
+  // Both kinds of outcome, so that batches have proposals to drop and rejections to pass: how
+  // many of each depends on the seed (90 to 650 of the 1,200 rejected over 61 seeds).
   CHECK(one.end.progress.accepted > 100);
-  CHECK(one.end.progress.rejected > 100);
+  CHECK(one.end.progress.rejected > 20);
   for (int batch : {7, 64, 0}) {
     CAPTURE(batch);
     const Run r = run(batch);
