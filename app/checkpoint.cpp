@@ -198,7 +198,7 @@ void write_checkpoint(const std::string& path, const Checkpoint& c, const std::s
   number("target_porosity", t.porosity);
   text("target_spacing", to_string(t.spacing));
   number("target_euler_density", t.euler_density);
-  vector("/targets/face_area_density", std::vector<double>(t.face_area_density.begin(), t.face_area_density.end()));
+  number("target_surface_density", t.surface_density);
   for (int a = 0; a < 3; ++a)
     for (int phase = 0; phase < 2; ++phase) vector(chord_target_name(a, phase), t.chords[a][phase]);
   // The describe-file layout under /targets, read back by Targets::from_descriptor_file.
@@ -223,7 +223,7 @@ Checkpoint read_checkpoint(const std::string& path) {
   }
   if (kind != kKind) throw InputError("'" + path + "' is not a poreforge checkpoint");
   const double schema = read_hdf5_attribute(path, "schema");
-  if (schema != 1 && schema != 2 && schema != kCheckpointSchema)
+  if (!(schema >= 1 && schema <= kCheckpointSchema && schema == std::floor(schema)))
     throw InputError("'" + path + "' has checkpoint schema " + std::to_string(schema) + "; this poreforge reads 1 to " +
                      std::to_string(kCheckpointSchema));
   // Schema 1 predates the checksums and is read as it stands; from schema 2 every part is checked.
@@ -269,12 +269,11 @@ Checkpoint read_checkpoint(const std::string& path) {
   in.number("target_porosity");
   in.text("target_spacing");
   c.targets = anneal::Targets::from_descriptor_file(path, "/targets", "target_porosity", "target_spacing");
-  if (hdf5_has_attribute(path, "target_euler_density")) {  // schema 3
+  if (hdf5_has_attribute(path, "target_euler_density"))  // from schema 3
     c.targets.euler_density = in.number("target_euler_density");
-    const auto faces = in.vector("/targets/face_area_density");
-    if (faces.size() != 3) throw InputError("'" + path + "': /targets/face_area_density must hold 3 values");
-    std::copy(faces.begin(), faces.end(), c.targets.face_area_density.begin());
-  }
+  // Schema 3's surface target counted faces (/targets/face_area_density): it stays unknown, and
+  // a run that weighs the surface does not resume (resume_run says why).
+  if (schema >= 4) c.targets.surface_density = in.number("target_surface_density");
   if (hdf5_has_object(path, chord_target_name(0, 0)))
     for (int a = 0; a < 3; ++a)
       for (int phase = 0; phase < 2; ++phase) c.targets.chords[a][phase] = in.vector(chord_target_name(a, phase));

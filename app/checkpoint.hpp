@@ -13,7 +13,9 @@ namespace poreforge::app {
 /// 2: every part of the state carries an FNV-1a checksum (schema 1 files, without, still resume).
 /// 3: the Euler, surface and chords terms — their energies, normalisers, targets and history
 /// columns (read as 0 and off where a file holds none of them).
-constexpr int kCheckpointSchema = 3;
+/// 4: target_surface_density, the surface term's marching-cubes target; a schema-3 file's
+/// surface target counted faces, so it resumes only with the surface term off.
+constexpr int kCheckpointSchema = 4;
 
 /// One row of energy.csv: evaluations, stage, temperature, energy, pore_psd, solid_psd, s2,
 /// accepted, rejected, euler, surface, chords.

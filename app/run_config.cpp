@@ -305,6 +305,18 @@ RunConfig parse_run_config(const std::string& text, const std::string& source, c
                  "a number of voxels or auto");
   number_or_auto("grain_spread", c.initial_grain_spread, c.initial_grain_spread_auto, 0.0, 10.0, false,
                  "a coefficient of variation or auto");
+  init.optional("grain_stretch", [&](const YAML::Node& v, const std::string& k) {
+    if (v.IsScalar() && v.Scalar() == "auto") {
+      c.initial_grain_stretch_auto = true;
+      return;
+    }
+    if (!v.IsSequence() || v.size() != 3) init.fail(k, v, "must be auto or [SX, SY, SZ]");
+    for (std::size_t a = 0; a < 3; ++a) {
+      c.initial_grain_stretch[a] = init.scalar<double>(v[a], k, "a number");
+      in_range(init, v, k, c.initial_grain_stretch[a], 0.1, 10.0);
+    }
+    c.initial_grain_stretch_auto = false;
+  });
   bool connect_given = false;
   init.optional("connect", [&](const YAML::Node& v, const std::string& k) {
     c.initial_connect = init.scalar<bool>(v, k, "true or false");
@@ -436,6 +448,9 @@ std::string RunConfig::to_yaml() const {
   if (initial == "grains") {
     number_or_auto("grain_radius", initial_grain_radius, initial_grain_radius_auto);
     number_or_auto("grain_spread", initial_grain_spread, initial_grain_spread_auto);
+    y << YAML::Key << "grain_stretch" << YAML::Value;
+    if (initial_grain_stretch_auto) y << "auto";
+    else y << YAML::Flow << std::vector<double>(initial_grain_stretch.begin(), initial_grain_stretch.end());
   }
   if (initial == "blobs" || initial == "grains") y << YAML::Key << "connect" << YAML::Value << initial_connect;
   y << YAML::Key << "plant_large_pores" << YAML::Value << initial_plant_large_pores;

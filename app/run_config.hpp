@@ -1,6 +1,7 @@
 #pragma once
 // The YAML run configuration: schema, defaults, validation with the dotted path and line of
 // every offending key, read straight into the annealer's configuration (RunConfig::loop).
+#include <array>
 #include <optional>
 #include <string>
 #include <vector>
@@ -53,6 +54,10 @@ struct RunConfig {
   double initial_grain_spread = 0;
   /// grains, `grain_spread: auto`: chosen with an auto radius; with a radius given, 0
   bool initial_grain_spread_auto = true;
+  /// grains: the spheres' stretch along x, y, z (ellipsoids; 1, 1, 1: spheres)
+  std::array<double, 3> initial_grain_stretch{1.0, 1.0, 1.0};
+  /// grains, `grain_stretch: auto`: as elongated as the reference's solid chords (grain_stretch)
+  bool initial_grain_stretch_auto = true;
   /// blobs: the start's clusters made the reference's (connect_largest_cluster; read for blobs
   /// only); default: on unless large pores are planted
   bool initial_connect = true;

@@ -458,6 +458,8 @@ void build_start(Session& run, anneal::Config& loop, const Mask* reference, bool
   const std::optional<anneal::ClusterSample> clusters = cluster_sample(run, loop, reference, quiet);
   const anneal::ClusterSample* cl = clusters ? &*clusters : nullptr;
   anneal::BlobCandidate chosen;
+  std::optional<std::array<double, 3>> stretch;  // none: as the targets' chords say
+  if (!run.rc.initial_grain_stretch_auto) stretch = run.rc.initial_grain_stretch;
   anneal::StartWeights start_weights;  // relative to the PSD's, as the run weighs them
   if (loop.weights.pore_psd > 0) {
     start_weights.s2 = loop.weights.s2 / loop.weights.pore_psd;
@@ -484,7 +486,7 @@ void build_start(Session& run, anneal::Config& loop, const Mask* reference, bool
             std::fprintf(run.text_stream(), ", %.4f with %d large pores planted", c.pore_psd_l1, c.planted_balls);
           std::fprintf(run.text_stream(), "\n");
         },
-        cl, start_weights, grains, run.rc.initial_grain_spread_auto ? -1.0 : run.rc.initial_grain_spread);
+        cl, start_weights, grains, run.rc.initial_grain_spread_auto ? -1.0 : run.rc.initial_grain_spread, stretch);
     loop.initial = std::move(start.structure);
     chosen = start.chosen;
     if (grains) {
@@ -492,6 +494,8 @@ void build_start(Session& run, anneal::Config& loop, const Mask* reference, bool
       run.rc.initial_grain_radius_auto = false;
       run.rc.initial_grain_spread = chosen.radius_spread;
       run.rc.initial_grain_spread_auto = false;
+      run.rc.initial_grain_stretch = chosen.stretch;
+      run.rc.initial_grain_stretch_auto = false;
     } else {
       run.rc.initial_blobiness = chosen.blobiness;
       run.rc.initial_blobiness_auto = false;
@@ -500,7 +504,10 @@ void build_start(Session& run, anneal::Config& loop, const Mask* reference, bool
   } else if (grains) {
     loop.initial = anneal::make_grain_start(loop.shape, loop.spacing, loop.targets, loop.boundary,
                                             run.rc.initial_grain_radius, loop.seed, run.backend, &chosen, cl,
-                                            run.rc.initial_grain_spread_auto ? 0.0 : run.rc.initial_grain_spread);
+                                            run.rc.initial_grain_spread_auto ? 0.0 : run.rc.initial_grain_spread,
+                                            stretch);
+    run.rc.initial_grain_stretch = chosen.stretch;
+    run.rc.initial_grain_stretch_auto = false;
   } else {
     loop.initial = anneal::make_blob_start(loop.shape, loop.spacing, loop.targets, loop.boundary,
                                            run.rc.initial_blobiness, plant, loop.seed, run.backend, &chosen, cl);
@@ -765,9 +772,10 @@ int run_from_config(const RunOptions& o, const std::string& command_line, std::s
   if (run.blob_start) {
     const anneal::BlobCandidate& b = *run.blob_start;
     char line[256];
-    char size[96];
+    char size[128];
     if (b.radius > 0)
-      std::snprintf(size, sizeof size, "grains, radius %.3g voxels (spread %.2g)", b.radius, b.radius_spread);
+      std::snprintf(size, sizeof size, "grains, radius %.3g voxels (spread %.2g, stretched %.3g / %.3g / %.3g)",
+                    b.radius, b.radius_spread, b.stretch[0], b.stretch[1], b.stretch[2]);
     else std::snprintf(size, sizeof size, "blobs, blobiness %.4g (sigma %.3g voxels)", b.blobiness, b.sigma);
     int n = std::snprintf(line, sizeof line, "initial   %s%s%s: pore-PSD L1 %.4f", size,
                           run.blob_size_searched ? " chosen by the targets" : "",
@@ -833,6 +841,9 @@ int resume_run(const ResumeOptions& o, const std::string& command_line) {
   run.backend = resolve_backend(parse_backend(run.rc.backend), Operation::pore_size_distribution);
   run.rc.loop.backend = run.backend;
   run.rc.loop.targets = ck.targets;
+  if (ck.schema < 4 && run.rc.loop.weights.surface > 0)
+    throw InputError("'" + o.checkpoint + "' was written by a poreforge whose surface term counted voxel faces; this " +
+                     "one measures the interface's marching-cubes area, so the run cannot go on: start it again");
   run.history = ck.history;
   run.run_start = ck.run_start;
   anneal::Annealer annealer(run.rc.loop, std::move(ck.snapshot));

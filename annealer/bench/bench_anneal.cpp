@@ -9,7 +9,7 @@
 //                [--energy psd_s2|reconstruct] [--evaluation local|full]
 //
 // --energy reconstruct: configs/reconstruct.yaml's energy and moves — pore PSD, S2, Euler
-// characteristic, face count and chord lengths against the Berea 400³ image (--reference) at its
+// characteristic, specific surface and chord lengths against the Berea 400³ image (--reference) at its
 // voxel size, the domain's faces open, interface-biased moves that keep the pore connected,
 // T0 1e-6. --initial berea starts from the real image itself (its centre at the size, mirrored
 // at its faces beyond 400), a rock-like structure where a swap's region is a rock's.

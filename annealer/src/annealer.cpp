@@ -34,15 +34,21 @@ constexpr uint64_t kTrialStepBase = uint64_t(1) << 62;
 namespace {
 
 // The count terms' values of a structure from scratch (0 for a term that is off): χ of the pore
-// and its pore–solid faces inside the box.
+// and the quanta of its interface's area over the cells inside the box.
 std::array<int64_t, 2> count_values(const Mask& pore, const Objective& o) {
   std::array<int64_t, 2> v{0, 0};
   if (o.euler.entries) v[0] = euler_characteristic(pore);
   if (o.surface.entries) {
-    const auto faces = specific_surface(pore).faces;
-    v[1] = faces[0] + faces[1] + faces[2];
+    const ConfigurationHistogram h = interior_configuration_histogram(pore);
+    for (std::size_t c = 0; c < 256; ++c) v[1] += h[c] * o.surface.quanta[c];
   }
   return v;
+}
+
+// Physical volume of the cells inside the box (their corners at the voxel centres): the
+// surface term's count is over these.
+double interior_volume(const Shape& s, const Spacing& sp) {
+  return double(s.nx - 1) * double(s.ny - 1) * double(s.nz - 1) * sp.x * sp.y * sp.z;
 }
 
 // The chords term's layout on `shape` (no counts or target attached); `on`: the term is weighted
@@ -126,11 +132,15 @@ Targets Targets::from_image(const Mask& pore, Boundary boundary, int bins, bool 
   t.s2 = {s2.directional.x, s2.directional.y, s2.directional.z};
   t.spacing = pore.spacing();
   t.largest_cluster_share = cluster_statistics(label_components(pore, Adjacency::face6, backend)).largest_share;
-  const SurfaceMeasures surface = specific_surface(pore);
   const Spacing sp = pore.spacing();
-  t.euler_density = double(euler_characteristic(pore)) / surface.volume;
-  for (int a = 0; a < 3; ++a)
-    t.face_area_density[a] = double(surface.faces[a]) * sp.along((a + 1) % 3) * sp.along((a + 2) % 3) / surface.volume;
+  const Shape shape = pore.shape();
+  t.euler_density = double(euler_characteristic(pore)) / (double(shape.voxels()) * sp.x * sp.y * sp.z);
+  if (shape.nx > 1 && shape.ny > 1 && shape.nz > 1) {
+    const ConfigurationHistogram h = interior_configuration_histogram(pore);
+    double area = 0;
+    for (std::size_t c = 0; c < 256; ++c) area += double(h[c]) * marching_cubes_area(int(c), sp);
+    t.surface_density = area / interior_volume(shape, sp);
+  }
   t.chord_spacing = sp;
   for (int p = 0; p < 2; ++p) {
     const ChordLengths chords = chord_lengths(pore, uint8_t(p));
@@ -176,6 +186,8 @@ Targets Targets::from_descriptor_file(const std::string& path, const std::string
     t.largest_cluster_share = read_hdf5_vector(path, "/measures/largest_cluster_share_6").at(0);
   if (group.empty() && hdf5_has_object(path, "/measures/euler_density"))
     t.euler_density = read_hdf5_vector(path, "/measures/euler_density").at(0);
+  if (group.empty() && hdf5_has_object(path, "/measures/specific_surface"))
+    t.surface_density = read_hdf5_vector(path, "/measures/specific_surface").at(0);
   if (t.pore_edges.size() != t.pore_psd.size() + 1 || t.solid_edges.size() != t.solid_psd.size() + 1)
     throw InputError("descriptor file '" + path + "': PSD edges and fractions do not match in length");
   return t;
@@ -224,9 +236,11 @@ void validate(const Config& c) {
   require(w.euler == 0 || std::isfinite(c.targets.euler_density),
           "an Euler weight needs the reference's Euler characteristic (a target image, or a descriptor file from "
           "`describe --measures`)");
-  require(w.surface == 0 || std::isfinite(c.targets.face_area_density[0] + c.targets.face_area_density[1] +
-                                          c.targets.face_area_density[2]),
-          "a surface weight needs the reference's face counts (a target image)");
+  require(w.surface == 0 || std::isfinite(c.targets.surface_density),
+          "a surface weight needs the reference's specific surface (a target image, or a descriptor file from "
+          "`describe --measures`)");
+  require(w.surface == 0 || (c.shape.nx > 1 && c.shape.ny > 1 && c.shape.nz > 1),
+          "a surface weight needs a 3D domain (the term is the interface's area over the box's 2x2x2 cells)");
   if (w.chords > 0) {
     bool known = true;
     for (const auto& axis : c.targets.chords) known = known && !axis[0].empty() && !axis[1].empty();
@@ -461,16 +475,13 @@ Step detail::step_of(const Config& c) {
   o.weight[kChords] = w.chords;
   o.chords = chord_layout(shape, w.chords > 0);
   // The count terms' targets on this grid: the reference's densities times this box's volume
-  // (faces: over the area of one face normal to each axis).
+  // (the surface: its inner cells' volume, in the table's quanta).
   const Spacing sp = c.spacing;
   const double volume = double(shape.voxels()) * sp.x * sp.y * sp.z;
   o.euler.entries = w.euler > 0 ? 1 : 0;
   o.euler.target = w.euler > 0 ? t.euler_density * volume : 0.0;
   o.surface.entries = w.surface > 0 ? 1 : 0;
-  o.surface.target = 0;
-  if (w.surface > 0)
-    for (int a = 0; a < 3; ++a)
-      o.surface.target += t.face_area_density[a] * volume / (sp.along((a + 1) % 3) * sp.along((a + 2) % 3));
+  o.surface.target = w.surface > 0 ? t.surface_density * interior_volume(shape, sp) / surface_quanta(sp).quantum : 0.0;
   o.pore_psd.bins = int(t.pore_edges.size()) - 1;
   o.pore_psd.entries = w.pore_psd > 0 ? std::min(o.pore_psd.bins, int(t.pore_psd.size())) : 0;
   o.solid_psd.bins = t.solid_edges.empty() ? 0 : int(t.solid_edges.size()) - 1;
@@ -489,6 +500,14 @@ Step detail::step_of(const Config& c) {
   k.stall_stages = c.stopping.stall_stages;
   k.energy_tolerance = c.stopping.energy_tolerance;
   return st;
+}
+
+detail::SurfaceQuanta detail::surface_quanta(const Spacing& spacing) {
+  SurfaceQuanta q;
+  q.quantum = std::min({spacing.x * spacing.y, spacing.y * spacing.z, spacing.x * spacing.z}) / 65536.0;
+  q.quanta.resize(256);
+  for (int c = 0; c < 256; ++c) q.quanta[std::size_t(c)] = std::llround(marching_cubes_area(c, spacing) / q.quantum);
+  return q;
 }
 
 std::vector<double> detail::chord_target(const Targets& targets, const terms::Chords& layout) {
@@ -527,6 +546,8 @@ void Annealer::make_step() {
   o.s2.counts = m_s2_counts.data();
   o.s2.delta = m_s2_delta.data();
   o.s2.target = m_s2_target.data();
+  m_surface_quanta = detail::surface_quanta(m_config.spacing).quanta;
+  o.surface.quanta = m_surface_quanta.data();
   const auto values = count_values(m_pore, o);
   m_count_values.assign(values.begin(), values.end());
   o.euler.value = o.euler.entries ? &m_count_values[0] : nullptr;

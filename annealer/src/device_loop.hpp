@@ -26,6 +26,14 @@ Step step_of(const Config& config);
 std::vector<double> s2_target(const Config& config, const terms::S2& s2);
 /// The chords term's target in its layout (empty when the term is off).
 std::vector<double> chord_target(const Targets& targets, const terms::Chords& layout);
+/// The surface term's quanta: each 2×2×2 configuration's marching-cubes area at `spacing`
+/// (measures.hpp) in whole quanta of 2⁻¹⁶ of the smallest voxel face, so that the term's count
+/// is an exact integer on both loops; `quantum` is the area of one (physical units²).
+struct SurfaceQuanta {
+  std::vector<int64_t> quanta;  ///< 256 entries, by configuration
+  double quantum = 0;
+};
+SurfaceQuanta surface_quanta(const Spacing& spacing);
 
 class DeviceLoop {
  public:

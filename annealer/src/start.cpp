@@ -620,9 +620,27 @@ Mask connect_largest_cluster(const Mask& start, const std::vector<float>& field,
   return out;
 }
 
+std::array<double, 3> grain_stretch(const Targets& targets, const Spacing& spacing) {
+  std::array<double, 3> mean{};
+  for (int a = 0; a < 3; ++a) {
+    const std::vector<double>& f = targets.chords[std::size_t(a)][0];
+    double chords = 0, length = 0;
+    for (std::size_t l = 1; l < f.size(); ++l) {
+      chords += f[l];
+      length += double(l) * f[l];
+    }
+    if (!(chords > 0)) return {1.0, 1.0, 1.0};
+    mean[std::size_t(a)] = length / chords * targets.chord_spacing.along(a) / spacing.along(a);
+  }
+  const double geometric = std::cbrt(mean[0] * mean[1] * mean[2]);
+  std::array<double, 3> stretch{};
+  for (int a = 0; a < 3; ++a) stretch[std::size_t(a)] = std::clamp(mean[std::size_t(a)] / geometric, 0.1, 10.0);
+  return stretch;
+}
+
 std::vector<float> grain_field(Shape shape, double radius, double porosity, uint64_t seed, Backend backend,
-                               double radius_spread) {
-  const Mask pack = generate_spheres(shape, porosity, radius, seed, radius_spread);
+                               double radius_spread, const std::array<double, 3>& stretch) {
+  const Mask pack = generate_spheres(shape, porosity, radius, seed, radius_spread, stretch);
   const int64_t pore = count_phase(pack);
   if (pore == 0 || pore == shape.voxels()) {
     char r[32];
@@ -653,13 +671,14 @@ Mask start_from_field(std::vector<float>& field, Shape shape, Spacing spacing, c
 
 Mask make_grain_start(Shape shape, Spacing spacing, const Targets& targets, Boundary boundary, double radius,
                       uint64_t seed, Backend backend, BlobCandidate* report, const ClusterSample* clusters,
-                      double radius_spread) {
+                      double radius_spread, const std::optional<std::array<double, 3>>& stretch) {
   validate_shape(shape);
   validate_spacing(spacing);
   BlobCandidate c;
   c.radius = radius;
   c.radius_spread = radius_spread;
-  std::vector<float> field = grain_field(shape, radius, targets.porosity, seed, backend, radius_spread);
+  c.stretch = stretch ? *stretch : grain_stretch(targets, spacing);
+  std::vector<float> field = grain_field(shape, radius, targets.porosity, seed, backend, radius_spread, c.stretch);
   Mask start = start_from_field(field, shape, spacing, targets, boundary, false, seed, backend, c, clusters);
   if (report) *report = c;
   return start;
@@ -717,7 +736,8 @@ Mask start_from_field(std::vector<float>& field, Shape shape, Spacing spacing, c
 BlobStart choose_blob_start(Shape shape, Spacing spacing, const Targets& targets, Boundary boundary, uint64_t seed,
                             bool plant_large_pores, Backend backend,
                             const std::function<void(const BlobCandidate&)>& tried, const ClusterSample* clusters,
-                            StartWeights weights, bool grains, double grain_spread) {
+                            StartWeights weights, bool grains, double grain_spread,
+                            const std::optional<std::array<double, 3>>& stretch) {
   validate_shape(shape);
   const double unit_sigma = blob_sigma(shape, 1.0);  // σ ∝ 1 / blobiness; a quarter of the extent is 10 units
   BlobStart best;
@@ -752,7 +772,8 @@ BlobStart choose_blob_start(Shape shape, Spacing spacing, const Targets& targets
       Mask m;
       if (grains) {
         try {
-          m = make_grain_start(shape, spacing, targets, boundary, 2 * sigma, seed, backend, &c, clusters, spread);
+          m = make_grain_start(shape, spacing, targets, boundary, 2 * sigma, seed, backend, &c, clusters, spread,
+                               stretch);
         } catch (const MemoryLimitError&) {
           throw;  // too little memory ends the search: smaller grains would not need less
         } catch (const InputError&) {

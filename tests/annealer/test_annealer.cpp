@@ -124,7 +124,7 @@ TEST_CASE("anneal.s2.incremental_equals_recount") {
 }
 
 // Every few hundred evaluations (the report), the incremental state against a recount: pore
-// count, the energy from scratch to the bit (the Euler and face counts and the chord
+// count, the energy from scratch to the bit (the Euler and surface counts and the chord
 // histograms recounted among it),
 // the S2 counts; every term weighted, biased moves.
 PF_BACKEND_TEST("anneal", "swaps_keep_porosity_and_energy_exact") {
@@ -936,6 +936,88 @@ TEST_CASE("anneal.grain_start") {
   CHECK(cluster_statistics(label_components(b, Adjacency::face6, Backend::cpu)).largest_share >= 0.98 - 1e-12);
   CHECK(make_grain_start(shape, {}, t, Boundary::open, 6.0, seed, Backend::cpu, nullptr, &connected).values() ==
         b.values());
+}
+
+// The surface term measures what `compare`'s specific surface does: the reference's density
+// is its interface's marching-cubes area over the cells inside its box (near `compare`'s
+// estimate, which counts the cells cut by the faces in part), and a run started from the
+// reference itself sits on the target to the table's rounding — on any voxel spacing — where
+// one from noise is far off.
+TEST_CASE("anneal.surface_term_is_the_marching_cubes_area") {
+  const uint64_t seed = testing::fresh_seed();
+  CAPTURE(seed);
+  for (const Spacing sp : {Spacing{1, 1, 1}, Spacing{1.0, 1.5, 2.0}}) {
+    CAPTURE(sp.z);
+    const Shape shape{30, 28, 26};
+    Mask reference = generate_blobs(shape, 0.35, 0.8, seed);
+    reference.set_spacing(sp);
+    const Targets t = Targets::from_image(reference, Boundary::open, 8, false, Backend::cpu);
+    const ConfigurationHistogram h = interior_configuration_histogram(reference);
+    double area = 0;
+    for (std::size_t c = 0; c < 256; ++c) area += double(h[c]) * marching_cubes_area(int(c), sp);
+    const double cells = double(shape.nx - 1) * double(shape.ny - 1) * double(shape.nz - 1) * sp.x * sp.y * sp.z;
+    CHECK(t.surface_density == doctest::Approx(area / cells).epsilon(1e-12));
+    CHECK(t.surface_density == doctest::Approx(specific_surface(reference).area_per_volume).epsilon(0.05));
+    Config c;
+    c.shape = shape;
+    c.spacing = sp;
+    c.boundary = Boundary::open;
+    c.targets = t;
+    c.seed = seed;
+    c.weights.pore_psd = 0;
+    c.weights.s2 = 0;
+    c.weights.surface = 1;
+    c.initial = reference;
+    c.stopping.max_evaluations = 1;
+    // The normaliser is at least (1 %)²: a relative error of 10⁻⁴ reads 10⁻⁴.
+    CHECK(Annealer(c).progress().energy.surface < 1e-4);
+    c.initial.reset();  // the seed's white noise
+    const Annealer noise(c);
+    CHECK(noise.progress().energy.surface == doctest::Approx(1.0));  // its error is its own normaliser
+    CHECK(noise.snapshot().norm[kSurface] > 0.1);  // and far off: more than 30 % too much area
+  }
+  // A 2D image has no inner cells to measure; a 2D domain none to count.
+  Config flat = small_config({16, 16, 1}, seed);
+  flat.weights.surface = 1;
+  CHECK_THROWS_WITH_AS(Annealer{flat}, doctest::Contains("needs the reference's specific surface"), InputError);
+  flat.targets = small_config({16, 16, 16}, seed).targets;
+  CHECK_THROWS_WITH_AS(Annealer{flat}, doctest::Contains("a surface weight needs a 3D domain"), InputError);
+}
+
+// Grains stretched as the reference's solid chords say: a reference of stretched spheres gives
+// back its stretch (the product 1, the order and roughly the ratios), and the start's solid
+// chords follow it; without chord targets, spheres.
+TEST_CASE("anneal.grain_stretch") {
+  const uint64_t seed = testing::fresh_seed();
+  CAPTURE(seed);
+  const Shape shape{64, 64, 64};
+  const Targets t = Targets::from_image(generate_spheres(shape, 0.5, 4.0, seed, 0.25, {1.5, 1.0, 1 / 1.5}),
+                                        Boundary::open, 8, false, Backend::cpu);
+  const std::array<double, 3> s = grain_stretch(t, {});
+  CAPTURE(s[0]);
+  CAPTURE(s[1]);
+  CAPTURE(s[2]);
+  // Chords across overlapping grains are less stretched than the grains (1.5 each way asked;
+  // 1.36 to 1.50 and 0.67 to 0.72 over 15 seeds).
+  CHECK(s[0] * s[1] * s[2] == doctest::Approx(1.0));
+  CHECK(s[0] > 1.25);
+  CHECK(s[0] < 1.6);
+  CHECK(s[2] < 0.8);
+  CHECK(s[2] > 1 / 1.6);
+  // Voxels twice as long along x hold half as many of a chord's length.
+  const std::array<double, 3> coarse_x = grain_stretch(t, {2.0, 1.0, 1.0});
+  CHECK(coarse_x[0] / coarse_x[1] == doctest::Approx(s[0] / s[1] / 2));
+  BlobCandidate c;
+  ClusterSample connected;
+  connected.largest_share = 0.95;
+  const Mask start = make_grain_start(shape, {}, t, Boundary::open, 4.0, seed + 1, Backend::cpu, &c, &connected);
+  CHECK(c.stretch == s);
+  const ChordLengths solid = chord_lengths(start, 0);
+  CHECK(solid.mean_voxels[0] > 1.15 * solid.mean_voxels[1]);
+  CHECK(solid.mean_voxels[1] > 1.15 * solid.mean_voxels[2]);
+  Targets no_chords = t;
+  no_chords.chords = {};
+  CHECK(grain_stretch(no_chords, {}) == std::array<double, 3>{1.0, 1.0, 1.0});
 }
 
 // The chords term's measure for ranking starts: nothing between a structure and targets drawn

@@ -5,11 +5,13 @@
 #include <sys/wait.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <string>
 
+#include "poreforge/annealer/annealer.hpp"
 #include "poreforge/backend.hpp"
 #include "poreforge/error.hpp"
 #include "poreforge/generators.hpp"
@@ -279,6 +281,15 @@ TEST_CASE("cli.describe.measures") {
   CHECK(read_hdf5_vector(ws / "d.h5", "/measures/porosity").front() == doctest::Approx(porosity));
   // The measures' PSD shares the pore PSD's bins: its curve has as many points as bins.
   CHECK(read_hdf5_vector(ws / "d.h5", "/measures/curves/pore_psd/y").size() == 5);
+  // The file is a run's target for the Euler and surface terms: its specific surface is the
+  // density the surface term aims at from the image itself (`compare`'s estimate, the cells cut
+  // by the box's faces counted in part: near, not equal).
+  const anneal::Targets described = anneal::Targets::from_descriptor_file(ws / "d.h5");
+  CHECK(described.surface_density == read_hdf5_vector(ws / "d.h5", "/measures/specific_surface").front());
+  const anneal::Targets direct =
+      anneal::Targets::from_image(phase_mask(read_hdf5(ws / "in.h5", ""), 1), Boundary::open, 5, false, Backend::cpu);
+  CHECK(described.surface_density == doctest::Approx(direct.surface_density).epsilon(0.05));
+  CHECK(std::isfinite(described.euler_density));
   // --permeability belongs to --measures.
   CHECK(run("describe " + ws / "in.h5 -o " + ws / "e.h5 --permeability on", "2>&1 >/dev/null").status == 2);
   CHECK(ws.holds_only({"in.h5", "d.h5"}));

@@ -78,6 +78,17 @@ TEST_CASE("config.defaults_and_overrides") {
       parse_run_config(minimal, "run.yaml", {"initial.structure=blobs", "initial.plant_large_pores=true"});
   CHECK(planted.initial_plant_large_pores);
   CHECK(parse_run_config(planted.to_yaml(), "resolved.yaml").initial_plant_large_pores);
+  // Grains stretched as the reference's chords say unless three factors are given.
+  const auto grains = parse_run_config(minimal, "run.yaml", {"initial.structure=grains"});
+  CHECK(grains.initial_grain_stretch_auto);
+  CHECK(parse_run_config(grains.to_yaml(), "resolved.yaml").initial_grain_stretch_auto);
+  const auto stretched =
+      parse_run_config(minimal, "run.yaml", {"initial.structure=grains", "initial.grain_stretch=[1.2, 1, 0.8]"});
+  CHECK_FALSE(stretched.initial_grain_stretch_auto);
+  CHECK(stretched.initial_grain_stretch == std::array<double, 3>{1.2, 1.0, 0.8});
+  const auto again_stretched = parse_run_config(stretched.to_yaml(), "resolved.yaml");
+  CHECK_FALSE(again_stretched.initial_grain_stretch_auto);
+  CHECK(again_stretched.initial_grain_stretch == stretched.initial_grain_stretch);
 }
 
 TEST_CASE("config.committed_examples_parse") {
@@ -110,6 +121,9 @@ TEST_CASE("config.errors_name_key_and_line") {
   refused(std::string(minimal) + "annealing:\n  host_loop: sometimes\n", "annealing.host_loop must be true or false");
   refused(std::string(minimal) + "annealing:\n  host_loop: true\n", "annealing.host_loop is not a setting");
   refused(std::string(minimal) + "initial:\n  blobiness: large\n", "initial.blobiness must be a number or auto");
+  refused(std::string(minimal) + "initial:\n  grain_stretch: [1, 1]\n", "initial.grain_stretch must be auto or [SX, SY, SZ]");
+  refused(std::string(minimal) + "initial:\n  grain_stretch: long\n", "initial.grain_stretch must be auto or [SX, SY, SZ]");
+  refused(std::string(minimal) + "initial:\n  grain_stretch: [1, 20, 1]\n", "initial.grain_stretch must lie in [0.1, 10]");
   refused(std::string(minimal) + "initial:\n  plant_large_pores: true\n",
           "initial.plant_large_pores plants into a blobs or file start (initial.structure: blobs or file)");
   refused(std::string(minimal) + "initial:\n  structure: blobs\n  plant_large_pores: 3\n",
@@ -191,6 +205,7 @@ TEST_CASE("cli.run.levels") {
   CHECK(final_volume.shape == Shape{16, 16, 16});
   CHECK(count_phase(phase_mask(final_volume, 1)) == std::llround(0.3 * 4096));
   CHECK(slurp(rd / "config.yaml").find("levels: 2") != std::string::npos);
+  CHECK(slurp(rd / "config.yaml").find("grain_stretch: [") != std::string::npos);  // the stretch chosen, named
   // The resolved config makes the same run again.
   REQUIRE(shell(cli + " run " + (rd / "config.yaml").string() + " --output " + (dir / "again").string() +
                 " --quiet > /dev/null") == 0);
@@ -563,6 +578,36 @@ TEST_CASE("cli.resume.keeps_the_newest_checkpoints_of_either_name") {
   std::sort(names.begin(), names.end());
   CHECK(names == std::vector<std::string>{"evaluation-000000000150.h5", "evaluation-000000000200.h5",
                                           "step-000000000100.h5"});
+}
+
+// Schema 3's surface term counted voxel faces: a run that weighs the surface does not go on from
+// such a checkpoint (its target and energies meant another measure) and says why; a run that
+// does not weigh it does.
+TEST_CASE("cli.resume.older_surface_term") {
+  TinyRuns t("surface");
+  std::ofstream(t.dir / "surface.yaml") << "name: s\nbackend: cpu\nseed: 3\ntarget:\n  image: ref.h5\n"
+                                           "domain:\n  shape: [12, 12, 12]\nannealing:\n  trial_moves: 10\n"
+                                           "  max_evaluations: 100\n  stage_length: 25\n"
+                                           "descriptors:\n  weights:\n    surface: 1\n"
+                                           "checkpoint:\n  every_evaluations: 50\n";
+  REQUIRE(shell(t.cli + " run " + (t.dir / "surface.yaml").string() + " --output " + (t.dir / "results").string() +
+                " --quiet > /dev/null") == 0);
+  REQUIRE(shell(t.run("--set name=c > /dev/null")) == 0);
+  for (const std::string name : {"s", "c"}) {
+    CAPTURE(name);
+    const fs::path dir = t.folder(name) / "checkpoints";
+    fs::copy_file(dir / "evaluation-000000000050.h5", dir / "older.h5");
+    REQUIRE(shell(t.cli + " resume " + (dir / "evaluation-000000000050.h5").string() +
+                  " --max-evals 75 --quiet > /dev/null") == 0);
+    testing::set_hdf5_attribute((dir / "older.h5").string(), "schema", 3);
+    const auto [status, err] = failing(t.cli + " resume " + (dir / "older.h5").string() + " --max-evals 80 --quiet", t.dir);
+    if (name == "s") {
+      CHECK(status == 2);
+      CHECK(err.find("whose surface term counted voxel faces") != std::string::npos);
+    } else {
+      CHECK(status == 0);
+    }
+  }
 }
 
 TEST_CASE("cli.resume.checksums") {

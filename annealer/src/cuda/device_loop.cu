@@ -253,7 +253,7 @@ struct DeviceLoop::Impl {
   DeviceBuffer<int64_t> batch_swaps[2], batch_psd_delta[2], batch_psd[2], batch_s2, batch_values, batch_chords;
   DeviceBuffer<Energy> batch_energy;
   DeviceBuffer<uint8_t> pore, solid, frozen;
-  DeviceBuffer<int64_t> list[2], slot, s2_counts, s2_delta, psd_counts[2], count_values, chord_counts;
+  DeviceBuffer<int64_t> list[2], slot, s2_counts, s2_delta, psd_counts[2], count_values, chord_counts, surface_quanta;
   DeviceBuffer<double> psd_target[2], s2_target, chord_target, stage_energies;
   DeviceBuffer<StepState> state;
   StepState* host_state = nullptr;  // pinned
@@ -403,6 +403,7 @@ DeviceLoop::DeviceLoop(const Config& config, const Snapshot& start, const Direct
   const Objective& ho = host.objective;
   const int64_t count_values[2] = {ho.euler.value ? *ho.euler.value : 0, ho.surface.value ? *ho.surface.value : 0};
   m.count_values = upload_async(count_values, 2, s, "the Euler and surface counts");
+  m.surface_quanta = upload_async(ho.surface.quanta, ho.surface.quanta ? std::size_t(256) : 0, s, "the surface quanta");
   const std::vector<double> chord_target = detail::chord_target(config.targets, o.chords);
   m.chord_counts = upload_async(ho.chords.counts, ho.chords.counts ? std::size_t(6 * ho.chords.stride) : 0, s,
                                 "the chord histograms");
@@ -458,6 +459,7 @@ DeviceLoop::DeviceLoop(const Config& config, const Snapshot& start, const Direct
   o.s2.target = m.s2_target.data();
   o.euler.value = o.euler.entries ? m.count_values.data() : nullptr;
   o.surface.value = o.surface.entries ? m.count_values.data() + 1 : nullptr;
+  o.surface.quanta = m.surface_quanta.data();
   o.chords.counts = o.chords.entries ? m.chord_counts.data() : nullptr;
   o.chords.target = m.chord_target.data();
   st.frozen = host.frozen ? m.frozen.data() : nullptr;

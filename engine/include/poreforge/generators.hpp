@@ -2,6 +2,7 @@
 /// Seeded structure generators. The same seed gives the same volume on every platform:
 /// random numbers come from a counter-based hash of (seed, voxel index), not from <random>'s
 /// implementation-defined distributions.
+#include <array>
 #include <cstdint>
 #include <vector>
 
@@ -30,10 +31,13 @@ double blob_sigma(Shape shape, double blobiness);
 /// wrapped) until the pore fraction drops to `porosity`; pore = 1, like PoreSpy's
 /// `overlapping_spheres`. With `radius_spread` > 0 the radii are log-normal with mean `radius`
 /// and that coefficient of variation (at least 1 voxel each; the centres are the same as
-/// with one radius), a polydisperse pack. Throws InputError for porosity outside (0, 1),
-/// radius < 1 (or not finite) or a spread outside [0, 10]; a radius beyond the volume's
-/// diagonal covers it all with one sphere.
-Mask generate_spheres(Shape shape, double porosity, double radius, uint64_t seed, double radius_spread = 0);
+/// with one radius), a polydisperse pack. `stretch` scales each sphere's semi-axis along x, y,
+/// z (ellipsoids of semi-axes radius·stretch[a], about the same centres, with the same radii
+/// drawn); {1, 1, 1} gives the spheres. Throws InputError for porosity outside (0, 1), radius
+/// < 1 (or not finite), a spread outside [0, 10] or a stretch outside [0.1, 10]; semi-axes
+/// beyond the volume's diagonal cover it all with one ellipsoid.
+Mask generate_spheres(Shape shape, double porosity, double radius, uint64_t seed, double radius_spread = 0,
+                      const std::array<double, 3>& stretch = {1.0, 1.0, 1.0});
 
 /// Uniform white noise: each voxel is phase with probability `porosity`.
 Mask generate_noise(Shape shape, double porosity, uint64_t seed);

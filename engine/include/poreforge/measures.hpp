@@ -32,6 +32,11 @@ using ConfigurationHistogram = std::array<int64_t, 256>;
 /// The histogram of `phase` (1 = phase). O(N), one pass, OpenMP over z. CPU.
 ConfigurationHistogram configuration_histogram(const Mask& phase);
 
+/// The histogram of the cells inside the box only: the corners 1 ≤ x < nx etc., whose eight
+/// voxels all lie in the box (none when an extent is 1). The annealer's surface term sums the
+/// marching-cubes area over these, so that the box's faces add no surface. CPU.
+ConfigurationHistogram interior_configuration_histogram(const Mask& phase);
+
 /// 8·χ contributed by one corner of configuration `c` (an integer in [−6, 4]); the weights
 /// of a histogram sum to 8·χ.
 int euler_weight8(int configuration);

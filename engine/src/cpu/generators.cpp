@@ -157,13 +157,17 @@ double blob_sigma(Shape shape, double blobiness) {
   return dims ? extent_sum / dims / 40.0 / blobiness : 1.0;
 }
 
-Mask generate_spheres(Shape shape, double porosity, double radius, uint64_t seed, double radius_spread) {
+Mask generate_spheres(Shape shape, double porosity, double radius, uint64_t seed, double radius_spread,
+                      const std::array<double, 3>& stretch) {
   validate_shape(shape);
   check_porosity(porosity);
   if (!(radius >= 1)) throw InputError("sphere radius must be at least 1 voxel (got " + format_number(radius) + ")");
   if (!std::isfinite(radius)) throw InputError("sphere radius must be finite (got " + format_number(radius) + ")");
   if (!(radius_spread >= 0 && radius_spread <= 10))
     throw InputError("sphere radius spread must lie in [0, 10] (got " + format_number(radius_spread) + ")");
+  for (const double s : stretch)
+    if (!(s >= 0.1 && s <= 10))
+      throw InputError("sphere stretch must lie in [0.1, 10] along each axis (got " + format_number(s) + ")");
   Mask mask(shape, {}, 1);
   int64_t pore = shape.voxels();
   const int64_t target = std::llround(porosity * static_cast<double>(shape.voxels()));
@@ -182,12 +186,15 @@ Mask generate_spheres(Shape shape, double porosity, double radius, uint64_t seed
     double rk = radius;
     if (radius_spread > 0)  // a stream of its own: the centres stay those of one radius
       rk = std::max(1.0, std::exp(log_mean + log_sd * box_muller(uniform(seed, 4, 2 * k), uniform(seed, 4, 2 * k + 1))));
-    const int64_t r = static_cast<int64_t>(std::floor(std::min(rk, diagonal + 1)));
+    int64_t r[3];
+    for (int a = 0; a < 3; ++a) r[a] = static_cast<int64_t>(std::floor(std::min(rk * stretch[a], diagonal + 1)));
     const double r2 = rk * rk;
-    for (int64_t dz = shape.nz > 1 ? -r : 0; dz <= (shape.nz > 1 ? r : 0); ++dz)
-      for (int64_t dy = shape.ny > 1 ? -r : 0; dy <= (shape.ny > 1 ? r : 0); ++dy)
-        for (int64_t dx = -r; dx <= r; ++dx) {
-          if (double(dx * dx + dy * dy + dz * dz) > r2) continue;
+    // (dx / stretch_x)² + … ≤ rk²: with a stretch of 1 the sums are the integers' exactly.
+    const double sx2 = stretch[0] * stretch[0], sy2 = stretch[1] * stretch[1], sz2 = stretch[2] * stretch[2];
+    for (int64_t dz = shape.nz > 1 ? -r[2] : 0; dz <= (shape.nz > 1 ? r[2] : 0); ++dz)
+      for (int64_t dy = shape.ny > 1 ? -r[1] : 0; dy <= (shape.ny > 1 ? r[1] : 0); ++dy)
+        for (int64_t dx = -r[0]; dx <= r[0]; ++dx) {
+          if (double(dx * dx) / sx2 + double(dy * dy) / sy2 + double(dz * dz) / sz2 > r2) continue;
           auto& voxel = mask(wrap(cx + dx, shape.nx), wrap(cy + dy, shape.ny), wrap(cz + dz, shape.nz));
           if (voxel) {
             voxel = 0;

@@ -365,6 +365,23 @@ ConfigurationHistogram configuration_histogram(const Mask& phase) {
   return total;
 }
 
+ConfigurationHistogram interior_configuration_histogram(const Mask& phase) {
+  const Shape s = phase.shape();
+  validate_shape(s);
+  ConfigurationHistogram total{};
+  std::mutex lock;
+  for_each_corner<ConfigurationHistogram>(
+      phase, false,
+      [&](ConfigurationHistogram& h, unsigned c, int64_t x, int64_t y, int64_t z) {
+        if (x >= 1 && x < s.nx && y >= 1 && y < s.ny && z >= 1 && z < s.nz) ++h[c];
+      },
+      [&](const ConfigurationHistogram& h) {
+        std::lock_guard<std::mutex> guard(lock);
+        for (std::size_t c = 0; c < 256; ++c) total[c] += h[c];
+      });
+  return total;
+}
+
 int64_t euler_characteristic(const ConfigurationHistogram& histogram) {
   int64_t sum = 0;
   for (std::size_t c = 0; c < 256; ++c) sum += histogram[c] * euler_table()[c];

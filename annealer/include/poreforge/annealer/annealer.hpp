@@ -39,11 +39,9 @@ struct Targets {
   double largest_cluster_share = 0;
   /// The Euler term's target: χ of the pore per box volume (physical units⁻³; NaN: not known).
   double euler_density = std::numeric_limits<double>::quiet_NaN();
-  /// The surface term's target: pore–solid faces normal to x, y, z inside the box, as area per
-  /// box volume (faces normal to x count sy·sz; physical units⁻¹; NaN: not known).
-  std::array<double, 3> face_area_density{std::numeric_limits<double>::quiet_NaN(),
-                                          std::numeric_limits<double>::quiet_NaN(),
-                                          std::numeric_limits<double>::quiet_NaN()};
+  /// The surface term's target: the pore–solid interface's marching-cubes area over the cells
+  /// inside the box, per their volume (physical units⁻¹; NaN: not known).
+  double surface_density = std::numeric_limits<double>::quiet_NaN();
   /// The chords term's target: chords[a][p][l], the relative frequency of chords of phase p
   /// (0 solid, 1 pore) and length l voxels (index 0 unused) along axis a, as an unbounded
   /// image would hold them — the reference's counts over the chances n − 1 − l that a chord of
@@ -54,14 +52,16 @@ struct Targets {
 
   /// From a reference image (pore = 1): PSDs by the engine on `bins` bins of each phase's
   /// range (log-spaced if `log`), S2 by FFT, the largest cluster's share by labelling, χ and
-  /// the face counts (measures.hpp).
+  /// the interface's area over the cells inside the box (measures.hpp; NaN for a 2D image).
   static Targets from_image(const Mask& pore, Boundary boundary, int bins, bool log, Backend backend);
   /// From a descriptor file written by `poreforge describe`, or from the same layout under
   /// `group` of another file (a checkpoint keeps its targets under "/targets"): datasets
   /// psd/{pore,solid}/{edges,fraction}, s2/directional/{x,y,z}; porosity in the root
-  /// attribute `porosity_attribute`; the largest cluster's share and χ_V from
-  /// /measures/largest_cluster_share_6 and /measures/euler_density where `describe --measures`
-  /// wrote them (the face counts are not in a descriptor file).
+  /// attribute `porosity_attribute`; the largest cluster's share, χ_V and the specific surface
+  /// from /measures/largest_cluster_share_6, /measures/euler_density and
+  /// /measures/specific_surface where `describe --measures` wrote them (the last is `compare`'s
+  /// estimate of the same density, the cells cut by the box's faces counted in part: within a
+  /// few per cent of the inner cells' on small images).
   /// The reference's spacing is the root attribute `spacing_attribute` ("sx,sy,sz"); files
   /// without it are read as unit spacing.
   static Targets from_descriptor_file(const std::string& path, const std::string& group = "",
@@ -286,6 +286,7 @@ class Annealer {
   std::optional<Bins> m_solid_bins;
   Norms m_random_norm = unit_norms();  // the normalisers of random_start()
   std::vector<int64_t> m_count_values;  // the count terms' values (Euler, surface)
+  std::vector<int64_t> m_surface_quanta;  // the surface term's quanta by configuration
   std::vector<int64_t> m_chord_counts;  // terms::Chords's histograms
   std::vector<double> m_chord_target;
   std::vector<uint8_t> m_frozen;        // Step::frozen (empty: none)

@@ -7,6 +7,7 @@
 #include <array>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <vector>
 
 #include "poreforge/annealer/annealer.hpp"
@@ -53,6 +54,7 @@ struct BlobCandidate {
   ConnectedStart connected;         ///< when the start's largest cluster was grown
   double radius = 0;                ///< a grains start: the spheres' (mean) radius in voxels (blobs: 0)
   double radius_spread = 0;         ///< a grains start: the radii's coefficient of variation
+  std::array<double, 3> stretch{1.0, 1.0, 1.0};  ///< a grains start: the spheres' stretch along x, y, z
   double s2_rms = 0;                ///< choose_blob_start with S2 weighted: the start's S2 RMS error
   double chords_l1 = 0;             ///< choose_blob_start with chords weighted: the start's chords_l1
   double score = 0;                 ///< what choose_blob_start ranks by (lower is nearer)
@@ -122,7 +124,8 @@ struct StartWeights {
 /// alone, or with `weights` by (L1/L1₀)² + w_s2·(RMS/RMS₀)² + w_chords·(C/C₀)², the ₀ errors a
 /// porosity-matched white noise's. With `grains`, make_grain_start's instead, radii 2, 2.5,
 /// 3.1, … voxels, the same search for each radius spread of kGrainSpreads (or only
-/// `grain_spread` when that is ≥ 0): one size of grain, or sizes as varied as a sandstone's.
+/// `grain_spread` when that is ≥ 0): one size of grain, or sizes as varied as a sandstone's,
+/// each stretched by `stretch` (none given: grain_stretch of the targets).
 struct BlobStart {
   Mask structure;
   BlobCandidate chosen;
@@ -133,23 +136,36 @@ BlobStart choose_blob_start(Shape shape, Spacing spacing, const Targets& targets
                             bool plant_large_pores, Backend backend = Backend::cpu,
                             const std::function<void(const BlobCandidate&)>& tried = {},
                             const ClusterSample* clusters = nullptr, StartWeights weights = {}, bool grains = false,
-                            double grain_spread = -1);
+                            double grain_spread = -1,
+                            const std::optional<std::array<double, 3>>& stretch = std::nullopt);
+
+/// How much a grains start's spheres are stretched along x, y, z: the target's mean solid chord
+/// along each axis, in voxels of `spacing`, over the geometric mean of the three (their product
+/// is 1; each clamped to [0.1, 10]). A rock's grains are flattened or aligned as it was laid
+/// down and compacted, and its solid chords say by how much; the throats between such grains
+/// pass flow more easily along their long axes, which the reference's formation factors show
+/// and spheres do not give, whatever the annealing then matches. {1, 1, 1} when the targets
+/// hold no chord lengths.
+std::array<double, 3> grain_stretch(const Targets& targets, const Spacing& spacing);
 
 /// The field of a grains start: overlapping solid spheres of `radius` voxels (log-normal of
-/// that mean and coefficient of variation `radius_spread`) at `porosity` (generate_spheres,
-/// from `seed`) as the signed distance to their surface — minus the distance
+/// that mean and coefficient of variation `radius_spread`), stretched by `stretch`, at
+/// `porosity` (generate_spheres, from `seed`) as the signed distance to their surface — minus the distance
 /// to the solid in the pore, the distance to the pore in the solid — plus a jitter below 10⁻³
 /// voxel from the seed, so that its lowest values are the pack's pore and a count cuts it
 /// without ties. Sandstone is grains: the pore is the space between them, angular pores with
 /// sheet-like throats, which blobs' rounded bodies and tubular necks are not.
 std::vector<float> grain_field(Shape shape, double radius, double porosity, uint64_t seed,
-                               Backend backend = Backend::cpu, double radius_spread = 0);
+                               Backend backend = Backend::cpu, double radius_spread = 0,
+                               const std::array<double, 3>& stretch = {1.0, 1.0, 1.0});
 
-/// A grains start: the lowest values of grain_field, exactly the target's pore count, connected
-/// with `clusters` as make_blob_start's (no planting).
+/// A grains start: the lowest values of grain_field, its grains stretched by `stretch` (none
+/// given: grain_stretch of the targets), exactly the target's pore count, connected with
+/// `clusters` as make_blob_start's (no planting).
 Mask make_grain_start(Shape shape, Spacing spacing, const Targets& targets, Boundary boundary, double radius,
                       uint64_t seed, Backend backend = Backend::cpu, BlobCandidate* report = nullptr,
-                      const ClusterSample* clusters = nullptr, double radius_spread = 0);
+                      const ClusterSample* clusters = nullptr, double radius_spread = 0,
+                      const std::optional<std::array<double, 3>>& stretch = std::nullopt);
 
 /// A start from an existing structure (pore = 1), e.g. a coarser reconstruction of the same
 /// region: resampled onto `shape` by fractional position (both boxes are the same region, so a

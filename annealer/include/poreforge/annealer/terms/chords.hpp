@@ -1,7 +1,7 @@
 #pragma once
 /// Objective term: the chord-length distributions of both phases along x, y, z against the
 /// reference's. A chord is a run of one phase along an axis; runs touching the box faces are
-/// not counted (DESIGN §1, as `compare` measures them). PSD, S2 and the face count leave the
+/// not counted (DESIGN §1, as `compare` measures them). PSD, S2 and the surface leave the
 /// shape of these distributions free, and a reconstruction fitted to them alone has several
 /// times the rock's one-voxel chords of both phases: walls and necks one voxel thick.
 ///

@@ -5,9 +5,12 @@
 ///   outside the box solid (DESIGN §1, Ohser–Mücklich) — components − tunnels + cavities. PSD
 ///   and S2 leave it free, and swaps that keep the pore connected can still close loops: a
 ///   reconstruction fitted to them alone ends with far more tunnels than the rock;
-/// - `surface`: the pore–solid faces inside the box, the face count of the specific surface.
-///   S2 fixes it only through one lag among hundreds, and a structure roughened by swaps has
-///   short chords in both phases.
+/// - `surface`: the marching-cubes area of the pore–solid interface over the cells inside the
+///   box (measures.hpp, the estimator of `compare`'s specific surface), in whole quanta of a
+///   per-configuration table (`quanta`). S2 fixes the surface only through one lag among
+///   hundreds. A face count is not enough: the chord terms already fix the faces along each
+///   axis, but not how they meet, and swaps make outlines of one-voxel steps — the faces of a
+///   smooth wall with more area, a specific surface above every real sub-volume's.
 /// The square is the relative error ((count − target) / target)². apply_swap (step.hpp) adds
 /// each swap's change before it writes the phases, and an undo is the reverse swap's change.
 #include <cstdint>
@@ -18,19 +21,27 @@
 
 namespace poreforge::anneal::terms {
 
-/// Change of the pore–solid face count when the centre of `bits` (pore bits of a 3×3×3 cube, the
-/// centre's included) flips: its face neighbours inside the box (`inside_faces`) of its own
-/// phase become interfaces, those of the other stop being.
-PF_HD int64_t face_flip_delta(uint32_t bits, uint32_t inside_faces) {
-  const bool centre = (bits >> 13) & 1u;
-  const int faces[6] = {4, 10, 12, 14, 16, 22};
-  int same = 0, other = 0;
-  for (int c : faces) {
-    if (!((inside_faces >> c) & 1u)) continue;
-    if (bool((bits >> c) & 1u) == centre) ++same;
-    else ++other;
+/// Change of the surface term's count when the centre of `bits` (pore bits of a 3×3×3 cube, the
+/// centre's included) flips: over the eight 2×2×2 cells that hold the centre and lie inside the
+/// box (all their voxels in `inside`, the centre's bit aside), each cell's `quanta` (indexed by
+/// configuration: bit dx + 2·dy + 4·dz of the cell's pore voxels) after less before.
+PF_HD int64_t area_flip_delta(uint32_t bits, uint32_t inside, const int64_t* quanta) {
+  inside |= kCentreBit;
+  int64_t delta = 0;
+  for (int corner = 0; corner < 8; ++corner) {
+    const int i = corner & 1, j = (corner >> 1) & 1, k = (corner >> 2) & 1;
+    unsigned configuration = 0, centre = 0;
+    bool in_box = true;
+    for (unsigned v = 0; v < 8 && in_box; ++v) {
+      // Voxel v of the cell that starts at offset (i − 1, j − 1, k − 1) from the centre.
+      const int bit = (i + int(v & 1u)) + 3 * (j + int((v >> 1) & 1u)) + 9 * (k + int((v >> 2) & 1u));
+      in_box = (inside >> bit) & 1u;
+      if ((bits >> bit) & 1u) configuration |= 1u << v;
+      if (bit == 13) centre = 1u << v;
+    }
+    if (in_box) delta += quanta[configuration ^ centre] - quanta[configuration];
   }
-  return same - other;
+  return delta;
 }
 
 /// The cubes around a swap's voxels (pore bits with the centre's, connectivity.hpp's layout),
@@ -38,7 +49,7 @@ PF_HD int64_t face_flip_delta(uint32_t bits, uint32_t inside_faces) {
 /// the state after `to_solid` flipped (it flips first).
 struct SwapCubes {
   uint32_t to_solid = 0, to_pore = 0;
-  uint32_t to_solid_faces = 0, to_pore_faces = 0;  ///< their face neighbours inside the box
+  uint32_t to_solid_inside = 0, to_pore_inside = 0;  ///< their neighbours inside the box
 };
 
 PF_HD SwapCubes swap_cubes(const uint8_t* pore, const int64_t* extent, int64_t to_solid, int64_t to_pore) {
@@ -46,8 +57,8 @@ PF_HD SwapCubes swap_cubes(const uint8_t* pore, const int64_t* extent, int64_t t
   SwapCubes c;
   c.to_solid = a.pore | (pore[to_solid] ? kCentreBit : 0u);
   c.to_pore = b.pore | (to_pore != to_solid && pore[to_pore] ? kCentreBit : 0u);
-  c.to_solid_faces = a.inside & kFaceBits;
-  c.to_pore_faces = b.inside & kFaceBits;
+  c.to_solid_inside = a.inside;
+  c.to_pore_inside = b.inside;
   return c;
 }
 
@@ -57,6 +68,8 @@ struct Count {
   int64_t* value = nullptr;  ///< the count; null when the term is off (nothing is counted)
   double target = 0;         ///< the count aimed at (on this grid)
   int entries = 0;           ///< 1 when the term is weighted, else 0
+  /// surface: each configuration's marching-cubes area in quanta (256 entries; surface_quanta)
+  const int64_t* quanta = nullptr;
 
   PF_HD double square(int) const {
     const double scale = target != 0 ? (target < 0 ? -target : target) : 1.0;
@@ -67,7 +80,8 @@ struct Count {
   /// The change of the count by a swap, from the cubes around its voxels (SwapCubes).
   PF_HD int64_t change(const SwapCubes& c) const {
     if (kind == euler) return (detail::euler_flip_delta8(c.to_solid) + detail::euler_flip_delta8(c.to_pore)) / 8;
-    return face_flip_delta(c.to_solid, c.to_solid_faces) + face_flip_delta(c.to_pore, c.to_pore_faces);
+    return area_flip_delta(c.to_solid, c.to_solid_inside, quanta) +
+           area_flip_delta(c.to_pore, c.to_pore_inside, quanta);
   }
 
   /// Adds the swap's change (before the phases are written).
