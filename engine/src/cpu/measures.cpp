@@ -352,20 +352,9 @@ std::array<Runs, 3> all_runs(const Mask& phase) {
 
 int euler_weight8(int configuration) { return euler_table()[std::size_t(configuration & 0xFF)]; }
 
-ConfigurationHistogram configuration_histogram(const Mask& phase) {
-  validate_shape(phase.shape());
-  ConfigurationHistogram total{};
-  std::mutex lock;
-  for_each_corner<ConfigurationHistogram>(
-      phase, false, [](ConfigurationHistogram& h, unsigned c, int64_t, int64_t, int64_t) { ++h[c]; },
-      [&](const ConfigurationHistogram& h) {
-        std::lock_guard<std::mutex> guard(lock);
-        for (std::size_t c = 0; c < 256; ++c) total[c] += h[c];
-      });
-  return total;
-}
-
-ConfigurationHistogram interior_configuration_histogram(const Mask& phase) {
+namespace {
+// The histogram of every lattice corner, or of the inner ones only (`inner`: 1 ≤ x < nx etc.).
+ConfigurationHistogram corner_histogram(const Mask& phase, bool inner) {
   const Shape s = phase.shape();
   validate_shape(s);
   ConfigurationHistogram total{};
@@ -373,7 +362,7 @@ ConfigurationHistogram interior_configuration_histogram(const Mask& phase) {
   for_each_corner<ConfigurationHistogram>(
       phase, false,
       [&](ConfigurationHistogram& h, unsigned c, int64_t x, int64_t y, int64_t z) {
-        if (x >= 1 && x < s.nx && y >= 1 && y < s.ny && z >= 1 && z < s.nz) ++h[c];
+        if (!inner || (x >= 1 && x < s.nx && y >= 1 && y < s.ny && z >= 1 && z < s.nz)) ++h[c];
       },
       [&](const ConfigurationHistogram& h) {
         std::lock_guard<std::mutex> guard(lock);
@@ -381,6 +370,11 @@ ConfigurationHistogram interior_configuration_histogram(const Mask& phase) {
       });
   return total;
 }
+}  // namespace
+
+ConfigurationHistogram configuration_histogram(const Mask& phase) { return corner_histogram(phase, false); }
+
+ConfigurationHistogram interior_configuration_histogram(const Mask& phase) { return corner_histogram(phase, true); }
 
 int64_t euler_characteristic(const ConfigurationHistogram& histogram) {
   int64_t sum = 0;
