@@ -240,17 +240,30 @@ struct Box {
   PF_HD bool holds(const Grid& g, const int64_t v[3]) const {
     return local(g, 0, v[0]) >= 0 && local(g, 1, v[1]) >= 0 && local(g, 2, v[2]) >= 0;
   }
+  /// Distance along axis k from coordinate v to the box (from its nearest image where
+  /// periodic); 0 within it.
+  PF_HD int64_t axis_gap(const Grid& g, int k, int64_t v) const {
+    int64_t u = v;
+    if (g.periodic() && g.n[k] > 1 && length(k) < g.n[k]) {
+      const int64_t mid = lo[k] + (hi[k] - lo[k]) / 2;  // the image of v nearest the box
+      u = mid + g.offset(k, mid, v);
+    }
+    return u < lo[k] ? lo[k] - u : u > hi[k] ? u - hi[k] : 0;
+  }
   /// Squared distance from voxel v to the nearest voxel of the box (its nearest image where
   /// periodic); 0 inside.
   PF_HD uint32_t gap2(const Grid& g, const int64_t v[3]) const {
+    return squared_norm(VoxelMetric{}, axis_gap(g, 0, v[0]), axis_gap(g, 1, v[1]), axis_gap(g, 2, v[2]));
+  }
+  /// The least gap2 of the voxels of the block from–to (volume coordinates, inclusive).
+  PF_HD uint32_t block_gap2(const Grid& g, const int64_t from[3], const int64_t to[3]) const {
     int64_t d[3];
     for (int k = 0; k < 3; ++k) {
-      int64_t u = v[k];
-      if (g.periodic() && g.n[k] > 1 && length(k) < g.n[k]) {
-        const int64_t mid = lo[k] + (hi[k] - lo[k]) / 2;  // the image of v nearest the box
-        u = mid + g.offset(k, mid, v[k]);
+      d[k] = axis_gap(g, k, from[k]);
+      for (int64_t v = from[k] + 1; v <= to[k] && d[k] > 0; ++v) {
+        const int64_t e = axis_gap(g, k, v);
+        d[k] = e < d[k] ? e : d[k];
       }
-      d[k] = u < lo[k] ? lo[k] - u : u > hi[k] ? u - hi[k] : 0;
     }
     return squared_norm(VoxelMetric{}, d[0], d[1], d[2]);
   }

@@ -185,6 +185,7 @@ class CpuPsdEvaluator final : public PsdEvaluator {
     m_touched.clear();
     m_pending = local::Changes{};
     m_committed = Mask();
+    m_old_lt2.clear(), m_new_lt2.clear();  // an evaluation that threw may have left them painted
     const Volume<uint32_t> d2 = squared_distance_voxels(m_phase, m_boundary);  // throws when there is no background
     m_d2 = d2.values();
     m_thickness = local_thickness(m_phase, m_boundary);
@@ -287,22 +288,19 @@ class CpuPsdEvaluator final : public PsdEvaluator {
     for (int k = 0; k < ch.count; ++k) {
       const local::Box& box = r2[std::size_t(k)];
       repaint(v, ch, d1.data(), box);
-      for (int64_t at = 0; at < box.voxels(); ++at) {
-        int64_t c[3];
-        const int64_t y = local::box_voxel(g, box, at, c);
-        bool earlier = false;
-        for (int j = 0; j < k && !earlier; ++j) earlier = r2[std::size_t(j)].holds(g, c);
-        if (earlier) continue;
+      for_spans(g, box, [&](int64_t at, int64_t, int64_t, int64_t y, const int64_t c[3]) {
+        for (int j = 0; j < k; ++j)
+          if (r2[std::size_t(j)].holds(g, c)) return;
         const float now = m_now[std::size_t(at)];
         const float before = m_thickness[std::size_t(y)];
-        if (now == before) continue;
+        if (now == before) return;
         if (delta) {
           local::tally(v, before, -1, [&](int e, int64_t s) { hits[std::size_t(e)] += s; });
           local::tally(v, now, +1, [&](int e, int64_t s) { hits[std::size_t(e)] += s; });
         } else {
           thickness.push_back({y, now});
         }
-      }
+      });
     }
     if (delta) {
       local::counts_from_hit_array(v.edge_count, hits.data(), delta->data());
@@ -375,14 +373,25 @@ class CpuPsdEvaluator final : public PsdEvaluator {
     }
   }
 
-  // The changed mask's thickness over `box` (a change's R2) into m_now, box order: O's and N's
-  // balls painted, each voxel's value from its committed one and theirs, U's balls painted only
-  // where those leave it open.
+  // The changed mask's thickness over `box` (a change's R2) into m_now, box order, within each
+  // row's span (for_spans): O's and N's balls painted, each voxel's value from its committed one
+  // and theirs, U's balls painted only where those leave it open. Outside the spans no ball of O
+  // or N reaches and no voxel changed, so U's balls gave the value before and give it after:
+  // nothing there is read or written.
   void repaint(const local::View& v, const local::Changes& ch, const int64_t* d1, const local::Box& box) {
     const local::Grid& g = v.grid;
-    const int64_t lx = box.length(0), voxels = box.voxels();
+    const int64_t lx = box.length(0), ly = box.length(1), voxels = box.voxels();
+    const int64_t rows = ly * box.length(2);
+    m_span_lo.assign(std::size_t(rows), int32_t(lx));
+    m_span_hi.assign(std::size_t(rows), -1);
+    const auto widen = [&](int64_t row, int64_t x0, int64_t x1) {
+      m_span_lo[std::size_t(row)] = std::min(m_span_lo[std::size_t(row)], int32_t(x0));
+      m_span_hi[std::size_t(row)] = std::max(m_span_hi[std::size_t(row)], int32_t(x1));
+    };
+    // The painted buffers are zero outside what the last box painted, which is set back below.
+    if (m_old_lt2.size() < std::size_t(voxels)) m_old_lt2.resize(std::size_t(voxels), 0);
+    if (m_new_lt2.size() < std::size_t(voxels)) m_new_lt2.resize(std::size_t(voxels), 0);
     const auto paint_max = [&](const std::vector<Centre<detail::VoxelMetric>>& balls, std::vector<uint32_t>& out) {
-      out.assign(std::size_t(voxels), 0);
       for (const auto& ball : balls) {
         int64_t cc[3];
         g.coords(ball.index, cc);
@@ -392,45 +401,65 @@ class CpuPsdEvaluator final : public PsdEvaluator {
             [&](int64_t row, int64_t x0, int64_t x1) {
               uint32_t* o = out.data() + row * lx;
               for (int64_t x = x0; x <= x1; ++x) o[x] = std::max(o[x], ball.r2);
+              widen(row, x0, x1);
             });
       }
     };
     paint_max(m_old_balls, m_old_lt2);
     paint_max(m_new_balls, m_new_lt2);
+    for (int k = 0; k < ch.count; ++k) {
+      int64_t u[3];
+      for (int a = 0; a < 3; ++a) u[a] = box.local(g, a, ch.at[k][a]);
+      if (u[0] >= 0 && u[1] >= 0 && u[2] >= 0) widen(u[1] + u[2] * ly, u[0], u[0]);
+    }
     // Each voxel from the committed value and the changed balls; the voxels that need U left
-    // unpainted for the union-find painter, and their bounding box.
-    const int64_t rows = box.length(1) * box.length(2);
+    // unpainted for the union-find painter (its rows whole: outside the span nothing is open),
+    // and their bounding box.
     m_now.resize(std::size_t(voxels));
     m_next.resize(std::size_t(rows * (lx + 1)));
     m_unpainted.assign(std::size_t(rows), 0);
     int64_t left = 0, lo[3] = {box.length(0), box.length(1), box.length(2)}, hi[3] = {-1, -1, -1};
-    for (int64_t row = 0; row < rows; ++row) {
+    for_spans(g, box, [&](int64_t at, int64_t row, int64_t x, int64_t y, const int64_t*) {
+      bool needs_u = false;
+      m_now[std::size_t(at)] = local::thickness_from_changed_balls(
+          v, ch, y, local::u_gave(v, v.thickness[y], m_old_lt2[std::size_t(at)]), m_new_lt2[std::size_t(at)], needs_u);
+      if (!needs_u) return;
       uint32_t* next = m_next.data() + row * (lx + 1);
-      next[lx] = uint32_t(lx);
-      for (int64_t x = 0; x < lx; ++x) {
-        const int64_t at = row * lx + x;
-        int64_t c[3];
-        const int64_t y = local::box_voxel(g, box, at, c);
-        bool needs_u = false;
-        m_now[std::size_t(at)] = local::thickness_from_changed_balls(
-            v, ch, y, local::u_gave(v, v.thickness[y], m_old_lt2[std::size_t(at)]), m_new_lt2[std::size_t(at)], needs_u);
-        next[x] = uint32_t(needs_u ? x : x + 1);
-        if (!needs_u) continue;
-        ++m_unpainted[std::size_t(row)];
-        ++left;
-        const int64_t u[3] = {x, row % box.length(1), row / box.length(1)};
-        for (int a = 0; a < 3; ++a) lo[a] = std::min(lo[a], u[a]), hi[a] = std::max(hi[a], u[a]);
-      }
+      if (m_unpainted[std::size_t(row)]++ == 0)
+        for (int64_t i = 0; i <= lx; ++i) next[i] = uint32_t(std::min(i + 1, lx));
+      next[x] = uint32_t(x);
+      ++left;
+      const int64_t u[3] = {x, row % ly, row / ly};
+      for (int a = 0; a < 3; ++a) lo[a] = std::min(lo[a], u[a]), hi[a] = std::max(hi[a], u[a]);
+    });
+    if (left > 0) paint_u(v, ch, d1, box, lo, hi, left);
+    // The painted buffers set back to zero where this box painted them.
+    for (int64_t row = 0; row < rows; ++row) {
+      const int64_t x0 = m_span_lo[std::size_t(row)], x1 = m_span_hi[std::size_t(row)];
+      if (x0 > x1) continue;
+      std::fill(m_old_lt2.begin() + row * lx + x0, m_old_lt2.begin() + row * lx + x1 + 1, 0u);
+      std::fill(m_new_lt2.begin() + row * lx + x0, m_new_lt2.begin() + row * lx + x1 + 1, 0u);
     }
-    if (left == 0) return;
-    // U's balls that reach those voxels, largest first: a voxel's first paint is U's largest.
+  }
+
+  // U's balls painted over the `left` voxels repaint left open (box-local bounding box lo–hi),
+  // largest first: a voxel's first paint is U's largest.
+  void paint_u(const local::View& v, const local::Changes& ch, const int64_t* d1, const local::Box& box,
+               const int64_t lo[3], const int64_t hi[3], int64_t left) {
+    const local::Grid& g = v.grid;
+    const int64_t lx = box.length(0);
     local::Box needed;
     for (int a = 0; a < 3; ++a) needed.lo[a] = box.lo[a] + lo[a], needed.hi[a] = box.lo[a] + hi[a];
     const local::BrickWalk walk = local::BrickWalk::of(g, needed.grown(g, v.largest - 1));
     m_centres.clear();
-    for (int64_t t = 0; t < walk.bricks; ++t)
+    for (int64_t t = 0; t < walk.bricks; ++t) {
+      // A brick whose largest distance does not reach the voxels holds no ball that does.
+      int64_t w[3], from[3], to[3];
+      walk.brick(t, w, from, to);
+      if (needed.block_gap2(g, from, to) >= m_brick_d2[std::size_t(local::CentreBits::brick(g, w))]) continue;
       local::u_centres_in_brick(v, ch, d1, walk, t, needed,
                                 [&](int64_t i, const int64_t*, uint32_t r2) { m_centres.push_back({r2, i}); });
+    }
     for (const auto& ball : m_kept_balls) {
       int64_t c[3];
       g.coords(ball.index, c);
@@ -484,6 +513,26 @@ class CpuPsdEvaluator final : public PsdEvaluator {
     }
   }
 
+  // f(box-local index, box row, box-local x, index, coordinates) for every voxel of box b within
+  // its row's span (repaint's m_span_lo–m_span_hi), rows in box order.
+  template <class F>
+  void for_spans(const local::Grid& g, const local::Box& b, F&& f) const {
+    const int64_t lx = b.length(0), ly = b.length(1), rows = ly * b.length(2);
+    const bool wrap = g.periodic();
+    int64_t c[3];
+    for (int64_t row = 0; row < rows; ++row) {
+      const int64_t x0 = m_span_lo[std::size_t(row)], x1 = m_span_hi[std::size_t(row)];
+      if (x0 > x1) continue;
+      c[1] = b.lo[1] + row % ly, c[2] = b.lo[2] + row / ly;
+      for (int a = 1; a < 3; ++a)
+        if (wrap && g.n[a] > 1) c[a] = local::Grid::wrap(c[a], g.n[a]);
+      for (int64_t x = x0; x <= x1; ++x) {
+        c[0] = wrap && g.n[0] > 1 ? local::Grid::wrap(b.lo[0] + x, g.n[0]) : b.lo[0] + x;
+        f(row * lx + x, row, x, g.index(c), c);
+      }
+    }
+  }
+
   // f(index, coordinates) for every voxel of box b in the bricks (CentreBits') that wanted(w)
   // accepts.
   template <class Wanted, class F>
@@ -527,9 +576,11 @@ class CpuPsdEvaluator final : public PsdEvaluator {
   local::Changes m_pending;            // the last evaluation's changes, not yet committed
   std::vector<int64_t> m_touched;      // voxels set() changed since the last evaluation
   std::vector<float> m_now;            // a box's new thickness (repaint)
-  std::vector<uint32_t> m_old_lt2, m_new_lt2;  // the largest squared radius of O's and of N's balls there
+  // The largest squared radius of O's and of N's balls there; zero outside the spans being used.
+  std::vector<uint32_t> m_old_lt2, m_new_lt2;
   std::vector<uint32_t> m_next;        // its rows' union-find (first_unpainted) where U's balls decide
   std::vector<int64_t> m_unpainted;    // its rows' voxels left to them
+  std::vector<int32_t> m_span_lo, m_span_hi;  // its rows' spans that O's or N's balls reach or a change is in
   std::vector<Centre<detail::VoxelMetric>> m_centres;  // U's balls that reach those voxels
   std::vector<std::vector<uint32_t>> m_near;  // local::NearDistances's distances
   std::vector<Centre<detail::VoxelMetric>> m_old_balls, m_new_balls;  // O's and N's
