@@ -388,7 +388,8 @@ class CpuPsdEvaluator final : public PsdEvaluator {
       m_span_lo[std::size_t(row)] = std::min(m_span_lo[std::size_t(row)], int32_t(x0));
       m_span_hi[std::size_t(row)] = std::max(m_span_hi[std::size_t(row)], int32_t(x1));
     };
-    // The painted buffers are zero outside what the last box painted, which is set back below.
+    // The painted buffers are all zero between calls: each box sets back its spans below (and
+    // refresh() clears them after an evaluation that threw).
     if (m_old_lt2.size() < std::size_t(voxels)) m_old_lt2.resize(std::size_t(voxels), 0);
     if (m_new_lt2.size() < std::size_t(voxels)) m_new_lt2.resize(std::size_t(voxels), 0);
     const auto paint_max = [&](const std::vector<Centre<detail::VoxelMetric>>& balls, std::vector<uint32_t>& out) {
@@ -456,7 +457,8 @@ class CpuPsdEvaluator final : public PsdEvaluator {
       // A brick whose largest distance does not reach the voxels holds no ball that does.
       int64_t w[3], from[3], to[3];
       walk.brick(t, w, from, to);
-      if (needed.block_gap2(g, from, to) >= m_brick_d2[std::size_t(local::CentreBits::brick(g, w))]) continue;
+      const std::size_t brick = std::size_t(local::CentreBits::brick(g, w));
+      if (v.centres[brick] == 0 || needed.block_gap2(g, from, to) >= m_brick_d2[brick]) continue;
       local::u_centres_in_brick(v, ch, d1, walk, t, needed,
                                 [&](int64_t i, const int64_t*, uint32_t r2) { m_centres.push_back({r2, i}); });
     }
