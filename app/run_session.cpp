@@ -130,10 +130,19 @@ void stop_if_signalled() {
 // a short run of steps enqueued at once, its progress read back at its end.
 int64_t steps_at_once(const anneal::Annealer& a) { return a.device_loop() ? 256 : a.proposals_at_once(); }
 
+// The backend of a run's loop (and of its start and measures): `auto` takes the GPU where there
+// is one, but not for a loop the CPU runs faster (auto_prefers_host_loop).
+Backend run_backend(const std::string& requested, const anneal::Config& loop, bool* host_by_choice) {
+  const Backend b = resolve_backend(parse_backend(requested), Operation::pore_size_distribution);
+  *host_by_choice = requested == "auto" && b == Backend::cuda && auto_prefers_host_loop(loop.shape, loop.spacing);
+  return *host_by_choice ? Backend::cpu : b;
+}
+
 // A run in progress: its folder, its history and its checkpoints.
 struct Session {
   RunConfig rc;  // rc.loop: the annealer's configuration, its targets and start filled in here
   Backend backend = Backend::cpu;
+  bool host_by_choice = false;  // `auto` chose the CPU although a GPU is there
   std::optional<anneal::BlobCandidate> blob_start;  // a blobs start: its size and how near the target
   bool blob_size_searched = false;                   // `blobiness: auto`
   fs::path dir;
@@ -644,7 +653,7 @@ int run_from_config(const RunOptions& o, const std::string& command_line, std::s
     if (fs::exists(fs::symlink_status(folder, ec)))
       throw InputError("run folder '" + folder.string() + "' already exists (use --force to replace it)");
   }
-  run.backend = resolve_backend(parse_backend(run.rc.backend), Operation::pore_size_distribution);
+  run.backend = run_backend(run.rc.backend, loop, &run.host_by_choice);
   loop.backend = run.backend;
   require_memory(run_memory(loop.shape, loop.spacing, loop.boundary, run.backend));
   // Targets first: a bad reference fails before anything is written.
@@ -767,7 +776,8 @@ int run_from_config(const RunOptions& o, const std::string& command_line, std::s
   }
   run.say("target    " + (run.rc.target_image.empty() ? run.rc.target_descriptors : run.rc.target_image));
   run.say("backend   " + backend_description(run.backend) +
-          (annealer.device_loop() ? ", the loop on the device" : ", the loop on the host"));
+          (annealer.device_loop() ? ", the loop on the device" : ", the loop on the host") +
+          (run.host_by_choice ? " (auto: at this size the CPU's local evaluation outruns the GPU's loop)" : ""));
   if (!file_start.empty()) run.say(file_start);
   if (run.blob_start) {
     const anneal::BlobCandidate& b = *run.blob_start;
@@ -838,7 +848,7 @@ int resume_run(const ResumeOptions& o, const std::string& command_line) {
   run.quiet = o.quiet;
   run.progress = o.progress;
   run.command_line = command_line;
-  run.backend = resolve_backend(parse_backend(run.rc.backend), Operation::pore_size_distribution);
+  run.backend = run_backend(run.rc.backend, run.rc.loop, &run.host_by_choice);
   run.rc.loop.backend = run.backend;
   run.rc.loop.targets = ck.targets;
   if (ck.schema < 4 && run.rc.loop.weights.surface > 0)
@@ -864,6 +874,17 @@ int resume_run(const ResumeOptions& o, const std::string& command_line) {
     run.say("lock      taken over from process " + std::to_string(run.lock.taken_over()) + ", no longer running");
   for (const auto& p : stale) run.say("removed   " + p.string() + ", left by an interrupted write");
   return run.drive(annealer);
+}
+
+// On one H100 machine at 250³ (reconstruct.yaml's energy from the Berea image; results/bench/
+// anneal_host_h100.txt) the host's threads made 1,783 evaluations/s one at a time against the
+// device loop's 792, before the CPU evaluator's row spans made it 1.5x faster; the device loop's
+// rate falls with the volume (2,061 / 834 / 182 at 128³ / 250³ / 512³ on the H200), the CPU's
+// follows the pores' width. Below 200³ the two were not measured on one machine, so the GPU keeps
+// them. Anisotropic voxels leave the CPU evaluating from scratch: the GPU keeps those too.
+bool auto_prefers_host_loop(const Shape& shape, const Spacing& spacing) {
+  constexpr int64_t kHostLoopVoxels = int64_t(200) * 200 * 200;
+  return spacing.isotropic() && shape.voxels() >= kHostLoopVoxels;
 }
 
 }  // namespace poreforge::app

@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "poreforge/volume.hpp"
+
 namespace poreforge::app {
 
 struct RunOptions {
@@ -26,6 +28,11 @@ struct ResumeOptions {
   bool quiet = false;
   std::string progress = "auto";
 };
+
+/// Whether `backend: auto` puts a run's annealing loop on the CPU although a GPU is there: on
+/// domains of at least 200³ voxels with cubic voxels, where the CPU's local evaluation outruns
+/// the device loop, which evaluates the whole structure each step (docs/local-evaluation.md).
+bool auto_prefers_host_loop(const Shape& shape, const Spacing& spacing);
 
 /// Runs a reconstruction; returns the exit status (0, or 128 + a signal that stopped it) and,
 /// in `folder` when given, the run folder (once it exists). The SIGINT and SIGTERM handlers it

@@ -17,6 +17,7 @@
 #include "poreforge/generators.hpp"
 #include "poreforge/io.hpp"
 #include "run_config.hpp"
+#include "run_session.hpp"
 #include "support/hdf5_edit.hpp"
 #include "support/random.hpp"
 
@@ -158,6 +159,18 @@ TEST_CASE("config.repeated_keys_and_whole_documents") {
 
 // annealing.verify_every: the running energy is recounted every K evaluations (a mismatch
 // stops the run with an error), and the check leaves the chain as it was.
+// `backend: auto` keeps the GPU for small domains and anisotropic voxels, and hands the loop to
+// the CPU's local evaluation from 200³ voxels up (the device loop evaluates the whole structure).
+TEST_CASE("cli.run.auto_prefers_host_loop") {
+  const Spacing cubic{5.345, 5.345, 5.345};
+  CHECK_FALSE(app::auto_prefers_host_loop(Shape{128, 128, 128}, cubic));
+  CHECK_FALSE(app::auto_prefers_host_loop(Shape{199, 200, 200}, cubic));
+  CHECK(app::auto_prefers_host_loop(Shape{200, 200, 200}, cubic));
+  CHECK(app::auto_prefers_host_loop(Shape{256, 256, 256}, cubic));
+  CHECK(app::auto_prefers_host_loop(Shape{4096, 4096, 1}, cubic));
+  CHECK_FALSE(app::auto_prefers_host_loop(Shape{256, 256, 256}, Spacing{1, 1, 2}));
+}
+
 TEST_CASE("cli.run.verify_every") {
   const fs::path dir = fs::temp_directory_path() / ("poreforge-verify-" + std::to_string(testing::fresh_seed()));
   fs::create_directories(dir);
