@@ -351,10 +351,13 @@ TEST_CASE("cli.run.resume_and_signals") {
   fs::create_directories(dir);
   const std::string cli = POREFORGE_CLI;
   described_reference(dir, "--shape 20,20,20 --porosity 0.4 --seed 9");
-  auto config = [&](const std::string& name, int64_t evals) {
+  // endless: nothing but the evaluation budget or a signal stops it (a run this small stalls
+  // within a second, before the signal the test sends).
+  auto config = [&](const std::string& name, int64_t evals, bool endless = false) {
     const fs::path p = dir / (name + ".yaml");
     std::ofstream(p) << "name: " << name << "\nbackend: cpu\nseed: 5\ntarget:\n  descriptors: desc.h5\n"
                      << "domain:\n  shape: [14, 14, 14]\nannealing:\n  trial_moves: 20\n  stage_length: 70\n"
+                     << (endless ? "  stall_stages: 1000000000\n  energy_tolerance: 0\n" : "")
                      << "  max_evaluations: " << evals << "\nmoves:\n  interface_bias: 1.5\n"
                      << "output:\n  directory: " << (dir / "results").string() << "\n  report_every: 50\n"
                      << "checkpoint:\n  every_evaluations: 100\n  keep: 2\n";
@@ -394,7 +397,7 @@ TEST_CASE("cli.run.resume_and_signals") {
 
   // SIGINT to a running child: it finishes the step, writes a checkpoint and its history and
   // exits 130; the checkpoint resumes.
-  const std::string long_run = cli + " run " + config("interrupted", 100000000) + " --quiet > /dev/null 2>&1";
+  const std::string long_run = cli + " run " + config("interrupted", 100000000, true) + " --quiet > /dev/null 2>&1";
   const int status = std::system(("( " + long_run + " ) & pid=$!; "
                                   "for i in $(seq 1 200); do [ -d " + (dir / "results/interrupted/checkpoints").string() +
                                   " ] && break; sleep 0.05; done; sleep 0.3; kill -INT $pid; wait $pid")
