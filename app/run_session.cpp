@@ -876,12 +876,11 @@ int resume_run(const ResumeOptions& o, const std::string& command_line) {
   return run.drive(annealer);
 }
 
-// On one H100 machine at 250³ (reconstruct.yaml's energy from the Berea image; results/bench/
-// anneal_host_h100.txt) the host's threads made 1,783 evaluations/s one at a time against the
-// device loop's 792, before the CPU evaluator's row spans made it 1.5x faster; the device loop's
-// rate falls with the volume (2,061 / 834 / 182 at 128³ / 250³ / 512³ on the H200), the CPU's
-// follows the pores' width. Below 200³ the two were not measured on one machine, so the GPU keeps
-// them. Anisotropic voxels leave the CPU evaluating from scratch: the GPU keeps those too.
+// The device loop evaluates the whole structure each step, so its rate falls with the volume; the
+// CPU's local evaluation follows the pores' width instead. At 250³ the host's threads outran the
+// device loop on one machine (results/bench/anneal_host_h100.txt, docs/local-evaluation.md);
+// below 200³ the two were not measured on one machine, so the GPU keeps them. Anisotropic voxels
+// leave the CPU evaluating from scratch: the GPU keeps those too.
 bool auto_prefers_host_loop(const Shape& shape, const Spacing& spacing) {
   constexpr int64_t kHostLoopVoxels = int64_t(200) * 200 * 200;
   return spacing.isotropic() && shape.voxels() >= kHostLoopVoxels;
