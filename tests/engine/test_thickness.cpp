@@ -13,6 +13,7 @@
 #include "poreforge/generators.hpp"
 #include "poreforge/error.hpp"
 #include "poreforge/local_thickness.hpp"
+#include "poreforge/measures.hpp"
 #include "poreforge/psd.hpp"
 #include "support/backends.hpp"
 #include "support/random.hpp"
@@ -252,6 +253,8 @@ TEST_CASE("psd.cpu.local_evaluation_equals_full") {
     CAPTURE(to_string(shape));
     Mask m = generate_blobs(shape, 0.45, 3.0, seed + uint64_t(run));
     auto evaluator = make_psd_evaluator(m, boundary, bins, Backend::cpu);
+    // The openings' χ counted from the start (even runs) or from a quarter of the way in.
+    const int openings_from = run % 2 == 0 ? 0 : steps / 4;
     std::unique_ptr<PsdEvaluator> twin;
     const auto set = [&](int64_t i, uint8_t v) {
       evaluator->set(i, v);
@@ -276,15 +279,24 @@ TEST_CASE("psd.cpu.local_evaluation_equals_full") {
         m[std::size_t(b)] = 1;
         std::swap(a, b);
       }
+      if (step == openings_from) REQUIRE(evaluator->count_openings());
       const PsdCounts got = evaluator->counts();
       const PsdCounts want = cpu::psd_counts(m, boundary, bins);
       REQUIRE(got.at_least == want.at_least);
       REQUIRE(got.above == want.above);
       REQUIRE(got.phase_voxels == want.phase_voxels);
+      std::vector<int64_t> openings;  // χ of {thickness ≥ edge} from scratch, as `compare` counts it
+      if (step >= openings_from) {
+        openings = euler_of_openings(cpu::local_thickness(m, boundary), bins.edges());
+        REQUIRE(got.opening_euler == openings);
+      } else {
+        REQUIRE(got.opening_euler.empty());
+      }
       if (twin) {
         const PsdCounts copied = twin->counts();
         REQUIRE(copied.at_least == want.at_least);
         REQUIRE(copied.above == want.above);
+        REQUIRE(copied.opening_euler == openings);
       }
       if (step == steps / 2) twin = evaluator->copy();
     }

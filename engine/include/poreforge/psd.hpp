@@ -42,6 +42,10 @@ struct PsdCounts {
   std::vector<int64_t> at_least;  ///< size N+1: voxels with thickness ≥ edges[i]
   int64_t above = 0;              ///< voxels with thickness > edges[N]
   int64_t phase_voxels = 0;
+  /// χ of each opening {thickness ≥ edges[i]} (measures.hpp's euler_of_openings: 26-connected,
+  /// outside the box not in it), size N+1, where an evaluator counts them
+  /// (PsdEvaluator::count_openings); else empty.
+  std::vector<int64_t> opening_euler;
 };
 
 /// Fractions from counts (shared by every path so they agree to the bit).

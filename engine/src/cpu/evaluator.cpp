@@ -20,6 +20,7 @@
 #include "first_unpainted.hpp"
 #include "poreforge/error.hpp"
 #include "poreforge/evaluator.hpp"
+#include "poreforge/measures.hpp"
 
 namespace poreforge::cpu {
 namespace local = detail::local;
@@ -38,7 +39,7 @@ class CpuPsdEvaluator final : public PsdEvaluator {
   }
 
   PsdCounts counts() override {
-    if (!m_local) return psd_counts(m_phase, m_boundary, m_bins);
+    if (!m_local) return from_scratch();
     if (m_stale) {
       // Many voxels set since the last evaluation (a start's candidate), or one that threw: the
       // plain path, the maps dropped; the next evaluation after a few changes makes them anew.
@@ -46,7 +47,7 @@ class CpuPsdEvaluator final : public PsdEvaluator {
       m_pending = local::Changes{};
       m_touched.clear();
       ++m_full;
-      const PsdCounts c = psd_counts(m_phase, m_boundary, m_bins);
+      const PsdCounts c = from_scratch();
       m_stale = false;
       return c;
     }
@@ -73,9 +74,11 @@ class CpuPsdEvaluator final : public PsdEvaluator {
       ++m_local_count;
       for (std::size_t i = 0; i < delta.size(); ++i) delta[i] += m_counts[i];
       c = counts_of(delta);
+      if (m_openings)
+        for (std::size_t i = 0; i < c.opening_euler.size(); ++i) c.opening_euler[i] += m_opening_delta[i];
     } else {  // from scratch; committed by the maps afresh if it is kept
       ++m_full;
-      c = psd_counts(m_phase, m_boundary, m_bins);
+      c = from_scratch();
       ch.whole = true;
       if (++m_whole_in_a_row == kWholeInARow) {  // the volume is small beside its structure: maps no more
         m_local = false;
@@ -114,6 +117,13 @@ class CpuPsdEvaluator final : public PsdEvaluator {
   // Every map and pending change copied: the copy's next evaluation is as local as this one's
   // would be.
   std::unique_ptr<PsdEvaluator> copy() const override { return std::make_unique<CpuPsdEvaluator>(*this); }
+
+  bool count_openings() override {
+    if (m_openings) return true;
+    m_openings = true;
+    if (m_committed.voxels() > 0) m_opening_euler = euler_of_openings(m_thickness, m_bins.edges());
+    return true;
+  }
 
   EvaluationTally tally_of_evaluations() const { return {m_local_count, m_full}; }
 
@@ -176,6 +186,33 @@ class CpuPsdEvaluator final : public PsdEvaluator {
     c.above = flat[e];
     c.phase_voxels = flat[e + 1];
     if (c.phase_voxels == 0) throw InputError(detail::empty_phase_message());
+    if (m_openings) c.opening_euler = m_opening_euler;
+    return c;
+  }
+
+  // The counts of the current mask with no maps kept (and the openings' χ where they are
+  // counted: then from a thickness map, which psd_counts keeps to itself).
+  PsdCounts from_scratch() const {
+    if (!m_openings) return psd_counts(m_phase, m_boundary, m_bins);
+    const Volume<float> thickness = local_thickness(m_phase, m_boundary);
+    PsdCounts c = psd_from_map(thickness);
+    c.opening_euler = euler_of_openings(thickness, m_bins.edges());
+    return c;
+  }
+
+  // The counts of a thickness map, tallied as every local change is (local::tally).
+  PsdCounts psd_from_map(const Volume<float>& thickness) const {
+    const local::View v = view();
+    std::vector<int64_t> hits(std::size_t(v.edge_count) + 2, 0), flat(std::size_t(local::count_entries(v.edge_count)), 0);
+    for (int64_t i = 0; i < thickness.voxels(); ++i)
+      local::tally(v, thickness[std::size_t(i)], 1, [&](int e, int64_t s) { hits[std::size_t(e)] += s; });
+    local::counts_from_hit_array(v.edge_count, hits.data(), flat.data());
+    PsdCounts c;
+    const std::size_t e = m_bins.edges().size();
+    c.at_least.assign(flat.begin(), flat.begin() + std::ptrdiff_t(e));
+    c.above = flat[e];
+    c.phase_voxels = flat[e + 1];
+    if (c.phase_voxels == 0) throw InputError(detail::empty_phase_message());
     return c;
   }
 
@@ -214,6 +251,7 @@ class CpuPsdEvaluator final : public PsdEvaluator {
     std::vector<int64_t> hits(std::size_t(v.edge_count) + 2, 0);
     for (int64_t i = 0; i < n; ++i) local::tally(v, m_thickness[std::size_t(i)], 1, [&](int e, int64_t s) { hits[std::size_t(e)] += s; });
     local::counts_from_hit_array(v.edge_count, hits.data(), m_counts.data());
+    if (m_openings) m_opening_euler = euler_of_openings(m_thickness, m_bins.edges());
   }
 
   // The offsets walked for nearest backgrounds (to twice the largest distance, so that a walk
@@ -283,7 +321,9 @@ class CpuPsdEvaluator final : public PsdEvaluator {
       near.d2[k] = d.data();
     }
     std::vector<int64_t> hits(std::size_t(v.edge_count) + 2, 0);
-    std::vector<std::pair<int64_t, float>> thickness;  // commit: the new values, written after every box
+    // The new values, written after every box (commit), or listed for the openings' χ (scoring).
+    std::vector<std::pair<int64_t, float>>& thickness = m_changed;
+    thickness.clear();
     sort_near_balls(v, ch, near);
     for (int k = 0; k < ch.count; ++k) {
       const local::Box& box = r2[std::size_t(k)];
@@ -297,6 +337,7 @@ class CpuPsdEvaluator final : public PsdEvaluator {
         if (delta) {
           local::tally(v, before, -1, [&](int e, int64_t s) { hits[std::size_t(e)] += s; });
           local::tally(v, now, +1, [&](int e, int64_t s) { hits[std::size_t(e)] += s; });
+          if (m_openings) thickness.push_back({y, now});
         } else {
           thickness.push_back({y, now});
         }
@@ -304,6 +345,7 @@ class CpuPsdEvaluator final : public PsdEvaluator {
     }
     if (delta) {
       local::counts_from_hit_array(v.edge_count, hits.data(), delta->data());
+      if (m_openings) openings_change(v, thickness, false, m_opening_delta);
       return true;
     }
     // Commit: the counts' change, then thickness, distances and centres; distances only after
@@ -315,7 +357,12 @@ class CpuPsdEvaluator final : public PsdEvaluator {
     }
     local::counts_from_hit_array(v.edge_count, hits.data(), change.data());
     for (std::size_t i = 0; i < change.size(); ++i) m_counts[i] += change[i];
-    for (const auto& [y, now] : thickness) m_thickness[std::size_t(y)] = now;
+    if (m_openings) {
+      openings_change(v, thickness, true, m_opening_delta);
+      for (std::size_t i = 0; i < m_opening_euler.size(); ++i) m_opening_euler[i] += m_opening_delta[i];
+    } else {
+      for (const auto& [y, now] : thickness) m_thickness[std::size_t(y)] = now;
+    }
     std::vector<std::pair<int64_t, uint32_t>> distances;
     for (int k = 0; k < ch.count; ++k) {
       for_box(g, local::Box::around(g, ch.at[k], d1[std::size_t(k)]), [&](int64_t x, const int64_t c[3]) {
@@ -355,6 +402,59 @@ class CpuPsdEvaluator final : public PsdEvaluator {
       });
     }
     return true;
+  }
+
+  // The change of χ of every opening {thickness ≥ edge} (into `out`) as the listed voxels take
+  // their new values one after another: a voxel that enters or leaves openings changes only its
+  // eight 2×2×2 cells, each read with its neighbours as they stand at that point of the
+  // sequence, so the changes add up to the whole change however the cells overlap. Thickness
+  // stays written where `keep`, else is set back. Outside the box no voxel is in an opening.
+  void openings_change(const local::View& v, const std::vector<std::pair<int64_t, float>>& changes, bool keep,
+                       std::vector<int64_t>& out) {
+    const local::Grid& g = v.grid;
+    const int openings = v.edge_count;
+    std::vector<int64_t>& eight = m_opening_eight;  // 8·χ's change of each opening
+    eight.assign(std::size_t(openings), 0);
+    const auto opening_count = [&](float t) { return std::max(local::hit_of(v, t), 0); };  // openings it is in
+    if (!keep) m_set_back.clear();
+    for (const auto& [y, now] : changes) {
+      float& t = m_thickness[std::size_t(y)];
+      const int before = opening_count(t), after = opening_count(now);
+      if (!keep) m_set_back.push_back({y, t});
+      if (before != after) {
+        int64_t c[3];
+        g.coords(y, c);
+        int in[27];  // the 3×3×3 neighbourhood's openings counts, bit (dx + 1) + 3(dy + 1) + 9(dz + 1)
+        for (int dz = -1; dz <= 1; ++dz)
+          for (int dy = -1; dy <= 1; ++dy)
+            for (int dx = -1; dx <= 1; ++dx) {
+              const int64_t u[3] = {c[0] + dx, c[1] + dy, c[2] + dz};
+              bool inside = true;
+              for (int a = 0; a < 3; ++a) inside = inside && u[a] >= 0 && u[a] < g.n[a];
+              in[(dx + 1) + 3 * (dy + 1) + 9 * (dz + 1)] = inside ? opening_count(m_thickness[std::size_t(g.index(u))]) : 0;
+            }
+        const int lo = std::min(before, after), hi = std::max(before, after);
+        const int64_t sign = after > before ? 1 : -1;  // it enters openings lo … hi − 1, or leaves them
+        for (int corner = 0; corner < 8; ++corner) {
+          const int i = corner & 1, j = (corner >> 1) & 1, k = (corner >> 2) & 1;
+          int cell[8];  // the cell's voxels' openings counts; the voxel itself is bit `centre`
+          for (int b = 0; b < 8; ++b)
+            cell[b] = in[(i + (b & 1)) + 3 * (j + ((b >> 1) & 1)) + 9 * (k + ((b >> 2) & 1))];
+          const int centre = (1 - i) + 2 * (1 - j) + 4 * (1 - k);
+          for (int e = lo; e < hi; ++e) {
+            int configuration = 0;
+            for (int b = 0; b < 8; ++b)
+              if (b != centre && cell[b] > e) configuration |= 1 << b;
+            eight[std::size_t(e)] += sign * (euler_weight8(configuration | (1 << centre)) - euler_weight8(configuration));
+          }
+        }
+      }
+      t = now;
+    }
+    out.resize(std::size_t(openings));
+    for (int e = 0; e < openings; ++e) out[std::size_t(e)] = eight[std::size_t(e)] / 8;
+    if (!keep)
+      for (auto it = m_set_back.rbegin(); it != m_set_back.rend(); ++it) m_thickness[std::size_t(it->first)] = it->second;
   }
 
   // The near boxes' balls split as local_psd.hpp's "Changed balls only" says: O, N and U's part.
@@ -589,6 +689,12 @@ class CpuPsdEvaluator final : public PsdEvaluator {
   std::vector<Centre<detail::VoxelMetric>> m_kept_balls;  // U's in the near boxes
   int64_t m_full = 0, m_local_count = 0;
   int m_whole_in_a_row = 0;
+  // The openings' χ (count_openings): committed, and the last evaluation's change.
+  bool m_openings = false;
+  std::vector<int64_t> m_opening_euler, m_opening_delta;
+  std::vector<std::pair<int64_t, float>> m_changed;   // process's changed voxels and their new values
+  std::vector<std::pair<int64_t, float>> m_set_back;  // openings_change's values before, when scoring
+  std::vector<int64_t> m_opening_eight;
 };
 
 }  // namespace
