@@ -14,13 +14,16 @@ namespace poreforge::app {
 namespace {
 
 const char* kKind = "poreforge checkpoint";
-constexpr int kHistoryColumnCount = 12;
-// Checkpoints written before the Euler, surface and chords terms hold the first 9 columns; the
-// others read as 0 there.
+constexpr int kHistoryColumnCount = 13;
+// Checkpoints written before the Euler, surface and chords terms hold the first 9 columns, those
+// before the openings term 12; the others read as 0 there.
 constexpr int kEarlierHistoryColumns = 9;
 const char* kHistoryColumns[kHistoryColumnCount] = {"evaluations", "stage",    "temperature", "energy",
                                                     "pore_psd",    "solid_psd", "s2",         "accepted",
-                                                    "rejected",    "euler",     "surface",    "chords"};
+                                                    "rejected",    "euler",     "surface",    "chords",
+                                                    "openings"};
+// The openings term's target (Targets::opening_euler_density).
+const char* kOpeningTarget = "/targets/openings/euler_density";
 
 // The chords term's target under /targets/chords/<axis>/<phase>.
 std::string chord_target_name(int axis, int phase) {
@@ -82,7 +85,7 @@ std::string volume_sum(const Mask& m) {
 void write_energy(OutputFile& f, Sums& sums, const std::string& prefix, const anneal::Energy& e) {
   for (const auto& [name, value] : {std::pair<std::string, double>{"total", e.total}, {"pore_psd", e.pore_psd},
                                     {"solid_psd", e.solid_psd}, {"s2", e.s2}, {"euler", e.euler},
-                                    {"surface", e.surface}, {"chords", e.chords}}) {
+                                    {"surface", e.surface}, {"chords", e.chords}, {"openings", e.openings}}) {
     f.set_attribute(prefix + name, value);
     sums["@" + prefix + name] = Fnv1a().add(value).hex();
   }
@@ -131,13 +134,13 @@ class Reader {
       throw InputError("checkpoint '" + m_path + "': the stored checksum of " + part +
                        " does not match (changed or corrupt)");
   }
-  // Checkpoints written before the Euler, surface and chords terms hold none of their energies
-  // (the terms were off).
+  // Checkpoints written before the Euler, surface, chords and openings terms hold none of their
+  // energies (the terms were off).
   double number_or_zero(const std::string& name) { return hdf5_has_attribute(m_path, name) ? number(name) : 0.0; }
   anneal::Energy energy(const std::string& prefix) {
     return {number(prefix + "total"),         number(prefix + "pore_psd"),        number(prefix + "solid_psd"),
             number(prefix + "s2"),            number_or_zero(prefix + "euler"), number_or_zero(prefix + "surface"),
-            number_or_zero(prefix + "chords")};
+            number_or_zero(prefix + "chords"), number_or_zero(prefix + "openings")};
   }
 
  private:
@@ -201,6 +204,7 @@ void write_checkpoint(const std::string& path, const Checkpoint& c, const std::s
   number("target_surface_density", t.surface_density);
   for (int a = 0; a < 3; ++a)
     for (int phase = 0; phase < 2; ++phase) vector(chord_target_name(a, phase), t.chords[a][phase]);
+  vector(kOpeningTarget, t.opening_euler_density);
   // The describe-file layout under /targets, read back by Targets::from_descriptor_file.
   const std::vector<double>* target_vectors[7] = {&t.pore_edges, &t.pore_psd, &t.solid_edges, &t.solid_psd,
                                                   &t.s2[0],       &t.s2[1],    &t.s2[2]};
@@ -245,7 +249,8 @@ Checkpoint read_checkpoint(const std::string& path) {
   s.pore_voxels = in.vector_int64("/state/pore_voxels");
   s.stage_energies = in.vector("/state/stage_energies");
   const auto norm = in.vector("/state/norm");
-  if (norm.size() != 3 && norm.size() != s.norm.size())  // 3: from before the count and chords terms
+  // 3: from before the count and chords terms; 6: from before the openings term.
+  if (norm.size() != 3 && norm.size() != 6 && norm.size() != s.norm.size())
     throw InputError("'" + path + "': /state/norm must hold " + std::to_string(s.norm.size()) + " values");
   s.norm.fill(1.0);
   std::copy(norm.begin(), norm.end(), s.norm.begin());
@@ -277,6 +282,7 @@ Checkpoint read_checkpoint(const std::string& path) {
   if (hdf5_has_object(path, chord_target_name(0, 0)))
     for (int a = 0; a < 3; ++a)
       for (int phase = 0; phase < 2; ++phase) c.targets.chords[a][phase] = in.vector(chord_target_name(a, phase));
+  if (hdf5_has_object(path, kOpeningTarget)) c.targets.opening_euler_density = in.vector(kOpeningTarget);
   // A run with chords weighted ran on the grid they were counted on: the stored one.
   c.targets.chord_spacing = c.targets.spacing;
   if (hdf5_has_attribute(path, "start_pore_psd_l1"))

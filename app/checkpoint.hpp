@@ -15,11 +15,13 @@ namespace poreforge::app {
 /// columns (read as 0 and off where a file holds none of them).
 /// 4: target_surface_density, the surface term's marching-cubes target; a schema-3 file's
 /// surface target counted faces, so it resumes only with the surface term off.
-constexpr int kCheckpointSchema = 4;
+/// 5: the openings term — its energies, normaliser, target and history column (read as 0 and
+/// off where a file holds none of them).
+constexpr int kCheckpointSchema = 5;
 
 /// One row of energy.csv: evaluations, stage, temperature, energy, pore_psd, solid_psd, s2,
-/// accepted, rejected, euler, surface, chords.
-using HistoryRow = std::array<double, 12>;
+/// accepted, rejected, euler, surface, chords, openings.
+using HistoryRow = std::array<double, 13>;
 
 struct Checkpoint {
   int schema = kCheckpointSchema;  ///< the file's (read_checkpoint)

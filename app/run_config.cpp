@@ -224,6 +224,7 @@ RunConfig parse_run_config(const std::string& text, const std::string& source, c
   ranged(weights, "euler", c.loop.weights.euler, 0.0, 1e9);
   ranged(weights, "surface", c.loop.weights.surface, 0.0, 1e9);
   ranged(weights, "chords", c.loop.weights.chords, 0.0, 1e9);
+  ranged(weights, "openings", c.loop.weights.openings, 0.0, 1e9);
   weights.finish();
   desc.finish();
 
@@ -418,7 +419,8 @@ std::string RunConfig::to_yaml() const {
     << YAML::Key << "pore_psd" << YAML::Value << loop.weights.pore_psd << YAML::Key << "solid_psd" << YAML::Value
     << loop.weights.solid_psd << YAML::Key << "s2" << YAML::Value << loop.weights.s2 << YAML::Key << "euler" << YAML::Value
     << loop.weights.euler << YAML::Key << "surface" << YAML::Value << loop.weights.surface << YAML::Key << "chords"
-    << YAML::Value << loop.weights.chords << YAML::EndMap << YAML::EndMap;
+    << YAML::Value << loop.weights.chords << YAML::Key << "openings" << YAML::Value << loop.weights.openings
+    << YAML::EndMap << YAML::EndMap;
   const anneal::Schedule& sc = loop.schedule;
   const anneal::Stopping& stop = loop.stopping;
   y << YAML::Key << "domain" << YAML::Value << YAML::BeginMap << YAML::Key << "shape" << YAML::Value << YAML::Flow

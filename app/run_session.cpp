@@ -131,18 +131,19 @@ void stop_if_signalled() {
 int64_t steps_at_once(const anneal::Annealer& a) { return a.device_loop() ? 256 : a.proposals_at_once(); }
 
 // The backend of a run's loop (and of its start and measures): `auto` takes the GPU where there
-// is one, but not for a loop the CPU runs faster (auto_prefers_host_loop).
-Backend run_backend(const std::string& requested, const anneal::Config& loop, bool* host_by_choice) {
+// is one, but not for a loop only the CPU runs, or runs faster (auto_host_loop_reason, said in
+// `reason`).
+Backend run_backend(const std::string& requested, const anneal::Config& loop, std::string* reason) {
   const Backend b = resolve_backend(parse_backend(requested), Operation::pore_size_distribution);
-  *host_by_choice = requested == "auto" && b == Backend::cuda && auto_prefers_host_loop(loop.shape, loop.spacing);
-  return *host_by_choice ? Backend::cpu : b;
+  *reason = requested == "auto" && b == Backend::cuda ? auto_host_loop_reason(loop) : std::string();
+  return reason->empty() ? b : Backend::cpu;
 }
 
 // A run in progress: its folder, its history and its checkpoints.
 struct Session {
   RunConfig rc;  // rc.loop: the annealer's configuration, its targets and start filled in here
   Backend backend = Backend::cpu;
-  bool host_by_choice = false;  // `auto` chose the CPU although a GPU is there
+  std::string host_loop_reason;  // why `auto` chose the CPU although a GPU is there (empty: it did not)
   std::optional<anneal::BlobCandidate> blob_start;  // a blobs start: its size and how near the target
   bool blob_size_searched = false;                   // `blobiness: auto`
   fs::path dir;
@@ -204,7 +205,8 @@ struct Session {
 
   // annealing.verify_every: the running energy against every term recounted from scratch.
   void verify(const anneal::Annealer& a) {
-    static const char* const names[anneal::kTermCount] = {"pore_psd", "solid_psd", "s2", "euler", "surface", "chords"};
+    static const char* const names[anneal::kTermCount] = {"pore_psd", "solid_psd", "s2",      "euler",
+                                                          "surface",  "chords",    "openings"};
     const anneal::Energy& running = a.progress().energy;
     const anneal::Energy scratch = a.evaluate_from_scratch();
     for (int k = 0; k < anneal::kTermCount; ++k) {
@@ -273,7 +275,7 @@ struct Session {
     auto record = [&](const anneal::Progress& p) {
       history.push_back({double(p.evaluations), double(p.stage), p.temperature, p.energy.total, p.energy.pore_psd,
                          p.energy.solid_psd, p.energy.s2, double(p.accepted), double(p.rejected), p.energy.euler,
-                         p.energy.surface, p.energy.chords});
+                         p.energy.surface, p.energy.chords, p.energy.openings});
       log << line_of(p, false) << "\n";
       log.flush();
     };
@@ -330,10 +332,12 @@ struct Session {
   // energy.csv: the history so far (at the end, and when a signal stops the run).
   void write_history() {
     std::ostringstream csv;
-    csv << "evaluations,stage,temperature,energy,pore_psd,solid_psd,s2,accepted,rejected,euler,surface,chords\n";
+    csv << "evaluations,stage,temperature,energy,pore_psd,solid_psd,s2,accepted,rejected,euler,surface,chords,"
+           "openings\n";
     for (const auto& r : history)
       csv << int64_t(r[0]) << "," << int64_t(r[1]) << "," << r[2] << "," << r[3] << "," << r[4] << "," << r[5] << ","
-          << r[6] << "," << int64_t(r[7]) << "," << int64_t(r[8]) << "," << r[9] << "," << r[10] << "," << r[11] << "\n";
+          << r[6] << "," << int64_t(r[7]) << "," << int64_t(r[8]) << "," << r[9] << "," << r[10] << "," << r[11] << ","
+          << r[12] << "\n";
     write_text(dir / "energy.csv", csv.str());
   }
 
@@ -653,7 +657,7 @@ int run_from_config(const RunOptions& o, const std::string& command_line, std::s
     if (fs::exists(fs::symlink_status(folder, ec)))
       throw InputError("run folder '" + folder.string() + "' already exists (use --force to replace it)");
   }
-  run.backend = run_backend(run.rc.backend, loop, &run.host_by_choice);
+  run.backend = run_backend(run.rc.backend, loop, &run.host_loop_reason);
   loop.backend = run.backend;
   require_memory(run_memory(loop.shape, loop.spacing, loop.boundary, run.backend));
   // Targets first: a bad reference fails before anything is written.
@@ -777,7 +781,7 @@ int run_from_config(const RunOptions& o, const std::string& command_line, std::s
   run.say("target    " + (run.rc.target_image.empty() ? run.rc.target_descriptors : run.rc.target_image));
   run.say("backend   " + backend_description(run.backend) +
           (annealer.device_loop() ? ", the loop on the device" : ", the loop on the host") +
-          (run.host_by_choice ? " (auto: at this size the CPU's local evaluation outruns the GPU's loop)" : ""));
+          (run.host_loop_reason.empty() ? "" : " (auto: " + run.host_loop_reason + ")"));
   if (!file_start.empty()) run.say(file_start);
   if (run.blob_start) {
     const anneal::BlobCandidate& b = *run.blob_start;
@@ -848,7 +852,7 @@ int resume_run(const ResumeOptions& o, const std::string& command_line) {
   run.quiet = o.quiet;
   run.progress = o.progress;
   run.command_line = command_line;
-  run.backend = run_backend(run.rc.backend, run.rc.loop, &run.host_by_choice);
+  run.backend = run_backend(run.rc.backend, run.rc.loop, &run.host_loop_reason);
   run.rc.loop.backend = run.backend;
   run.rc.loop.targets = ck.targets;
   if (ck.schema < 4 && run.rc.loop.weights.surface > 0)
@@ -876,14 +880,14 @@ int resume_run(const ResumeOptions& o, const std::string& command_line) {
   return run.drive(annealer);
 }
 
-// The device loop evaluates the whole structure each step, so its rate falls with the volume; the
-// CPU's local evaluation follows the pores' width instead. At 250³ the host's threads outran the
-// device loop on one machine (results/bench/anneal_host_h100.txt, docs/local-evaluation.md);
-// below 200³ the two were not measured on one machine, so the GPU keeps them. Anisotropic voxels
-// leave the CPU evaluating from scratch: the GPU keeps those too.
-bool auto_prefers_host_loop(const Shape& shape, const Spacing& spacing) {
-  constexpr int64_t kHostLoopVoxels = int64_t(200) * 200 * 200;
-  return spacing.isotropic() && shape.voxels() >= kHostLoopVoxels;
+// The device loop evaluates the whole structure each step; the CPU's local evaluation only the
+// region a swap reaches, which follows the pores' width, not the volume, and outruns it on the
+// GPU machine's own cores (results/bench/anneal_host_h100.txt, docs/local-evaluation.md).
+// Anisotropic voxels leave the CPU evaluating from scratch: the GPU keeps those.
+std::string auto_host_loop_reason(const anneal::Config& loop) {
+  if (loop.weights.openings > 0) return "the openings term is counted by the CPU's evaluation only";
+  if (loop.spacing.isotropic()) return "the CPU's local evaluation outruns the GPU's loop, which evaluates the whole structure";
+  return "";
 }
 
 }  // namespace poreforge::app

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "poreforge/annealer/annealer.hpp"
 #include "poreforge/volume.hpp"
 
 namespace poreforge::app {
@@ -29,10 +30,12 @@ struct ResumeOptions {
   std::string progress = "auto";
 };
 
-/// Whether `backend: auto` puts a run's annealing loop on the CPU although a GPU is there: on
-/// domains of at least 200³ voxels with cubic voxels, where the CPU's local evaluation outruns
-/// the device loop, which evaluates the whole structure each step (docs/local-evaluation.md).
-bool auto_prefers_host_loop(const Shape& shape, const Spacing& spacing);
+/// Why `backend: auto` puts a run's annealing loop on the CPU although a GPU is there; empty
+/// where it does not. The openings term, which only the CPU's evaluation counts; or cubic
+/// voxels, where the CPU's local evaluation outruns the device loop, which evaluates the whole
+/// structure each step (docs/local-evaluation.md). Anisotropic voxels keep the GPU: the CPU
+/// evaluates those from scratch.
+std::string auto_host_loop_reason(const anneal::Config& loop);
 
 /// Runs a reconstruction; returns the exit status (0, or 128 + a signal that stopped it) and,
 /// in `folder` when given, the run folder (once it exists). The SIGINT and SIGTERM handlers it

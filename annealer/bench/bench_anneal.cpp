@@ -6,13 +6,14 @@
 //
 //   bench_anneal [--backend cpu|cuda] [--loop device|host] [--size N] [--evaluations E] [--seed S]
 //                [--json PATH] [--berea PATH] [--initial noise|blobs|berea] [--blobiness B] [--batch K] [--t0 T]
-//                [--energy psd_s2|reconstruct] [--evaluation local|full]
+//                [--energy psd_s2|reconstruct] [--evaluation local|full] [--openings W]
 //
 // --energy reconstruct: configs/reconstruct.yaml's energy and moves — pore PSD, S2, Euler
 // characteristic, specific surface and chord lengths against the Berea 400³ image (--reference) at its
 // voxel size, the domain's faces open, interface-biased moves that keep the pore connected,
 // T0 1e-6. --initial berea starts from the real image itself (its centre at the size, mirrored
 // at its faces beyond 400), a rock-like structure where a swap's region is a rock's.
+// --openings W (reconstruct, the CPU backend): the openings term weighted W as well.
 // --evaluation local: the device loop scores swaps in speculative batches, each swap's PSD
 // re-evaluated around it (Config::local_evaluation); full, the default: over the whole
 // structure, one swap at a time.
@@ -52,7 +53,7 @@ int main(int argc, char** argv) {
               reference = POREFORGE_DATA_DIR "/berea_400.h5";
   double blobiness = 0.5;
   int batch = 0;
-  double temperature = 0;
+  double temperature = 0, openings = 0;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i];
     if (a == "--size") size = std::stoll(argv[i + 1]);
@@ -69,10 +70,15 @@ int main(int argc, char** argv) {
     else if (a == "--energy") energy = argv[i + 1];
     else if (a == "--evaluation") evaluation = argv[i + 1];
     else if (a == "--reference") reference = argv[i + 1];
+    else if (a == "--openings") openings = std::stod(argv[i + 1]);
     else {
-      std::fprintf(stderr, "usage: bench_anneal [--backend cpu|cuda] [--loop device|host] [--size N] [--evaluations E] [--seed S] [--json PATH] [--berea PATH] [--initial noise|blobs|berea] [--blobiness B] [--batch K] [--t0 T] [--energy psd_s2|reconstruct] [--evaluation local|full] [--reference PATH]\n");
+      std::fprintf(stderr, "usage: bench_anneal [--backend cpu|cuda] [--loop device|host] [--size N] [--evaluations E] [--seed S] [--json PATH] [--berea PATH] [--initial noise|blobs|berea] [--blobiness B] [--batch K] [--t0 T] [--energy psd_s2|reconstruct] [--evaluation local|full] [--reference PATH] [--openings W]\n");
       return 2;
     }
+  }
+  if (openings > 0 && energy != "reconstruct") {
+    std::fprintf(stderr, "bench_anneal: --openings goes with --energy reconstruct\n");
+    return 2;
   }
   if ((energy != "psd_s2" && energy != "reconstruct") || (evaluation != "local" && evaluation != "full")) {
     std::fprintf(stderr, "bench_anneal: --energy must be psd_s2 or reconstruct, --evaluation local or full\n");
@@ -107,6 +113,7 @@ int main(int argc, char** argv) {
     c.targets = Targets::from_image(image, Boundary::open, 20, false, Backend::cpu);
     c.boundary = Boundary::open;
     c.weights.euler = c.weights.surface = c.weights.chords = 1.0;
+    c.weights.openings = openings;
     c.moves.interface_bias = 8.0;
     c.moves.keep_pore_connected = true;
     c.schedule.t0 = temperature > 0 ? temperature : 1e-6;
@@ -180,7 +187,8 @@ int main(int argc, char** argv) {
       << initial << "\",\n  \"blobiness\": " << (initial == "blobs" ? blobiness : 0.0) << ",\n  \"seed\": " << seed
       << ",\n  \"evaluations\": " << p.evaluations << ",\n  \"evaluations_per_second\": "
       << double(p.evaluations) / seconds << ",\n  \"stop_reason\": \"" << to_string(p.stopped)
-      << "\",\n  \"energy\": \"" << energy << "\",\n  \"evaluation\": \"" << (a.device_loop() ? evaluation : "evaluators")
+      << "\",\n  \"energy\": \"" << energy << "\",\n  \"openings_weight\": " << openings
+      << ",\n  \"evaluation\": \"" << (a.device_loop() ? evaluation : "evaluators")
       << "\",\n  \"accepted\": " << p.accepted << ",\n  \"initial_energy\": " << initial_energy << ",\n  \"final_energy\": "
       << p.energy.total << ",\n  \"start\": {\"psd_l1\": " << start.pore_psd_l1 << ", \"s2_rms\": " << start.s2_rms
       << "},\n  \"final\": {\"psd_l1\": " << end.pore_psd_l1 << ", \"s2_rms\": " << end.s2_rms

@@ -127,6 +127,12 @@ Targets Targets::from_image(const Mask& pore, Boundary boundary, int bins, bool 
     const auto psd = psd_from_thickness(map, m, b);
     (phase ? t.solid_edges : t.pore_edges) = psd.edges;
     (phase ? t.solid_psd : t.pore_psd) = psd.fraction;
+    if (!phase && pore.shape().nx > 1 && pore.shape().ny > 1 && pore.shape().nz > 1) {
+      // χ of the pore's openings at its PSD's edges, per volume of the inner cells.
+      const double volume = interior_volume(pore.shape(), pore.spacing());
+      for (int64_t eight : inner_euler8_of_openings(map, psd.edges))
+        t.opening_euler_density.push_back(double(eight) / 8 / volume);
+    }
   }
   const auto s2 = two_point_correlation(pore);
   t.s2 = {s2.directional.x, s2.directional.y, s2.directional.z};
@@ -229,10 +235,14 @@ void validate(const Config& c) {
   if (!c.targets.solid_edges.empty()) Bins::from_edges(c.targets.solid_edges);
   require(c.targets.pore_psd.size() + 1 == c.targets.pore_edges.size(), "pore PSD target and its edges differ in length");
   const Weights& w = c.weights;
-  require(w.pore_psd >= 0 && w.solid_psd >= 0 && w.s2 >= 0 && w.euler >= 0 && w.surface >= 0 && w.chords >= 0,
+  require(w.pore_psd >= 0 && w.solid_psd >= 0 && w.s2 >= 0 && w.euler >= 0 && w.surface >= 0 && w.chords >= 0 &&
+              w.openings >= 0,
           "weights must not be negative");
-  require(w.pore_psd + w.solid_psd + w.s2 + w.euler + w.surface + w.chords > 0,
+  require(w.pore_psd + w.solid_psd + w.s2 + w.euler + w.surface + w.chords + w.openings > 0,
           "at least one weight must be positive");
+  require(w.openings == 0 || c.targets.opening_euler_density.size() == c.targets.pore_edges.size(),
+          "an openings weight needs the reference's Euler characteristic of its openings at the pore-PSD edges: a "
+          "3D target image (descriptor files hold none)");
   require(w.euler == 0 || std::isfinite(c.targets.euler_density),
           "an Euler weight needs the reference's Euler characteristic (a target image, or a descriptor file from "
           "`describe --measures`)");
@@ -437,8 +447,15 @@ Snapshot Annealer::snapshot() const {
 
 void Annealer::make_evaluators() {
   const auto& w = m_config.weights;
-  m_backend = w.pore_psd > 0 || w.solid_psd > 0 ? resolve_backend(m_config.backend, Operation::pore_size_distribution)
-                                                : Backend::cpu;
+  // The openings term reads the pore evaluator's counts too.
+  // The openings term reads the pore evaluator's counts too, which only the CPU keeps: `automatic`
+  // takes the CPU for it.
+  const bool pore_counts = w.pore_psd > 0 || w.openings > 0;
+  const Backend asked = w.openings > 0 && m_config.backend == Backend::automatic ? Backend::cpu : m_config.backend;
+  m_backend = pore_counts || w.solid_psd > 0 ? resolve_backend(asked, Operation::pore_size_distribution) : Backend::cpu;
+  if (w.openings > 0 && m_backend != Backend::cpu)
+    throw InputError("an openings weight needs the CPU backend: its counts are kept by the CPU's local evaluation "
+                     "only (backend cpu or auto)");
   const auto make = [&](const Mask& phase, const Bins& bins) {
 #ifdef POREFORGE_HAVE_CUDA
     // The device loop goes on with these evaluators' contexts, which must then have room for
@@ -447,7 +464,8 @@ void Annealer::make_evaluators() {
 #endif
     return make_psd_evaluator(phase, m_config.boundary, bins, m_backend);
   };
-  if (w.pore_psd > 0) m_pore_evaluator = make(m_pore, m_pore_bins);
+  if (pore_counts) m_pore_evaluator = make(m_pore, m_pore_bins);
+  if (w.openings > 0) m_pore_evaluator->count_openings();
   if (w.solid_psd > 0) m_solid_evaluator = make(complement(m_pore), *m_solid_bins);
 }
 
@@ -473,7 +491,9 @@ Step detail::step_of(const Config& c) {
   o.weight[kEuler] = w.euler;
   o.weight[kSurface] = w.surface;
   o.weight[kChords] = w.chords;
+  o.weight[kOpenings] = w.openings;
   o.chords = chord_layout(shape, w.chords > 0);
+  o.openings.entries = w.openings > 0 ? int(t.pore_edges.size()) : 0;
   // The count terms' targets on this grid: the reference's densities times this box's volume
   // (the surface: its inner cells' volume, in the table's quanta).
   const Spacing sp = c.spacing;
@@ -556,6 +576,15 @@ void Annealer::make_step() {
   m_chord_target = detail::chord_target(m_config.targets, o.chords);
   o.chords.counts = m_chord_counts.empty() ? nullptr : m_chord_counts.data();
   o.chords.target = m_chord_target.data();
+  // The openings' targets on this grid: the reference's densities times this box's inner cells'
+  // volume, in eighths as the pore evaluator counts them (score_of).
+  const double volume = interior_volume(m_config.shape, m_config.spacing);
+  m_opening_target.clear();
+  if (o.openings.entries)
+    for (double density : m_config.targets.opening_euler_density) m_opening_target.push_back(8 * density * volume);
+  m_opening_values.assign(std::size_t(o.openings.entries), 0);
+  o.openings.value = m_opening_values.data();
+  o.openings.target = m_opening_target.data();
   m_frozen = frozen_voxels(m_pore, m_config.moves.keep_pore_connected);
   m_step.frozen = m_frozen.empty() ? nullptr : m_frozen.data();
   // A phase with every voxel frozen could never be proposed: refuse rather than search forever.
@@ -595,6 +624,7 @@ struct detail::HostState {
   Step* step;
   PsdEvaluator* evaluator[2];  // pore, solid; null when the term is off
   int64_t* psd_counts[2];
+  int64_t* opening_values;  // null when the openings term is off
   double* squares;
 };
 
@@ -635,8 +665,12 @@ void undo_in(const detail::HostState& c, int64_t to_solid, int64_t to_pore) {
 }
 
 Energy score_of(const detail::HostState& c) {
-  for (int k = 0; k < 2; ++k)
-    if (c.evaluator[k]) terms::flatten(c.evaluator[k]->counts(), c.psd_counts[k]);
+  for (int k = 0; k < 2; ++k) {
+    if (!c.evaluator[k]) continue;
+    const PsdCounts counts = c.evaluator[k]->counts();
+    terms::flatten(counts, c.psd_counts[k]);
+    if (k == 0 && c.opening_values) std::copy(counts.opening_euler.begin(), counts.opening_euler.end(), c.opening_values);
+  }
   const Objective& o = c.step->objective;
   const int n = o.entries();
   for (int j = 0; j < n; ++j) c.squares[j] = o.square(j);
@@ -708,6 +742,7 @@ detail::HostState Annealer::host_state() {
   return {&m_step,
           {m_pore_evaluator.get(), m_solid_evaluator.get()},
           {m_psd_counts[0].data(), m_psd_counts[1].data()},
+          m_opening_values.empty() ? nullptr : m_opening_values.data(),
           m_squares.data()};
 }
 
@@ -728,14 +763,22 @@ Energy Annealer::energy_from_scratch(const Mask& pore, const Norms& norm) const 
   for (int a = 0; a < 3; ++a) s2.insert(s2.end(), counts.counts(a).begin(), counts.counts(a).end());
   o.s2.counts = s2.data();
   std::array<std::vector<int64_t>, 2> psd;
+  std::vector<int64_t> openings;
   terms::Psd* term[2] = {&o.pore_psd, &o.solid_psd};
   for (int k = 0; k < 2; ++k) {
-    if (!term[k]->entries) continue;
+    const bool with_openings = k == 0 && o.openings.entries;
+    if (!term[k]->entries && !with_openings) continue;
     const Bins& bins = k ? *m_solid_bins : m_pore_bins;
     const auto e = make_psd_evaluator(k ? complement(pore) : pore, m_config.boundary, bins, backend());
+    if (with_openings) e->count_openings();
+    const PsdCounts evaluated = e->counts();
     psd[k].resize(std::size_t(terms::psd_count_entries(term[k]->bins)));
-    terms::flatten(e->counts(), psd[k].data());
+    terms::flatten(evaluated, psd[k].data());
     term[k]->counts = psd[k].data();
+    if (with_openings) {
+      openings = evaluated.opening_euler;
+      o.openings.value = openings.data();
+    }
   }
   std::vector<double> squares(std::size_t(o.entries()));
   for (std::size_t j = 0; j < squares.size(); ++j) squares[j] = o.square(int(j));
@@ -789,7 +832,7 @@ void Annealer::undo(int64_t to_solid, int64_t to_pore) { undo_in(host_state(), t
 struct Annealer::Replica {
   Mask pore;
   std::array<std::vector<int64_t>, 2> voxels;
-  std::vector<int64_t> slot, s2_counts, s2_delta, count_values, chord_counts;
+  std::vector<int64_t> slot, s2_counts, s2_delta, count_values, chord_counts, opening_values;
   std::array<std::vector<int64_t>, 2> psd_counts;
   std::vector<double> squares;
   std::unique_ptr<PsdEvaluator> evaluator[2];
@@ -797,7 +840,10 @@ struct Annealer::Replica {
   int64_t behind = 0;  // the backlog's last swaps it has not taken
 
   detail::HostState host_state() {
-    return {&step, {evaluator[0].get(), evaluator[1].get()}, {psd_counts[0].data(), psd_counts[1].data()},
+    return {&step,
+            {evaluator[0].get(), evaluator[1].get()},
+            {psd_counts[0].data(), psd_counts[1].data()},
+            opening_values.empty() ? nullptr : opening_values.data(),
             squares.data()};
   }
 };
@@ -811,6 +857,7 @@ std::unique_ptr<Annealer::Replica> Annealer::replica() const {
   r->s2_delta = m_s2_delta;
   r->count_values = m_count_values;
   r->chord_counts = m_chord_counts;
+  r->opening_values = m_opening_values;
   r->psd_counts = m_psd_counts;
   r->squares = m_squares;
   // CPU evaluators whatever the run's backend (the counts are the same exact integers on both):
@@ -819,7 +866,9 @@ std::unique_ptr<Annealer::Replica> Annealer::replica() const {
   const auto cpu_evaluator = [&](const PsdEvaluator& own, bool solid, const Bins& bins) {
     std::unique_ptr<PsdEvaluator> e = own.backend() == Backend::cpu ? own.copy() : nullptr;
     if (e) return e;
-    return make_psd_evaluator(solid ? complement(r->pore) : r->pore, m_config.boundary, bins, Backend::cpu);
+    e = make_psd_evaluator(solid ? complement(r->pore) : r->pore, m_config.boundary, bins, Backend::cpu);
+    if (!solid && m_step.objective.openings.entries) e->count_openings();
+    return e;
   };
   if (m_pore_evaluator) r->evaluator[0] = cpu_evaluator(*m_pore_evaluator, false, m_pore_bins);
   if (m_solid_evaluator) r->evaluator[1] = cpu_evaluator(*m_solid_evaluator, true, *m_solid_bins);
@@ -835,6 +884,7 @@ std::unique_ptr<Annealer::Replica> Annealer::replica() const {
   o.euler.value = o.euler.entries ? &r->count_values[0] : nullptr;
   o.surface.value = o.surface.entries ? &r->count_values[1] : nullptr;
   o.chords.counts = r->chord_counts.empty() ? nullptr : r->chord_counts.data();
+  o.openings.value = r->opening_values.data();
   o.pore_psd.counts = r->psd_counts[0].data();
   o.solid_psd.counts = r->psd_counts[1].data();
   return r;

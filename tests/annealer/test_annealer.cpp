@@ -15,6 +15,7 @@
 #include "poreforge/correlation.hpp"
 #include "poreforge/error.hpp"
 #include "poreforge/generators.hpp"
+#include "poreforge/local_thickness.hpp"
 #include "poreforge/measures.hpp"
 #include "poreforge/annealer/connectivity.hpp"
 #include "support/backends.hpp"
@@ -40,14 +41,15 @@ Config small_config(Shape shape, uint64_t seed, Backend backend = Backend::cpu) 
   return c;
 }
 
-// A 13x12x11 run with every term weighted, biased and connectivity-kept moves, stopped only by
-// `evaluations`.
+// A 13x12x11 run with every term weighted (the openings term on the CPU, the only backend that
+// counts it), biased and connectivity-kept moves, stopped only by `evaluations`.
 Config every_term_config(uint64_t seed, int64_t evaluations, Backend backend = Backend::cpu) {
   Config c = small_config({13, 12, 11}, seed, backend);
   c.weights.solid_psd = 0.5;
   c.weights.euler = 0.3;
   c.weights.surface = 0.7;
   c.weights.chords = 0.6;
+  if (backend == Backend::cpu) c.weights.openings = 0.4;
   c.moves.interface_bias = 1.0;
   c.moves.keep_pore_connected = true;
   c.stopping.max_evaluations = evaluations;
@@ -531,6 +533,52 @@ TEST_CASE("anneal.bad_parameters") {
   bad = c;
   bad.initial = generate_noise(c.shape, 0.7, 1);  // porosity differs from the target's
   refused(bad, "initial structure has porosity");
+  bad = c;
+  bad.weights.openings = 1;
+  bad.targets.opening_euler_density.clear();
+  refused(bad, "openings weight needs the reference's Euler characteristic of its openings");
+}
+
+// The openings term aims at the reference's χ of {LT ≥ r} at the pore-PSD edges per volume of
+// its inner cells, from its thickness map with the target's boundary and in physical units;
+// annealed on that term alone from a start of another size of blob, its error falls.
+TEST_CASE("anneal.openings_term") {
+  const uint64_t seed = testing::fresh_seed();
+  CAPTURE(seed);
+  Mask reference = generate_blobs({40, 40, 40}, 0.35, 0.5, seed);
+  reference.set_spacing({2.0, 2.0, 2.0});
+  const Targets t = Targets::from_image(reference, Boundary::open, 10, false, Backend::cpu);
+  const std::vector<int64_t> eighths =
+      inner_euler8_of_openings(local_thickness(reference, Boundary::open, Backend::cpu), t.pore_edges);
+  REQUIRE(t.opening_euler_density.size() == eighths.size());
+  for (std::size_t i = 0; i < eighths.size(); ++i) {
+    CAPTURE(i);
+    CHECK(t.opening_euler_density[i] == doctest::Approx(double(eighths[i]) / 8 / (39.0 * 39 * 39 * 8)).epsilon(1e-12));
+  }
+  REQUIRE(std::any_of(t.opening_euler_density.begin(), t.opening_euler_density.end(), [](double d) { return d != 0; }));
+  CHECK(Targets::from_image(generate_blobs({40, 40, 1}, 0.35, 0.5, seed), Boundary::open, 10, false, Backend::cpu)
+            .opening_euler_density.empty());  // a 2D image has no inner cells
+
+  Config c;
+  c.shape = {24, 24, 24};
+  c.spacing = reference.spacing();
+  c.boundary = Boundary::open;
+  c.targets = t;
+  c.weights.pore_psd = 0;
+  c.weights.s2 = 0;
+  c.weights.openings = 1;
+  c.seed = seed;
+  c.backend = Backend::cpu;
+  c.initial = make_blob_start(c.shape, c.spacing, c.targets, c.boundary, 0.9, false, seed, Backend::cpu);
+  c.schedule.t0 = 1e-9;
+  c.stopping.max_evaluations = 3000;
+  c.stopping.energy_tolerance = 0;
+  c.stopping.stall_stages = 1000000;
+  Annealer a(c);
+  CHECK(a.progress().energy.openings == doctest::Approx(1.0));
+  a.run();
+  CHECK(a.evaluate_from_scratch().total == a.progress().energy.total);
+  CHECK(a.progress().energy.openings < 0.5);
 }
 
 // N evaluations, a snapshot, then on to 2N equals a straight run of 2N: structure, counts,

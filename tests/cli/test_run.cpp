@@ -159,16 +159,25 @@ TEST_CASE("config.repeated_keys_and_whole_documents") {
 
 // annealing.verify_every: the running energy is recounted every K evaluations (a mismatch
 // stops the run with an error), and the check leaves the chain as it was.
-// `backend: auto` keeps the GPU for small domains and anisotropic voxels, and hands the loop to
-// the CPU's local evaluation from 200³ voxels up (the device loop evaluates the whole structure).
-TEST_CASE("cli.run.auto_prefers_host_loop") {
+// `backend: auto` hands the loop to the CPU's local evaluation for cubic voxels (the device loop
+// evaluates the whole structure) and whenever the openings term is weighted (only the CPU's
+// evaluation counts it); anisotropic voxels, which the CPU evaluates from scratch, keep the GPU.
+TEST_CASE("cli.run.auto_host_loop_reason") {
   const Spacing cubic{5.345, 5.345, 5.345};
-  CHECK_FALSE(app::auto_prefers_host_loop(Shape{128, 128, 128}, cubic));
-  CHECK_FALSE(app::auto_prefers_host_loop(Shape{199, 200, 200}, cubic));
-  CHECK(app::auto_prefers_host_loop(Shape{200, 200, 200}, cubic));
-  CHECK(app::auto_prefers_host_loop(Shape{256, 256, 256}, cubic));
-  CHECK(app::auto_prefers_host_loop(Shape{4096, 4096, 1}, cubic));
-  CHECK_FALSE(app::auto_prefers_host_loop(Shape{256, 256, 256}, Spacing{1, 1, 2}));
+  const auto reason = [](const Shape& shape, const Spacing& spacing, double openings = 0) {
+    anneal::Config c;
+    c.shape = shape;
+    c.spacing = spacing;
+    c.weights.openings = openings;
+    return app::auto_host_loop_reason(c);
+  };
+  for (const Shape& s : {Shape{64, 64, 64}, Shape{128, 128, 128}, Shape{256, 256, 256}, Shape{4096, 4096, 1}}) {
+    CAPTURE(to_string(s));
+    CHECK(reason(s, cubic).find("outruns") != std::string::npos);
+    CHECK(reason(s, Spacing{1, 1, 2}).empty());
+    CHECK(reason(s, Spacing{1, 1, 2}, 1.0).find("openings") != std::string::npos);
+    CHECK(reason(s, cubic, 1.0).find("openings") != std::string::npos);
+  }
 }
 
 TEST_CASE("cli.run.verify_every") {
@@ -624,6 +633,29 @@ TEST_CASE("cli.resume.older_surface_term") {
       CHECK(status == 0);
     }
   }
+}
+
+// The openings term resumes exactly: its target, normaliser and energies come back from the
+// checkpoint, so a resume from the middle ends where the straight run did, history and all.
+TEST_CASE("cli.resume.openings_term") {
+  TinyRuns t("openings");
+  std::ofstream(t.dir / "openings.yaml") << "name: o\nseed: 5\ntarget:\n  image: ref.h5\n"
+                                            "domain:\n  shape: [12, 12, 12]\nannealing:\n  trial_moves: 10\n"
+                                            "  max_evaluations: 100\n  stage_length: 25\n  energy_tolerance: 0\n"
+                                            "descriptors:\n  weights:\n    openings: 1\n"
+                                            "checkpoint:\n  every_evaluations: 50\n  keep: 4\n";
+  REQUIRE(shell(t.cli + " run " + (t.dir / "openings.yaml").string() + " --output " + (t.dir / "results").string() +
+                " --quiet > /dev/null") == 0);
+  const fs::path rd = t.folder("o");
+  const auto structure = read_hdf5((rd / "final.h5").string(), "/volume").bytes;
+  const std::string energy = slurp(rd / "energy.csv");
+  REQUIRE(energy.find(",openings\n") != std::string::npos);
+  CHECK(read_hdf5_vector((rd / "checkpoints" / "evaluation-000000000050.h5").string(),
+                         "/targets/openings/euler_density").size() == 21);  // the default 20 bins' edges
+  REQUIRE(shell(t.cli + " resume " + (rd / "checkpoints" / "evaluation-000000000050.h5").string() +
+                " --quiet > /dev/null") == 0);
+  CHECK(read_hdf5((rd / "final.h5").string(), "/volume").bytes == structure);
+  CHECK(slurp(rd / "energy.csv") == energy);
 }
 
 TEST_CASE("cli.resume.checksums") {

@@ -9,6 +9,7 @@
 #include "cpu/cpu_backend.hpp"
 
 #include "poreforge/annealer/annealer.hpp"
+#include "poreforge/error.hpp"
 #include "poreforge/evaluator.hpp"
 #include "poreforge/generators.hpp"
 #include "poreforge/local_thickness.hpp"
@@ -195,5 +196,21 @@ TEST_CASE("anneal.cuda.batches_take_the_same_chain" * PF_GPU_DECORATORS) {
     anneal::Annealer full(c);
     full.run();
     check_same_run(full, cpu);
+  }
+}
+
+// The openings term is counted by the CPU's evaluator only: on the CUDA backend, the loop on the
+// device or on the host, the annealer refuses it by name rather than run without it.
+TEST_CASE("anneal.cuda.openings_term_needs_the_cpu" * PF_GPU_DECORATORS) {
+  anneal::Config c;
+  c.shape = {16, 16, 16};
+  c.boundary = Boundary::open;
+  c.targets = anneal::Targets::from_image(generate_blobs(c.shape, 0.4, 0.6, 3), Boundary::open, 6, false, Backend::cpu);
+  c.weights.openings = 1;
+  c.backend = Backend::cuda;
+  for (bool host_loop : {false, true}) {
+    CAPTURE(host_loop);
+    c.host_loop = host_loop;
+    CHECK_THROWS_WITH_AS(anneal::Annealer{c}, doctest::Contains("openings weight needs the CPU backend"), InputError);
   }
 }

@@ -213,6 +213,29 @@ TEST_CASE("measures.cpu.euler_of_openings") {
   CHECK(chi2 == std::vector<int64_t>{2, 1, 0});
 }
 
+// Over the inner cells a body inside the box counts as in the whole box (8·χ = 8), and a rod that
+// crosses the box counts nothing: an unbounded rod has no χ per length, and only the box's faces,
+// which cut it, make the whole box's χ 1.
+TEST_CASE("measures.cpu.inner_euler8_of_openings") {
+  Volume<float> t({24, 20, 20}, {1, 1, 1});
+  for (int64_t z = 0; z < 20; ++z)
+    for (int64_t y = 0; y < 20; ++y)
+      for (int64_t x = 0; x < 24; ++x) {
+        if ((y - 5) * (y - 5) + (z - 5) * (z - 5) <= 4) t(x, y, z) = 3.0f;                                // the rod
+        if ((x - 12) * (x - 12) + (y - 13) * (y - 13) + (z - 13) * (z - 13) <= 9) t(x, y, z) = 4.0f;  // a ball
+      }
+  const std::vector<double> radii{1.0, 3.5, 5.0};
+  CHECK(euler_of_openings(t, radii) == std::vector<int64_t>{2, 1, 0});
+  CHECK(inner_euler8_of_openings(t, radii) == std::vector<int64_t>{8, 8, 0});
+  // A hollow ring inside the box: one loop, χ = 0 either way.
+  Volume<float> ring({16, 16, 5}, {1, 1, 1});
+  for (int64_t y = 3; y <= 12; ++y)
+    for (int64_t x = 3; x <= 12; ++x)
+      if (x == 3 || x == 12 || y == 3 || y == 12) ring(x, y, 2) = 2.0f;
+  CHECK(euler_of_openings(ring, {1.0}) == std::vector<int64_t>{0});
+  CHECK(inner_euler8_of_openings(ring, {1.0}) == std::vector<int64_t>{0});
+}
+
 TEST_CASE("measures.cpu.marching_cubes_table") {
   CHECK(marching_cubes_area(0) == 0);
   CHECK(marching_cubes_area(255) == 0);

@@ -285,9 +285,9 @@ TEST_CASE("psd.cpu.local_evaluation_equals_full") {
       REQUIRE(got.at_least == want.at_least);
       REQUIRE(got.above == want.above);
       REQUIRE(got.phase_voxels == want.phase_voxels);
-      std::vector<int64_t> openings;  // χ of {thickness ≥ edge} from scratch, as `compare` counts it
+      std::vector<int64_t> openings;  // 8·χ of {thickness ≥ edge} over the inner cells, from scratch
       if (step >= openings_from) {
-        openings = euler_of_openings(cpu::local_thickness(m, boundary), bins.edges());
+        openings = inner_euler8_of_openings(cpu::local_thickness(m, boundary), bins.edges());
         REQUIRE(got.opening_euler == openings);
       } else {
         REQUIRE(got.opening_euler.empty());
@@ -341,6 +341,34 @@ TEST_CASE("psd.cpu.local_evaluation_edges") {
   one_solid(20, 20, 20) = 0;
   whole->set((20 * 48 + 20) * 48 + 20, 0);
   CHECK(whole->counts().at_least == cpu::psd_counts(one_solid, Boundary::open, bins).at_least);
+
+  // The openings counted where the evaluator keeps no maps: anisotropic voxels (evaluated from
+  // scratch every time), and an evaluator with more changes than it tracks before its first
+  // evaluation.
+  {
+    const Bins b = Bins::linear(0.05, 0.6, 6);
+    Mask aniso = generate_blobs({30, 28, 26}, 0.45, 3.0, 13);
+    aniso.set_spacing({0.1, 0.1, 0.2});
+    auto scratch = make_psd_evaluator(aniso, Boundary::open, b, Backend::cpu);
+    REQUIRE(scratch->count_openings());
+    std::mt19937_64 flips(13);
+    for (int step = 0; step < 4; ++step) {
+      const int64_t i = int64_t(flips() % uint64_t(aniso.voxels()));
+      aniso[std::size_t(i)] = uint8_t(1 - aniso[std::size_t(i)]);
+      scratch->set(i, aniso[std::size_t(i)]);
+      const std::vector<int64_t> want = inner_euler8_of_openings(cpu::local_thickness(aniso, Boundary::open), b.edges());
+      REQUIRE(std::any_of(want.begin(), want.end(), [](int64_t x) { return x != 0; }));
+      CHECK(scratch->counts().opening_euler == want);
+    }
+    Mask many = generate_blobs({32, 32, 32}, 0.45, 3.0, 14);
+    auto m = make_psd_evaluator(many, Boundary::open, b, Backend::cpu);
+    REQUIRE(m->count_openings());
+    for (int64_t i = 0; i < 100; ++i) {
+      many[std::size_t(i)] = uint8_t(1 - many[std::size_t(i)]);
+      m->set(i, many[std::size_t(i)]);
+    }
+    CHECK(m->counts().opening_euler == inner_euler8_of_openings(cpu::local_thickness(many, Boundary::open), b.edges()));
+  }
 
   // A spacing of 0.3: radii in physical units, the same counts.
   Mask blobs = generate_blobs({70, 66, 62}, 0.45, 3.0, 11);

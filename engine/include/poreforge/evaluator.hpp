@@ -34,8 +34,8 @@ class PsdEvaluator {
   /// (another thread's copy of an annealer); null where copies are not made (make one afresh,
   /// which evaluates from scratch at its first counts()).
   virtual std::unique_ptr<PsdEvaluator> copy() const { return nullptr; }
-  /// From the next evaluation on, counts() also gives χ of each opening {thickness ≥ edge}
-  /// (PsdCounts::opening_euler), kept by the same local re-evaluation. False where this
+  /// From the next evaluation on, counts() also gives 8·χ of each opening {thickness ≥ edge}
+  /// over the inner cells (PsdCounts::opening_euler), kept by the same local re-evaluation. False where this
   /// evaluator does not count them (the CUDA one: its counts never leave the device loop's
   /// kernels, which have no such tally); then nothing changes.
   virtual bool count_openings() { return false; }

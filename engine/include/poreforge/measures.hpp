@@ -62,6 +62,13 @@ void update_histogram_for_flip(ConfigurationHistogram& histogram, const Mask& ph
 /// O(N · radii) time. CPU.
 std::vector<int64_t> euler_of_openings(const Volume<float>& thickness, const std::vector<double>& radii);
 
+/// 8·χ of each opening {LT ≥ r} over the box's inner cells only (interior_configuration_histogram):
+/// Σ_c h[c]·euler_weight8(c), the Ohser–Mücklich estimate of χ per volume times 8 and the inner
+/// cells' volume. The box's faces do not bias it, where χ of the whole box counts each branch
+/// they cut: a box of another size holds the same density (the annealer's openings term aims a
+/// domain at its reference this way). O(N · radii) time. CPU.
+std::vector<int64_t> inner_euler8_of_openings(const Volume<float>& thickness, const std::vector<double>& radii);
+
 // ---------------------------------------------------------------------------------------
 // Specific surface. Only the interface between phase and non-phase voxels inside the box
 // counts, never the box faces.

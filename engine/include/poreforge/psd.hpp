@@ -42,9 +42,9 @@ struct PsdCounts {
   std::vector<int64_t> at_least;  ///< size N+1: voxels with thickness ≥ edges[i]
   int64_t above = 0;              ///< voxels with thickness > edges[N]
   int64_t phase_voxels = 0;
-  /// χ of each opening {thickness ≥ edges[i]} (measures.hpp's euler_of_openings: 26-connected,
-  /// outside the box not in it), size N+1, where an evaluator counts them
-  /// (PsdEvaluator::count_openings); else empty.
+  /// 8·χ of each opening {thickness ≥ edges[i]} over the box's inner 2×2×2 cells
+  /// (measures.hpp's inner_euler8_of_openings: 26-connected, the box's faces not counted), size
+  /// N+1, where an evaluator counts them (PsdEvaluator::count_openings); else empty.
   std::vector<int64_t> opening_euler;
 };
 

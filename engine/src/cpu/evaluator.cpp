@@ -121,7 +121,7 @@ class CpuPsdEvaluator final : public PsdEvaluator {
   bool count_openings() override {
     if (m_openings) return true;
     m_openings = true;
-    if (m_committed.voxels() > 0) m_opening_euler = euler_of_openings(m_thickness, m_bins.edges());
+    if (m_committed.voxels() > 0) m_opening_euler = inner_euler8_of_openings(m_thickness, m_bins.edges());
     return true;
   }
 
@@ -196,13 +196,16 @@ class CpuPsdEvaluator final : public PsdEvaluator {
     if (!m_openings) return psd_counts(m_phase, m_boundary, m_bins);
     const Volume<float> thickness = local_thickness(m_phase, m_boundary);
     PsdCounts c = psd_from_map(thickness);
-    c.opening_euler = euler_of_openings(thickness, m_bins.edges());
+    c.opening_euler = inner_euler8_of_openings(thickness, m_bins.edges());
     return c;
   }
 
-  // The counts of a thickness map, tallied as every local change is (local::tally).
+  // The counts of a thickness map, tallied as every local change is (local::tally: only the
+  // edges are read, so no maps or tables need exist).
   PsdCounts psd_from_map(const Volume<float>& thickness) const {
-    const local::View v = view();
+    local::View v;
+    v.edges = m_bins.edges().data();
+    v.edge_count = int(m_bins.edges().size());
     std::vector<int64_t> hits(std::size_t(v.edge_count) + 2, 0), flat(std::size_t(local::count_entries(v.edge_count)), 0);
     for (int64_t i = 0; i < thickness.voxels(); ++i)
       local::tally(v, thickness[std::size_t(i)], 1, [&](int e, int64_t s) { hits[std::size_t(e)] += s; });
@@ -251,7 +254,7 @@ class CpuPsdEvaluator final : public PsdEvaluator {
     std::vector<int64_t> hits(std::size_t(v.edge_count) + 2, 0);
     for (int64_t i = 0; i < n; ++i) local::tally(v, m_thickness[std::size_t(i)], 1, [&](int e, int64_t s) { hits[std::size_t(e)] += s; });
     local::counts_from_hit_array(v.edge_count, hits.data(), m_counts.data());
-    if (m_openings) m_opening_euler = euler_of_openings(m_thickness, m_bins.edges());
+    if (m_openings) m_opening_euler = inner_euler8_of_openings(m_thickness, m_bins.edges());
   }
 
   // The offsets walked for nearest backgrounds (to twice the largest distance, so that a walk
@@ -404,17 +407,16 @@ class CpuPsdEvaluator final : public PsdEvaluator {
     return true;
   }
 
-  // The change of χ of every opening {thickness ≥ edge} (into `out`) as the listed voxels take
-  // their new values one after another: a voxel that enters or leaves openings changes only its
-  // eight 2×2×2 cells, each read with its neighbours as they stand at that point of the
-  // sequence, so the changes add up to the whole change however the cells overlap. Thickness
-  // stays written where `keep`, else is set back. Outside the box no voxel is in an opening.
+  // The change of 8·χ of every opening {thickness ≥ edge} over the inner cells (into `out`) as
+  // the listed voxels take their new values one after another: a voxel that enters or leaves
+  // openings changes only its eight 2×2×2 cells, each read with its neighbours as they stand at
+  // that point of the sequence, so the changes add up to the whole change however the cells
+  // overlap. A cell with a voxel outside the box is not an inner cell: it counts for nothing.
+  // Thickness stays written where `keep`, else is set back.
   void openings_change(const local::View& v, const std::vector<std::pair<int64_t, float>>& changes, bool keep,
                        std::vector<int64_t>& out) {
     const local::Grid& g = v.grid;
-    const int openings = v.edge_count;
-    std::vector<int64_t>& eight = m_opening_eight;  // 8·χ's change of each opening
-    eight.assign(std::size_t(openings), 0);
+    out.assign(std::size_t(v.edge_count), 0);
     const auto opening_count = [&](float t) { return std::max(local::hit_of(v, t), 0); };  // openings it is in
     if (!keep) m_set_back.clear();
     for (const auto& [y, now] : changes) {
@@ -424,35 +426,39 @@ class CpuPsdEvaluator final : public PsdEvaluator {
       if (before != after) {
         int64_t c[3];
         g.coords(y, c);
-        int in[27];  // the 3×3×3 neighbourhood's openings counts, bit (dx + 1) + 3(dy + 1) + 9(dz + 1)
+        // The 3×3×3 neighbourhood's openings counts, bit (dx + 1) + 3(dy + 1) + 9(dz + 1); −1
+        // outside the box.
+        int in[27];
         for (int dz = -1; dz <= 1; ++dz)
           for (int dy = -1; dy <= 1; ++dy)
             for (int dx = -1; dx <= 1; ++dx) {
               const int64_t u[3] = {c[0] + dx, c[1] + dy, c[2] + dz};
               bool inside = true;
               for (int a = 0; a < 3; ++a) inside = inside && u[a] >= 0 && u[a] < g.n[a];
-              in[(dx + 1) + 3 * (dy + 1) + 9 * (dz + 1)] = inside ? opening_count(m_thickness[std::size_t(g.index(u))]) : 0;
+              in[(dx + 1) + 3 * (dy + 1) + 9 * (dz + 1)] = inside ? opening_count(m_thickness[std::size_t(g.index(u))]) : -1;
             }
         const int lo = std::min(before, after), hi = std::max(before, after);
         const int64_t sign = after > before ? 1 : -1;  // it enters openings lo … hi − 1, or leaves them
         for (int corner = 0; corner < 8; ++corner) {
           const int i = corner & 1, j = (corner >> 1) & 1, k = (corner >> 2) & 1;
           int cell[8];  // the cell's voxels' openings counts; the voxel itself is bit `centre`
-          for (int b = 0; b < 8; ++b)
+          bool inner = true;
+          for (int b = 0; b < 8; ++b) {
             cell[b] = in[(i + (b & 1)) + 3 * (j + ((b >> 1) & 1)) + 9 * (k + ((b >> 2) & 1))];
+            inner = inner && cell[b] >= 0;
+          }
+          if (!inner) continue;
           const int centre = (1 - i) + 2 * (1 - j) + 4 * (1 - k);
           for (int e = lo; e < hi; ++e) {
             int configuration = 0;
             for (int b = 0; b < 8; ++b)
               if (b != centre && cell[b] > e) configuration |= 1 << b;
-            eight[std::size_t(e)] += sign * (euler_weight8(configuration | (1 << centre)) - euler_weight8(configuration));
+            out[std::size_t(e)] += sign * (euler_weight8(configuration | (1 << centre)) - euler_weight8(configuration));
           }
         }
       }
       t = now;
     }
-    out.resize(std::size_t(openings));
-    for (int e = 0; e < openings; ++e) out[std::size_t(e)] = eight[std::size_t(e)] / 8;
     if (!keep)
       for (auto it = m_set_back.rbegin(); it != m_set_back.rend(); ++it) m_thickness[std::size_t(it->first)] = it->second;
   }
@@ -689,12 +695,12 @@ class CpuPsdEvaluator final : public PsdEvaluator {
   std::vector<Centre<detail::VoxelMetric>> m_kept_balls;  // U's in the near boxes
   int64_t m_full = 0, m_local_count = 0;
   int m_whole_in_a_row = 0;
-  // The openings' χ (count_openings): committed, and the last evaluation's change.
+  // The openings' 8·χ over the inner cells (count_openings): committed, and the last evaluation's
+  // change.
   bool m_openings = false;
   std::vector<int64_t> m_opening_euler, m_opening_delta;
   std::vector<std::pair<int64_t, float>> m_changed;   // process's changed voxels and their new values
   std::vector<std::pair<int64_t, float>> m_set_back;  // openings_change's values before, when scoring
-  std::vector<int64_t> m_opening_eight;
 };
 
 }  // namespace

@@ -431,7 +431,10 @@ void update_histogram_for_flip(ConfigurationHistogram& histogram, const Mask& ph
   }
 }
 
-std::vector<int64_t> euler_of_openings(const Volume<float>& thickness, const std::vector<double>& radii) {
+namespace {
+// f(opening) for the opening {LT ≥ r} of each r, in order.
+template <class F>
+std::vector<int64_t> for_openings(const Volume<float>& thickness, const std::vector<double>& radii, F&& f) {
   std::vector<int64_t> out;
   out.reserve(radii.size());
   Mask opening(thickness.shape(), thickness.spacing());
@@ -441,9 +444,23 @@ std::vector<int64_t> euler_of_openings(const Volume<float>& thickness, const std
     uint8_t* m = opening.data();
 #pragma omp parallel for schedule(static)
     for (std::size_t i = 0; i < n; ++i) m[i] = t[i] > 0.0f && double(t[i]) >= r;
-    out.push_back(euler_characteristic(opening));
+    out.push_back(f(opening));
   }
   return out;
+}
+}  // namespace
+
+std::vector<int64_t> euler_of_openings(const Volume<float>& thickness, const std::vector<double>& radii) {
+  return for_openings(thickness, radii, [](const Mask& opening) { return euler_characteristic(opening); });
+}
+
+std::vector<int64_t> inner_euler8_of_openings(const Volume<float>& thickness, const std::vector<double>& radii) {
+  return for_openings(thickness, radii, [](const Mask& opening) {
+    const ConfigurationHistogram h = interior_configuration_histogram(opening);
+    int64_t sum = 0;
+    for (std::size_t c = 0; c < 256; ++c) sum += h[c] * euler_table()[c];
+    return sum;
+  });
 }
 
 // ---- specific surface ----

@@ -49,10 +49,16 @@ struct Targets {
   std::array<std::array<std::vector<double>, 2>, 3> chords;
   /// The grid the chord lengths were counted on (voxels of this spacing; at_spacing keeps it).
   Spacing chord_spacing;
+  /// The openings term's target: χ of the pore's openings {LT ≥ r}, r at each pore-PSD edge,
+  /// per volume of the inner cells (physical units⁻³; measures.hpp's inner_euler8_of_openings
+  /// over 8), from the reference's pore thickness map. Empty: not known (a 2D image, or a
+  /// descriptor file).
+  std::vector<double> opening_euler_density;
 
   /// From a reference image (pore = 1): PSDs by the engine on `bins` bins of each phase's
   /// range (log-spaced if `log`), S2 by FFT, the largest cluster's share by labelling, χ and
-  /// the interface's area over the cells inside the box (measures.hpp; NaN for a 2D image).
+  /// the interface's area over the cells inside the box (measures.hpp; NaN for a 2D image), χ
+  /// of the pore's openings at the pore-PSD edges over those cells.
   static Targets from_image(const Mask& pore, Boundary boundary, int bins, bool log, Backend backend);
   /// From a descriptor file written by `poreforge describe`, or from the same layout under
   /// `group` of another file (a checkpoint keeps its targets under "/targets"): datasets
@@ -80,6 +86,7 @@ struct Weights {
   double pore_psd = 1.0, solid_psd = 0.0, s2 = 1.0;
   double euler = 0.0, surface = 0.0;  ///< terms/counts.hpp
   double chords = 0.0;                ///< terms/chords.hpp
+  double openings = 0.0;              ///< terms/openings.hpp (the CPU backend only)
 };
 
 struct Schedule {
@@ -286,6 +293,8 @@ class Annealer {
   std::optional<Bins> m_solid_bins;
   Norms m_random_norm = unit_norms();  // the normalisers of random_start()
   std::vector<int64_t> m_count_values;  // the count terms' values (Euler, surface)
+  std::vector<int64_t> m_opening_values;  // terms::Openings's χ per opening (from the pore evaluator)
+  std::vector<double> m_opening_target;
   std::vector<int64_t> m_surface_quanta;  // the surface term's quanta by configuration
   std::vector<int64_t> m_chord_counts;  // terms::Chords's histograms
   std::vector<double> m_chord_target;

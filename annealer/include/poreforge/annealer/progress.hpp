@@ -16,15 +16,19 @@ std::string to_string(StopReason r);
 
 /// Energy and its terms, each normalised by its error at the start.
 struct Energy {
-  double total = 0, pore_psd = 0, solid_psd = 0, s2 = 0, euler = 0, surface = 0, chords = 0;
+  double total = 0, pore_psd = 0, solid_psd = 0, s2 = 0, euler = 0, surface = 0, chords = 0, openings = 0;
   /// Term k of the registered list (terms/terms.hpp): 0 pore PSD, 1 solid PSD, 2 S2, 3 Euler
-  /// characteristic, 4 surface, 5 chords.
+  /// characteristic, 4 surface, 5 chords, 6 openings.
   PF_HD double& term(int k) {
-    return k == 0 ? pore_psd : k == 1 ? solid_psd : k == 2 ? s2 : k == 3 ? euler : k == 4 ? surface : chords;
+    return k == 0 ? pore_psd
+           : k == 1 ? solid_psd
+           : k == 2 ? s2
+           : k == 3 ? euler
+           : k == 4 ? surface
+           : k == 5 ? chords
+                    : openings;
   }
-  PF_HD double term(int k) const {
-    return k == 0 ? pore_psd : k == 1 ? solid_psd : k == 2 ? s2 : k == 3 ? euler : k == 4 ? surface : chords;
-  }
+  PF_HD double term(int k) const { return const_cast<Energy*>(this)->term(k); }
 };
 
 struct Progress {

@@ -8,20 +8,31 @@
 #include "poreforge/annealer/progress.hpp"
 #include "poreforge/annealer/terms/chords.hpp"
 #include "poreforge/annealer/terms/counts.hpp"
+#include "poreforge/annealer/terms/openings.hpp"
 #include "poreforge/annealer/terms/psd.hpp"
 #include "poreforge/annealer/terms/s2.hpp"
 
 namespace poreforge::anneal {
 
-enum TermIndex : int { kPorePsd = 0, kSolidPsd = 1, kS2 = 2, kEuler = 3, kSurface = 4, kChords = 5, kTermCount = 6 };
+enum TermIndex : int {
+  kPorePsd = 0,
+  kSolidPsd = 1,
+  kS2 = 2,
+  kEuler = 3,
+  kSurface = 4,
+  kChords = 5,
+  kOpenings = 6,
+  kTermCount = 7
+};
 
 struct Objective {
   terms::Psd pore_psd, solid_psd;
   terms::S2 s2;
   terms::Count euler{terms::Count::euler}, surface{terms::Count::surface};
   terms::Chords chords;
-  double weight[kTermCount] = {0, 0, 0, 0, 0, 0};
-  double norm[kTermCount] = {1, 1, 1, 1, 1, 1};  ///< each term's squared error at the start (1 if 0)
+  terms::Openings openings;
+  double weight[kTermCount] = {0, 0, 0, 0, 0, 0, 0};
+  double norm[kTermCount] = {1, 1, 1, 1, 1, 1, 1};  ///< each term's squared error at the start (1 if 0)
 
   /// The list: f(index, term) for every term, in the order of the energy's entries.
   template <class F>
@@ -32,6 +43,7 @@ struct Objective {
     f(kEuler, euler);
     f(kSurface, surface);
     f(kChords, chords);
+    f(kOpenings, openings);
   }
 
   /// Squared differences of all terms together.
