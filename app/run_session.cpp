@@ -886,7 +886,8 @@ int resume_run(const ResumeOptions& o, const std::string& command_line) {
 // Anisotropic voxels leave the CPU evaluating from scratch: the GPU keeps those.
 std::string auto_host_loop_reason(const anneal::Config& loop) {
   if (loop.weights.openings > 0) return "the openings term is counted by the CPU's evaluation only";
-  if (loop.spacing.isotropic()) return "the CPU's local evaluation outruns the GPU's loop, which evaluates the whole structure";
+  if (loop.spacing.isotropic())
+    return "the CPU's local evaluation outruns the GPU's loop, which evaluates the whole structure";
   return "";
 }
 

@@ -447,7 +447,6 @@ Snapshot Annealer::snapshot() const {
 
 void Annealer::make_evaluators() {
   const auto& w = m_config.weights;
-  // The openings term reads the pore evaluator's counts too.
   // The openings term reads the pore evaluator's counts too, which only the CPU keeps: `automatic`
   // takes the CPU for it.
   const bool pore_counts = w.pore_psd > 0 || w.openings > 0;

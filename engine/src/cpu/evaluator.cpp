@@ -190,7 +190,7 @@ class CpuPsdEvaluator final : public PsdEvaluator {
     return c;
   }
 
-  // The counts of the current mask with no maps kept (and the openings' χ where they are
+  // The counts of the current mask with no maps kept (and the openings' 8·χ where they are
   // counted: then from a thickness map, which psd_counts keeps to itself).
   PsdCounts from_scratch() const {
     if (!m_openings) return psd_counts(m_phase, m_boundary, m_bins);
@@ -210,13 +210,7 @@ class CpuPsdEvaluator final : public PsdEvaluator {
     for (int64_t i = 0; i < thickness.voxels(); ++i)
       local::tally(v, thickness[std::size_t(i)], 1, [&](int e, int64_t s) { hits[std::size_t(e)] += s; });
     local::counts_from_hit_array(v.edge_count, hits.data(), flat.data());
-    PsdCounts c;
-    const std::size_t e = m_bins.edges().size();
-    c.at_least.assign(flat.begin(), flat.begin() + std::ptrdiff_t(e));
-    c.above = flat[e];
-    c.phase_voxels = flat[e + 1];
-    if (c.phase_voxels == 0) throw InputError(detail::empty_phase_message());
-    return c;
+    return counts_of(flat);
   }
 
   // The maps of the current mask from scratch, and its counts.
