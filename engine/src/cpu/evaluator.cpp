@@ -195,14 +195,14 @@ class CpuPsdEvaluator final : public PsdEvaluator {
   PsdCounts from_scratch() const {
     if (!m_openings) return psd_counts(m_phase, m_boundary, m_bins);
     const Volume<float> thickness = local_thickness(m_phase, m_boundary);
-    PsdCounts c = psd_from_map(thickness);
+    PsdCounts c = counts_of(flat_counts(thickness));
     c.opening_euler = inner_euler8_of_openings(thickness, m_bins.edges());
     return c;
   }
 
-  // The counts of a thickness map, tallied as every local change is (local::tally: only the
-  // edges are read, so no maps or tables need exist).
-  PsdCounts psd_from_map(const Volume<float>& thickness) const {
+  // The flat counts of a thickness map, tallied as every local change is (local::tally: only
+  // the edges are read, so no maps or tables need exist).
+  std::vector<int64_t> flat_counts(const Volume<float>& thickness) const {
     local::View v;
     v.edges = m_bins.edges().data();
     v.edge_count = int(m_bins.edges().size());
@@ -210,7 +210,7 @@ class CpuPsdEvaluator final : public PsdEvaluator {
     for (int64_t i = 0; i < thickness.voxels(); ++i)
       local::tally(v, thickness[std::size_t(i)], 1, [&](int e, int64_t s) { hits[std::size_t(e)] += s; });
     local::counts_from_hit_array(v.edge_count, hits.data(), flat.data());
-    return counts_of(flat);
+    return flat;
   }
 
   // The maps of the current mask from scratch, and its counts.
@@ -244,10 +244,7 @@ class CpuPsdEvaluator final : public PsdEvaluator {
       if (local::kept_centre(v, c, m_d2[std::size_t(i)], [&](int64_t j, const int64_t*) { return m_d2[std::size_t(j)]; }))
         set_centre(v.grid, c, true);
     }
-    m_counts.assign(std::size_t(local::count_entries(v.edge_count)), 0);
-    std::vector<int64_t> hits(std::size_t(v.edge_count) + 2, 0);
-    for (int64_t i = 0; i < n; ++i) local::tally(v, m_thickness[std::size_t(i)], 1, [&](int e, int64_t s) { hits[std::size_t(e)] += s; });
-    local::counts_from_hit_array(v.edge_count, hits.data(), m_counts.data());
+    m_counts = flat_counts(m_thickness);
     if (m_openings) m_opening_euler = inner_euler8_of_openings(m_thickness, m_bins.edges());
   }
 
