@@ -649,11 +649,20 @@ void swap_in(const detail::HostState& c, int64_t to_solid, int64_t to_pore) {
 }
 
 // A replica takes the swap the chain accepted (scored on another thread): its evaluators keep
-// it as their new state.
-void take_in(const detail::HostState& c, int64_t to_solid, int64_t to_pore) {
-  swap_in(c, to_solid, to_pore);
-  for (PsdEvaluator* e : c.evaluator)
-    if (e) e->settle();
+// it as their new state, from what the scoring evaluators found where that was from this state
+// (`scoring`, pore and solid), else evaluating it.
+void take_in(const detail::HostState& c, const detail::TakenSwap& swap) {
+  swap_in(c, swap.to_solid, swap.to_pore);
+  for (int k = 0; k < 2; ++k)
+    if (c.evaluator[k]) c.evaluator[k]->settle_with(swap.scoring[std::size_t(k)]);
+}
+
+// The swap `c` just scored, with what its evaluators found.
+detail::TakenSwap scored_swap(const detail::HostState& c, int64_t to_solid, int64_t to_pore) {
+  detail::TakenSwap swap{to_solid, to_pore, {}};
+  for (int k = 0; k < 2; ++k)
+    if (c.evaluator[k]) swap.scoring[std::size_t(k)] = c.evaluator[k]->last_scoring();
+  return swap;
 }
 
 void undo_in(const detail::HostState& c, int64_t to_solid, int64_t to_pore) {
@@ -725,6 +734,10 @@ void on_threads(int threads, int64_t n, Body&& body) {
 // swaps taken one at a time, where the replicas catch up on them, is charged to one at a time:
 // that is what its swaps cost the replicas.
 constexpr double kBatchedRun = 4;
+// The most proposals an automatic batch scores: a batch costs its slowest region (the cost of a
+// proposal is heavy-tailed) and its threads share the caches, so on the GPU machine's 16
+// threads a batch of 16 ran at half the rate of one of 4 (docs/local-evaluation.md).
+constexpr int64_t kMostAutomatic = 4;
 constexpr int64_t kProbeEvery = 1024, kProbeLength = 64, kWarmChoices = 16;
 // A proposal's cost is heavy-tailed (most regions are small, a few span large pores): each way's
 // figure is its time over its evaluations, both sums fading by this factor a sample, not an
@@ -920,14 +933,14 @@ int64_t Annealer::proposals_at_once() const { return m_device ? 1 : batch_size()
 
 int64_t Annealer::batch_size() const {
   if (m_config.batch > 0) return m_config.batch;
-  // One at a time the evaluator's large boxes use every thread; in a batch each proposal has
-  // one, and every replica re-evaluates around each accepted swap as well. A batch of the
+  // One at a time a proposal has the one thread; in a batch each has its own, and every replica
+  // takes each accepted swap from what its scoring found. A batch of the
   // expected run of rejections (1 / rate; beyond it proposals are mostly dropped), on as many
-  // threads as there are, when it has been the faster lately.
+  // threads as there are up to kMostAutomatic, when it has been the faster lately.
   const int threads = omp_get_max_threads();
   const double run = 1.0 / std::max(m_acceptance, 1e-9);
   if (threads < 2 || run < kBatchedRun || m_most_replicas == 0) return 1;
-  const int64_t k = std::clamp<int64_t>(int64_t(run), 2, threads);
+  const int64_t k = std::clamp<int64_t>(int64_t(run), 2, std::min<int64_t>(threads, kMostAutomatic));
   if (m_batched.evaluations == 0) return k;  // not timed yet: tried
   const bool probe = m_batch_choices % kProbeEvery >= kProbeEvery - kProbeLength;
   return (m_batched.per_evaluation() < m_one_at_a_time.per_evaluation()) != probe ? k : 1;
@@ -976,6 +989,7 @@ int64_t Annealer::host_batch(int64_t most) {
   struct Scored {
     int64_t to_solid = -1, to_pore = -1;
     Energy energy;
+    detail::TakenSwap taken;  // with its scoring, should the chain take it
   };
   std::vector<Scored> scored(static_cast<std::size_t>(k));
   const uint64_t first = uint64_t(m_state.progress.evaluations);
@@ -988,6 +1002,7 @@ int64_t Annealer::host_batch(int64_t most) {
       out.to_solid = propose(*state.step, 1, step, 0);
       out.to_pore = propose(*state.step, 0, step, 1, out.to_solid);
       out.energy = swap_and_score(state, out.to_solid, out.to_pore);
+      out.taken = scored_swap(state, out.to_solid, out.to_pore);
       undo_in(state, out.to_solid, out.to_pore);
     });
   } catch (...) {
@@ -1006,7 +1021,7 @@ int64_t Annealer::host_batch(int64_t most) {
     s.to_pore = proposal.to_pore;
     const bool accepted = accept(m_step, s, proposal.energy);
     // This state takes it as the replicas do (its evaluators keep it, whichever thread scored it).
-    if (accepted) take_in_everywhere(proposal.to_solid, proposal.to_pore);
+    if (accepted) take_in_everywhere(proposal.taken);
     note(accepted);
     end_evaluation(m_step.cooling, s, m_step.stage_energies);
     if (accepted || s.progress.stopped != StopReason::none) break;
@@ -1020,23 +1035,24 @@ int64_t Annealer::host_batch(int64_t most) {
 }
 
 // An accepted swap taken by this annealer's state and every replica, each on a thread of its
-// own: a take-in is a whole local evaluation, and one after another they would cost a batch as
-// many evaluations as it has threads. A replica behind takes its backlog first. A replica that
-// fails is only a speed-up lost: the replicas are dropped (remade from this state when next
-// needed) and the run goes on; this state's own failure is thrown.
-void Annealer::take_in_everywhere(int64_t to_solid, int64_t to_pore) {
+// own, from what its scoring found (a state whose evaluator cannot take that evaluates it, and
+// one after another those would cost a batch as many evaluations as it has threads). A replica
+// behind takes its backlog first. A replica that fails is only a speed-up lost: the replicas are
+// dropped (remade from this state when next needed) and the run goes on; this state's own
+// failure is thrown.
+void Annealer::take_in_everywhere(const detail::TakenSwap& swap) {
   const int64_t states = int64_t(m_replicas.size()) + 1;
   std::atomic<bool> replica_failed{false};
   try {
     on_threads(int(std::min<int64_t>(states, omp_get_max_threads())), states, [&](int64_t j, int) {
       if (j == 0) {
-        take_in(host_state(), to_solid, to_pore);
+        take_in(host_state(), swap);
         return;
       }
       try {
         Replica& r = *m_replicas[std::size_t(j - 1)];
         catch_up(r);
-        take_in(r.host_state(), to_solid, to_pore);
+        take_in(r.host_state(), swap);
       } catch (...) {
         replica_failed.store(true, std::memory_order_relaxed);
       }
@@ -1051,7 +1067,7 @@ void Annealer::take_in_everywhere(int64_t to_solid, int64_t to_pore) {
 
 // A replica takes the swaps accepted one at a time since it last scored, in order.
 void Annealer::catch_up(Replica& r) {
-  for (auto s = m_backlog.end() - r.behind; s != m_backlog.end(); ++s) take_in(r.host_state(), s->first, s->second);
+  for (auto s = m_backlog.end() - r.behind; s != m_backlog.end(); ++s) take_in(r.host_state(), *s);
   r.behind = 0;
 }
 
@@ -1074,9 +1090,10 @@ bool Annealer::host_step() {
   s.to_pore = propose(m_step, 0, step, 1, s.to_solid);
   const bool accepted = accept(m_step, s, swap_and_score(host_state(), s.to_solid, s.to_pore));
   if (accepted) {
-    // The replicas take it when they next score (catch_up), so that one proposal at a time
-    // costs the same with or without them; so far behind, remaking them costs less.
-    if (!m_replicas.empty()) m_backlog.push_back({s.to_solid, s.to_pore});
+    // The replicas take it when they next score (catch_up), from what this scoring found, so
+    // that one proposal at a time costs the same with or without them; so far behind, remaking
+    // them costs less.
+    if (!m_replicas.empty()) m_backlog.push_back(scored_swap(host_state(), s.to_solid, s.to_pore));
     for (auto& r : m_replicas) ++r->behind;
     if (int64_t(m_backlog.size()) > kMostBehind) drop_replicas();
   } else {

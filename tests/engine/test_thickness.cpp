@@ -313,6 +313,91 @@ TEST_CASE("psd.cpu.local_evaluation_equals_full") {
   }
 }
 
+// An accepted swap is committed from what its scoring found, not evaluated again, and a copy in
+// the same state takes a swap another copy scored the same way (an annealer's replicas,
+// settle_with), even after that copy scored others (a replica's backlog): both stay equal to a
+// from-scratch PSD. A copy given the findings of another swap evaluates it itself, as exactly.
+TEST_CASE("psd.cpu.commits_take_what_the_scoring_found") {
+  const uint64_t seed = testing::fresh_seed();
+  CAPTURE(seed);
+  std::mt19937_64 rng(seed);
+  const Bins bins = Bins::linear(0.5, 4.5, 8);
+  for (int run = 0; run < 4; ++run) {
+    const Boundary boundary = std::array<Boundary, 3>{Boundary::open, Boundary::wall, Boundary::periodic}[run % 3];
+    const Shape shape = run < 3 ? Shape{64, 60, 56} : Shape{180, 160, 1};
+    CAPTURE(to_string(boundary));
+    CAPTURE(to_string(shape));
+    Mask m = generate_blobs(shape, 0.45, 3.0, seed + uint64_t(run));
+    auto scorer = make_psd_evaluator(m, boundary, bins, Backend::cpu);
+    if (run % 2 == 1) REQUIRE(scorer->count_openings());
+    scorer->counts();
+    auto replica = scorer->copy();
+    REQUIRE(replica);
+    std::vector<int64_t> pore, solid;
+    for (int64_t i = 0; i < m.voxels(); ++i) (m[std::size_t(i)] ? pore : solid).push_back(i);
+    const auto pick = [&](std::vector<int64_t>& from) -> int64_t& { return from[rng() % from.size()]; };
+    const auto swap_in = [&](PsdEvaluator& e, int64_t to_solid, int64_t to_pore) {
+      e.set(to_solid, 0);
+      e.set(to_pore, 1);
+    };
+    const auto equals_scratch = [&](const PsdCounts& got) {
+      const PsdCounts want = cpu::psd_counts(m, boundary, bins);
+      REQUIRE(got.at_least == want.at_least);
+      REQUIRE(got.phase_voxels == want.phase_voxels);
+      if (run % 2 == 1) REQUIRE(got.opening_euler == inner_euler8_of_openings(cpu::local_thickness(m, boundary), bins.edges()));
+    };
+    int taken = 0, held = 0, mismatched = 0;
+    for (int step = 0; step < 60; ++step) {
+      int64_t& a = pick(pore);
+      int64_t& b = pick(solid);
+      const auto another = [&](int64_t& to_solid, int64_t& to_pore) {
+        do to_solid = pick(pore), to_pore = pick(solid);
+        while (to_solid == a || to_pore == b);
+      };
+      // The scorer scores the swap and sets it back; the replica scores another and sets it back.
+      swap_in(*scorer, a, b);
+      m[std::size_t(a)] = 0, m[std::size_t(b)] = 1;
+      equals_scratch(scorer->counts());
+      const std::shared_ptr<const Scoring> its = scorer->last_scoring();
+      REQUIRE(its.get() != nullptr);
+      swap_in(*scorer, b, a);
+      int64_t c, d;
+      another(c, d);
+      swap_in(*replica, c, d);
+      replica->counts();
+      swap_in(*replica, d, c);
+      // Two steps in three the scorer scores another swap after it: the replica takes this
+      // swap's findings held from before (one step), or the other's (the next), which do not fit.
+      const int kind = step % 3;
+      if (kind > 0) {
+        int64_t e, f;
+        another(e, f);
+        swap_in(*scorer, e, f);
+        scorer->counts();
+        swap_in(*scorer, f, e);
+      }
+      // Taken by both.
+      swap_in(*scorer, a, b);
+      scorer->settle();
+      swap_in(*replica, a, b);
+      replica->settle_with(kind == 1 ? its : scorer->last_scoring());
+      (kind == 0 ? taken : kind == 1 ? held : mismatched) += 1;
+      std::swap(a, b);
+      if (step % 10 == 9) {
+        equals_scratch(scorer->counts());
+        equals_scratch(replica->counts());
+      }
+    }
+    // The scorer committed from its own findings where they were its last; the replica took
+    // every swap's own findings, and evaluated the one it was given another's for (its own
+    // scorings were set back: none of its commits came from them).
+    CHECK(cpu::evaluation_tally(*scorer).recorded == taken);
+    CHECK(cpu::evaluation_tally(*replica).recorded == taken + held);
+    CHECK(cpu::evaluation_tally(*replica).full == 1);  // the first evaluation, the copy's own count
+    CHECK(mismatched == 20);
+  }
+}
+
 // The local evaluator's edges: an evaluation that throws (the phase emptied) leaves the next
 // to start afresh; a non-unit spacing; a volume too thin for local boxes goes from scratch.
 TEST_CASE("psd.cpu.local_evaluation_edges") {

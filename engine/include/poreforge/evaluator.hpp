@@ -16,6 +16,14 @@
 
 namespace poreforge {
 
+/// What an evaluator found when it scored a change (opaque, never changed once made): an
+/// evaluator in the state it was scored from takes that change from it (settle_with) instead of
+/// evaluating it again.
+class Scoring {
+ public:
+  virtual ~Scoring() = default;
+};
+
 class PsdEvaluator {
  public:
   virtual ~PsdEvaluator() = default;
@@ -30,6 +38,16 @@ class PsdEvaluator {
   /// its last evaluation brings it up to date now, so that the next evaluation has only its
   /// own changes to look at. The counts stay as they are; nothing else changes.
   virtual void settle() {}
+  /// settle(), taking `scoring` where it scored exactly the changes this evaluator has taken
+  /// since its last evaluation, from the same mask, bins and boundary (a copy's, or this one's
+  /// own): what it found is written instead of being evaluated again. Otherwise as settle().
+  virtual void settle_with(const std::shared_ptr<const Scoring>& scoring) {
+    (void)scoring;
+    settle();
+  }
+  /// What this evaluator's last evaluation found, for settle_with on it or its copies; the
+  /// holder keeps it alive after this evaluator evaluates again. Null where nothing is kept.
+  virtual std::shared_ptr<const Scoring> last_scoring() const { return nullptr; }
   /// An evaluator of the same mask in the same state, which goes its own way from then on
   /// (another thread's copy of an annealer); null where copies are not made (make one afresh,
   /// which evaluates from scratch at its first counts()).

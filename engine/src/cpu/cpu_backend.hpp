@@ -20,6 +20,7 @@ std::unique_ptr<PsdEvaluator> make_psd_evaluator(const Mask& phase, Boundary bou
 /// many from scratch, for tests and benchmarks.
 struct EvaluationTally {
   int64_t local = 0, full = 0;
+  int64_t recorded = 0;  // commits written from a scoring's findings (its own or a scorer's), not evaluated
 };
 EvaluationTally evaluation_tally(const PsdEvaluator& evaluator);
 /// Per voxel the index of its component's first voxel (detail::kNoRoot outside the phase).

@@ -6,6 +6,10 @@
 // The last evaluation's changes stay pending: the next evaluation commits them when they are
 // still in the mask (an annealer's accepted swap) and drops them when they were set back (a
 // rejected one), so a rejected swap costs one local evaluation and nothing to take it back.
+// What a scoring found (the changed distances and thickness, the counts' change) is kept
+// (Scored), so that committing those changes writes it instead of evaluating them again: an
+// accepted swap costs one evaluation, not two, and a copy of this evaluator in the same state
+// (another thread's replica) takes a swap this one scored the same way (settle_with).
 #include <omp.h>
 
 #include <algorithm>
@@ -105,14 +109,22 @@ class CpuPsdEvaluator final : public PsdEvaluator {
     return c;
   }
 
-  void settle() override {
+  void settle() override { settle_with(nullptr); }
+
+  void settle_with(const std::shared_ptr<const Scoring>& scoring) override {
     if (!m_local || m_stale || m_committed.voxels() == 0) return;  // the next evaluation starts afresh anyway
     m_stale = true;
     local::Changes ch;
     if (!changes(ch)) return;  // stays stale: the next evaluation starts afresh
-    if (ch.count > 0) commit(ch);
+    if (ch.count > 0) {
+      const auto* theirs = dynamic_cast<const Scored*>(scoring.get());
+      if (theirs && holds(*theirs, ch)) commit_scored(*theirs);
+      else commit(ch);
+    }
     m_stale = false;
   }
+
+  std::shared_ptr<const Scoring> last_scoring() const override { return m_scored; }
   Backend backend() const override { return Backend::cpu; }
   // Every map and pending change copied: the copy's next evaluation is as local as this one's
   // would be.
@@ -125,7 +137,7 @@ class CpuPsdEvaluator final : public PsdEvaluator {
     return true;
   }
 
-  EvaluationTally tally_of_evaluations() const { return {m_local_count, m_full}; }
+  EvaluationTally tally_of_evaluations() const { return {m_local_count, m_full, m_recorded}; }
 
  private:
   // Voxels set between evaluations beyond which they are not even looked at (an annealer sets
@@ -246,6 +258,9 @@ class CpuPsdEvaluator final : public PsdEvaluator {
     }
     m_counts = flat_counts(m_thickness);
     if (m_openings) m_opening_euler = inner_euler8_of_openings(m_thickness, m_bins.edges());
+    m_committed_hash = 0;
+    for (int64_t i = 0; i < n; ++i)
+      if (m_committed[std::size_t(i)]) m_committed_hash ^= voxel_key(i);
   }
 
   // The offsets walked for nearest backgrounds (to twice the largest distance, so that a walk
@@ -331,15 +346,14 @@ class CpuPsdEvaluator final : public PsdEvaluator {
         if (delta) {
           local::tally(v, before, -1, [&](int e, int64_t s) { hits[std::size_t(e)] += s; });
           local::tally(v, now, +1, [&](int e, int64_t s) { hits[std::size_t(e)] += s; });
-          if (m_openings) thickness.push_back({y, now});
-        } else {
-          thickness.push_back({y, now});
         }
+        thickness.push_back({y, now});
       });
     }
     if (delta) {
       local::counts_from_hit_array(v.edge_count, hits.data(), delta->data());
       if (m_openings) openings_change(v, thickness, false, m_opening_delta);
+      keep_scored(ch, d1.data(), near, *delta);
       return true;
     }
     // Commit: the counts' change, then thickness, distances and centres; distances only after
@@ -357,10 +371,87 @@ class CpuPsdEvaluator final : public PsdEvaluator {
     } else {
       for (const auto& [y, now] : thickness) m_thickness[std::size_t(y)] = now;
     }
-    std::vector<std::pair<int64_t, uint32_t>> distances;
+    write_maps(v, ch, d1.data(), near);
+    return true;
+  }
+
+  // What process found scoring `ch` from the committed mask `state` (committed_hash) with
+  // these bins and boundary: the changed distances (near boxes), thickness and counts, all a
+  // commit of `ch` writes.
+  struct Scored final : Scoring {
+    uint64_t state = 0;
+    Boundary boundary = Boundary::open;
+    std::vector<double> edges;
+    local::Changes changes;
+    std::array<int64_t, local::kMostChanges> d1{};
+    std::array<local::Box, local::kMostChanges> near_box{};
+    std::vector<std::vector<uint32_t>> near;
+    std::vector<std::pair<int64_t, float>> thickness;
+    std::vector<int64_t> delta, opening_delta;
+    bool openings = false;  // opening_delta holds the openings' change
+  };
+
+  // The scoring's findings kept; its buffers swapped in, not copied. A record a copy still
+  // shares is left to it and a new one made.
+  void keep_scored(const local::Changes& ch, const int64_t* d1, const local::NearDistances& near,
+                   const std::vector<int64_t>& delta) {
+    if (!m_scored || m_scored.use_count() > 1) {
+      m_scored = std::make_shared<Scored>();
+      m_scored->boundary = m_boundary;
+      m_scored->edges = m_bins.edges();
+    }
+    Scored& s = *m_scored;
+    s.state = m_committed_hash;
+    s.changes = ch;
     for (int k = 0; k < ch.count; ++k) {
-      for_box(g, local::Box::around(g, ch.at[k], d1[std::size_t(k)]), [&](int64_t x, const int64_t c[3]) {
-        const uint32_t now = local::new_d2(v, ch, x, c);
+      s.d1[std::size_t(k)] = d1[k];
+      s.near_box[std::size_t(k)] = near.box[k];
+    }
+    std::swap(s.near, m_near);
+    std::swap(s.thickness, m_changed);
+    s.delta = delta;
+    s.openings = m_openings;
+    if (m_openings) s.opening_delta = m_opening_delta;
+  }
+
+  // Whether `s` was scored from this evaluator's committed mask, bins and boundary for the same
+  // changes as `ch` (in any order), counting what this evaluator counts (the openings may have
+  // been asked for since).
+  bool holds(const Scored& s, const local::Changes& ch) const {
+    if (s.state != m_committed_hash || s.openings != m_openings || s.changes.count != ch.count || ch.whole) return false;
+    if (s.boundary != m_boundary || s.edges != m_bins.edges()) return false;
+    for (int k = 0; k < ch.count; ++k) {
+      const int at = s.changes.find(ch.index[k]);
+      if (at < 0 || s.changes.value[at] != ch.value[k]) return false;
+    }
+    return true;
+  }
+
+  // The changes `s` scored, committed from its findings: process's commit without the
+  // evaluation (the same writes: its thickness list is the one process would make).
+  void commit_scored(const Scored& s) {
+    ++m_recorded;
+    for (std::size_t i = 0; i < m_counts.size(); ++i) m_counts[i] += s.delta[i];
+    if (m_openings)
+      for (std::size_t i = 0; i < m_opening_euler.size(); ++i) m_opening_euler[i] += s.opening_delta[i];
+    for (const auto& [y, now] : s.thickness) m_thickness[std::size_t(y)] = now;
+    local::NearDistances near;
+    for (int k = 0; k < s.changes.count; ++k) {
+      near.box[k] = s.near_box[std::size_t(k)];
+      near.d2[k] = s.near[std::size_t(k)].data();
+    }
+    write_maps(view(), s.changes, s.d1.data(), near);
+  }
+
+  // A commit's distances (the changed mask's in each change's R1 box, from `near`), bricks,
+  // mask, largest distance and centres, after its counts and thickness.
+  void write_maps(const local::View& v, const local::Changes& ch, const int64_t* d1, const local::NearDistances& near) {
+    const local::Grid& g = v.grid;
+    std::vector<std::pair<int64_t, uint32_t>>& distances = m_distances;
+    distances.clear();
+    for (int k = 0; k < ch.count; ++k) {
+      for_box(g, local::Box::around(g, ch.at[k], d1[k]), [&](int64_t x, const int64_t c[3]) {
+        const uint32_t now = near.at(v, ch, x, c);
         if (now != m_d2[std::size_t(x)]) distances.push_back({x, now});
       });
     }
@@ -383,19 +474,53 @@ class CpuPsdEvaluator final : public PsdEvaluator {
       g.coords(x, c);
       update_brick(g, c);
     }
-    for (int k = 0; k < ch.count; ++k) m_committed[std::size_t(ch.index[k])] = ch.value[k];
+    for (int k = 0; k < ch.count; ++k) {
+      uint8_t& was = m_committed[std::size_t(ch.index[k])];
+      if (was != ch.value[k]) m_committed_hash ^= voxel_key(ch.index[k]);
+      was = ch.value[k];
+    }
     uint32_t most = uint32_t(m_d2_count.size() - 1);
     while (most > 0 && m_d2_count[most] == 0) --most;
     m_largest = local::ceil_root(most);
     tables(most);
-    const local::View after = view();
-    for (int k = 0; k < ch.count; ++k) {
-      for_box(g, local::Box::around(g, ch.at[k], d1[std::size_t(k)] + 1), [&](int64_t x, const int64_t c[3]) {
-        const uint32_t r = m_d2[std::size_t(x)];
-        set_centre(g, c, r && local::kept_centre(after, c, r, [&](int64_t j, const int64_t*) { return m_d2[std::size_t(j)]; }));
-      });
+    // A voxel is a kept centre by its own distance and its 26 neighbours' (the engine's rule):
+    // only those next to a changed distance can have changed.
+    std::vector<int64_t>& retest = m_retest;
+    retest.clear();
+    for (const auto& [x, now] : distances) {
+      int64_t c[3];
+      g.coords(x, c);
+      for (int dz = -1; dz <= 1; ++dz)
+        for (int dy = -1; dy <= 1; ++dy)
+          for (int dx = -1; dx <= 1; ++dx) {
+            int64_t u[3] = {c[0] + dx, c[1] + dy, c[2] + dz};
+            bool inside = true;
+            for (int a = 0; a < 3; ++a) {
+              if (u[a] >= 0 && u[a] < g.n[a]) continue;
+              if (g.periodic() && g.n[a] > 1) u[a] = local::Grid::wrap(u[a], g.n[a]);
+              else inside = false;
+            }
+            if (inside) retest.push_back(g.index(u));
+          }
     }
-    return true;
+    std::sort(retest.begin(), retest.end());
+    retest.erase(std::unique(retest.begin(), retest.end()), retest.end());
+    const local::View after = view();
+    for (int64_t x : retest) {
+      int64_t c[3];
+      g.coords(x, c);
+      const uint32_t r = m_d2[std::size_t(x)];
+      set_centre(g, c, r && local::kept_centre(after, c, r, [&](int64_t j, const int64_t*) { return m_d2[std::size_t(j)]; }));
+    }
+  }
+
+  // A voxel's share of committed_hash: a Zobrist key (SplitMix64 of its index), so that the hash
+  // of a mask is the XOR over its phase voxels and a changed voxel flips its key in or out.
+  static uint64_t voxel_key(int64_t index) {
+    uint64_t z = uint64_t(index) + 0x9e3779b97f4a7c15ull;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
   }
 
   // The change of 8·χ of every opening {thickness ≥ edge} over the inner cells (into `out`) as
@@ -587,8 +712,10 @@ class CpuPsdEvaluator final : public PsdEvaluator {
 
   void commit(const local::Changes& ch) {
     if (ch.whole) refresh();  // its mask may hold the next change too: the maps take that as well
+    else if (m_scored && holds(*m_scored, ch)) commit_scored(*m_scored);
     else process(ch, nullptr);
   }
+
 
   void set_centre(const local::Grid& g, const int64_t c[3], bool on) {
     uint64_t& w = m_centres_bits[std::size_t(local::CentreBits::word(g, c))];
@@ -664,6 +791,7 @@ class CpuPsdEvaluator final : public PsdEvaluator {
   std::vector<uint64_t> m_centres_bits;  // local::CentreBits
   std::vector<uint32_t> m_brick_d2;      // each brick's largest squared distance (CentreBits' layout)
   std::vector<int64_t> m_lowered;        // a commit's voxels whose brick may need its largest anew
+  std::vector<int64_t> m_retest;         // a commit's voxels whose centre bit may have changed
   std::vector<int64_t> m_d2_count;  // committed voxels by squared distance: the largest distance
   int64_t m_largest = 0;
   std::vector<int64_t> m_counts;  // committed, flat
@@ -684,7 +812,7 @@ class CpuPsdEvaluator final : public PsdEvaluator {
   std::vector<std::vector<uint32_t>> m_near;  // local::NearDistances's distances
   std::vector<Centre<detail::VoxelMetric>> m_old_balls, m_new_balls;  // O's and N's
   std::vector<Centre<detail::VoxelMetric>> m_kept_balls;  // U's in the near boxes
-  int64_t m_full = 0, m_local_count = 0;
+  int64_t m_full = 0, m_local_count = 0, m_recorded = 0;
   int m_whole_in_a_row = 0;
   // The openings' 8·χ over the inner cells (count_openings): committed, and the last evaluation's
   // change.
@@ -692,6 +820,11 @@ class CpuPsdEvaluator final : public PsdEvaluator {
   std::vector<int64_t> m_opening_euler, m_opening_delta;
   std::vector<std::pair<int64_t, float>> m_changed;   // process's changed voxels and their new values
   std::vector<std::pair<int64_t, float>> m_set_back;  // openings_change's values before, when scoring
+  std::vector<std::pair<int64_t, uint32_t>> m_distances;  // a commit's changed distances
+  uint64_t m_committed_hash = 0;  // of m_committed (voxel_key)
+  // The last scoring's findings; shared with whoever took them (last_scoring), and then left to
+  // them when this evaluator scores again.
+  std::shared_ptr<Scored> m_scored;
 };
 
 }  // namespace

@@ -190,7 +190,13 @@ struct Snapshot {
 namespace detail {
 class DeviceLoop;
 struct HostState;
-}
+// A swap the chain accepted, with what the pore and solid evaluators that scored it found
+// (PsdEvaluator::last_scoring; null where none), for the states that take it after.
+struct TakenSwap {
+  int64_t to_solid = -1, to_pore = -1;
+  std::array<std::shared_ptr<const Scoring>, 2> scoring;
+};
+}  // namespace detail
 
 class Annealer {
  public:
@@ -265,8 +271,9 @@ class Annealer {
   // One speculative batch of at most `most` proposals (Config::batch); returns how many the
   // chain took (the first accepted one and those before it, or all of them).
   int64_t host_batch(int64_t most);
-  // An accepted swap taken by this annealer's state and every replica.
-  void take_in_everywhere(int64_t to_solid, int64_t to_pore);
+  // An accepted swap taken by this annealer's state and every replica, from what its scoring
+  // found.
+  void take_in_everywhere(const detail::TakenSwap& swap);
   // Proposals a batch scores now: Config::batch, or from the acceptance rate, the threads and
   // which way (one at a time or batches) has been timed faster lately.
   int64_t batch_size() const;
@@ -310,7 +317,7 @@ class Annealer {
   struct Replica;
   std::unique_ptr<Replica> replica() const;
   std::vector<std::unique_ptr<Replica>> m_replicas;
-  std::vector<std::pair<int64_t, int64_t>> m_backlog;  // (to_solid, to_pore), oldest first
+  std::vector<detail::TakenSwap> m_backlog;  // oldest first
   void catch_up(Replica& r);  // takes the backlog's swaps it is behind by
   void trim_backlog();        // drops the swaps every replica has taken
   void drop_replicas();
