@@ -744,9 +744,13 @@ constexpr int64_t kProbeEvery = 1024, kProbeLength = 64, kWarmChoices = 16;
 // average of per-sample rates that one slow proposal would swing.
 constexpr double kTimeKept = 0.98;
 // Swaps accepted one at a time that the replicas may fall behind by before they are dropped:
-// catching up costs a local evaluation a swap, and beyond this many, copying the state again
-// (its maps and voxel lists) likely costs less.
+// catching up costs a few writes a swap (a local evaluation where its findings were let go),
+// and beyond this many, copying the state again (its maps and voxel lists) likely costs less.
 constexpr int64_t kMostBehind = 1024;
+// The memory the backlog's swaps may hold in their scorings' findings (a few hundred kB each
+// where pores are some ten voxels wide), the newest kept: an older swap without them is
+// evaluated by each replica that takes it.
+constexpr std::size_t kMostBacklogFindings = std::size_t(64) << 20;
 
 }  // namespace
 
@@ -1093,7 +1097,13 @@ bool Annealer::host_step() {
     // The replicas take it when they next score (catch_up), from what this scoring found, so
     // that one proposal at a time costs the same with or without them; so far behind, remaking
     // them costs less.
-    if (!m_replicas.empty()) m_backlog.push_back(scored_swap(host_state(), s.to_solid, s.to_pore));
+    if (!m_replicas.empty()) {
+      m_backlog.push_back(scored_swap(host_state(), s.to_solid, s.to_pore));
+      std::size_t held = 0;
+      for (auto b = m_backlog.rbegin(); b != m_backlog.rend(); ++b)
+        for (std::shared_ptr<const Scoring>& f : b->scoring)
+          if (f && (held += f->bytes()) > kMostBacklogFindings) f.reset();
+    }
     for (auto& r : m_replicas) ++r->behind;
     if (int64_t(m_backlog.size()) > kMostBehind) drop_replicas();
   } else {

@@ -141,7 +141,7 @@ void check_parity(const Mask& phase, Boundary boundary) {
     ctx.synchronize();
     const auto c = counts.download();
     const std::size_t e = b.edges().size();
-    const PsdCounts gpu_counts{std::vector<int64_t>(c.begin(), c.begin() + e), c[e], c[e + 1]};
+    const PsdCounts gpu_counts{std::vector<int64_t>(c.begin(), c.begin() + e), c[e], c[e + 1], {}};
     // The definition, counted on the CPU's map.
     std::vector<int64_t> at_least(e, 0);
     int64_t above = 0;

@@ -7,6 +7,7 @@
 /// The CUDA evaluator keeps the mask and the engine's workspace on the device (a
 /// ThicknessContext: graph-replayed, nothing allocated per call) and sends only the changed
 /// voxels; each counts() is one round trip (the counts come back, the stream is synchronised).
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 
@@ -22,6 +23,8 @@ namespace poreforge {
 class Scoring {
  public:
   virtual ~Scoring() = default;
+  /// The memory it holds, in bytes (a holder of many bounds them).
+  virtual std::size_t bytes() const = 0;
 };
 
 class PsdEvaluator {

@@ -389,6 +389,13 @@ class CpuPsdEvaluator final : public PsdEvaluator {
     std::vector<std::pair<int64_t, float>> thickness;
     std::vector<int64_t> delta, opening_delta;
     bool openings = false;  // opening_delta holds the openings' change
+
+    std::size_t bytes() const override {
+      std::size_t b = sizeof(*this) + edges.capacity() * sizeof(double) + thickness.capacity() * sizeof(thickness[0]) +
+                      (delta.capacity() + opening_delta.capacity()) * sizeof(int64_t);
+      for (const auto& d : near) b += d.capacity() * sizeof(uint32_t);
+      return b;
+    }
   };
 
   // The scoring's findings kept; its buffers swapped in, not copied. A record a copy still
@@ -715,7 +722,6 @@ class CpuPsdEvaluator final : public PsdEvaluator {
     else if (m_scored && holds(*m_scored, ch)) commit_scored(*m_scored);
     else process(ch, nullptr);
   }
-
 
   void set_centre(const local::Grid& g, const int64_t c[3], bool on) {
     uint64_t& w = m_centres_bits[std::size_t(local::CentreBits::word(g, c))];
