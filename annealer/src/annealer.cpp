@@ -735,8 +735,8 @@ void on_threads(int threads, int64_t n, Body&& body) {
 // that is what its swaps cost the replicas.
 constexpr double kBatchedRun = 4;
 // The most proposals an automatic batch scores: a batch costs its slowest region (the cost of a
-// proposal is heavy-tailed) and its threads share the caches, so on the GPU machine's 16
-// threads a batch of 16 ran at half the rate of one of 4 (docs/local-evaluation.md).
+// proposal is heavy-tailed) and its threads share the caches, so that beyond a few proposals a
+// batch costs more than they win back (docs/local-evaluation.md has the measurements).
 constexpr int64_t kMostAutomatic = 4;
 constexpr int64_t kProbeEvery = 1024, kProbeLength = 64, kWarmChoices = 16;
 // A proposal's cost is heavy-tailed (most regions are small, a few span large pores): each way's
@@ -747,9 +747,9 @@ constexpr double kTimeKept = 0.98;
 // catching up costs a few writes a swap (a local evaluation where its findings were let go),
 // and beyond this many, copying the state again (its maps and voxel lists) likely costs less.
 constexpr int64_t kMostBehind = 1024;
-// The memory the backlog's swaps may hold in their scorings' findings (a few hundred kB each
-// where pores are some ten voxels wide), the newest kept: an older swap without them is
-// evaluated by each replica that takes it.
+// The memory the backlog's swaps may hold in their scorings' findings (each holds its changes'
+// near boxes, which grow as the cube of the pores' width), the newest kept: an older swap
+// without them is evaluated by each replica that takes it.
 constexpr std::size_t kMostBacklogFindings = std::size_t(64) << 20;
 
 }  // namespace

@@ -17,9 +17,9 @@
 
 namespace poreforge {
 
-/// What an evaluator found when it scored a change (opaque, never changed once made): an
-/// evaluator in the state it was scored from takes that change from it (settle_with) instead of
-/// evaluating it again.
+/// What an evaluator found when it scored a change (opaque; unchanged while anyone but its
+/// evaluator holds it): an evaluator in the state it was scored from takes that change from it
+/// (settle_with) instead of evaluating it again.
 class Scoring {
  public:
   virtual ~Scoring() = default;
@@ -41,15 +41,17 @@ class PsdEvaluator {
   /// its last evaluation brings it up to date now, so that the next evaluation has only its
   /// own changes to look at. The counts stay as they are; nothing else changes.
   virtual void settle() {}
-  /// settle(), taking `scoring` where it scored exactly the changes this evaluator has taken
-  /// since its last evaluation, from the same mask, bins and boundary (a copy's, or this one's
-  /// own): what it found is written instead of being evaluated again. Otherwise as settle().
+  /// settle(), taking `scoring` where it scored exactly the changes this evaluator has left to
+  /// commit (those of its mask since its maps, after its own last scoring's kept changes), from
+  /// the same mask, bins and boundary (a copy's, or this one's own): what it found is written
+  /// instead of being evaluated again. Otherwise as settle().
   virtual void settle_with(const std::shared_ptr<const Scoring>& scoring) {
     (void)scoring;
     settle();
   }
   /// What this evaluator's last evaluation found, for settle_with on it or its copies; the
-  /// holder keeps it alive after this evaluator evaluates again. Null where nothing is kept.
+  /// holder keeps it alive after this evaluator evaluates again. Null where that evaluation kept
+  /// nothing (it went from scratch, or had no change to score).
   virtual std::shared_ptr<const Scoring> last_scoring() const { return nullptr; }
   /// An evaluator of the same mask in the same state, which goes its own way from then on
   /// (another thread's copy of an annealer); null where copies are not made (make one afresh,

@@ -16,8 +16,9 @@ Volume<float> local_thickness(const Mask& phase, Boundary boundary);
 PsdCounts psd_counts(const Mask& phase, Boundary boundary, const Bins& bins);
 Mask morphology(const Mask& image, MorphOp op, const StructuringElement& element, int iterations);
 std::unique_ptr<PsdEvaluator> make_psd_evaluator(const Mask& phase, Boundary boundary, const Bins& bins);
-/// How many of a CPU evaluator's evaluations ran locally (around the changed voxels) and how
-/// many from scratch, for tests and benchmarks.
+/// How many of a CPU evaluator's evaluations ran locally (around the changed voxels), how many
+/// from scratch, and how many commits it wrote from a scoring's findings, for tests and
+/// benchmarks.
 struct EvaluationTally {
   int64_t local = 0, full = 0;
   int64_t recorded = 0;  // commits written from a scoring's findings (its own or a scorer's), not evaluated

@@ -7,12 +7,13 @@
 // still in the mask (an annealer's accepted swap) and drops them when they were set back (a
 // rejected one), so a rejected swap costs one local evaluation and nothing to take it back.
 // What a scoring found (the changed distances and thickness, the counts' change) is kept
-// (Scored), so that committing those changes writes it instead of evaluating them again: an
-// accepted swap costs one evaluation, not two, and a copy of this evaluator in the same state
+// (Scored), so that committing those changes writes it instead of evaluating them again (an
+// accepted swap costs what a rejected one does), and a copy of this evaluator in the same state
 // (another thread's replica) takes a swap this one scored the same way (settle_with).
 #include <omp.h>
 
 #include <algorithm>
+#include <atomic>
 #include <array>
 #include <cmath>
 
@@ -43,6 +44,7 @@ class CpuPsdEvaluator final : public PsdEvaluator {
   }
 
   PsdCounts counts() override {
+    m_scored_last = false;  // until this evaluation keeps its findings
     if (!m_local) return from_scratch();
     if (m_stale) {
       // Many voxels set since the last evaluation (a start's candidate), or one that threw: the
@@ -124,7 +126,7 @@ class CpuPsdEvaluator final : public PsdEvaluator {
     m_stale = false;
   }
 
-  std::shared_ptr<const Scoring> last_scoring() const override { return m_scored; }
+  std::shared_ptr<const Scoring> last_scoring() const override { return m_scored_last ? m_scored : nullptr; }
   Backend backend() const override { return Backend::cpu; }
   // Every map and pending change copied: the copy's next evaluation is as local as this one's
   // would be.
@@ -330,7 +332,7 @@ class CpuPsdEvaluator final : public PsdEvaluator {
       near.d2[k] = d.data();
     }
     std::vector<int64_t> hits(std::size_t(v.edge_count) + 2, 0);
-    // The new values, written after every box (commit), or listed for the openings' χ (scoring).
+    // The new values: written after every box (commit), or kept with the scoring's findings.
     std::vector<std::pair<int64_t, float>>& thickness = m_changed;
     thickness.clear();
     sort_near_balls(v, ch, near);
@@ -380,6 +382,8 @@ class CpuPsdEvaluator final : public PsdEvaluator {
   // commit of `ch` writes.
   struct Scored final : Scoring {
     uint64_t state = 0;
+    Shape shape;
+    Spacing spacing;
     Boundary boundary = Boundary::open;
     std::vector<double> edges;
     local::Changes changes;
@@ -398,15 +402,22 @@ class CpuPsdEvaluator final : public PsdEvaluator {
     }
   };
 
-  // The scoring's findings kept; its buffers swapped in, not copied. A record a copy still
-  // shares is left to it and a new one made.
+  // The scoring's findings kept; its buffers swapped in, not copied. A record someone else
+  // still holds (a copy of this evaluator, or a taker of last_scoring) is left to them and a new
+  // one made; one held by none is reused.
   void keep_scored(const local::Changes& ch, const int64_t* d1, const local::NearDistances& near,
                    const std::vector<int64_t>& delta) {
     if (!m_scored || m_scored.use_count() > 1) {
       m_scored = std::make_shared<Scored>();
+      m_scored->shape = m_phase.shape();
+      m_scored->spacing = m_phase.spacing();
       m_scored->boundary = m_boundary;
       m_scored->edges = m_bins.edges();
+    } else {
+      // The last other holder's reads (on another thread) happen before these writes.
+      std::atomic_thread_fence(std::memory_order_acquire);
     }
+    m_scored_last = true;
     Scored& s = *m_scored;
     s.state = m_committed_hash;
     s.changes = ch;
@@ -421,12 +432,14 @@ class CpuPsdEvaluator final : public PsdEvaluator {
     if (m_openings) s.opening_delta = m_opening_delta;
   }
 
-  // Whether `s` was scored from this evaluator's committed mask, bins and boundary for the same
-  // changes as `ch` (in any order), counting what this evaluator counts (the openings may have
+  // Whether `s` was scored from this evaluator's committed mask (shape, spacing), bins and
+  // boundary for the same changes as `ch` (in any order), counting what this evaluator counts (the openings may have
   // been asked for since).
   bool holds(const Scored& s, const local::Changes& ch) const {
     if (s.state != m_committed_hash || s.openings != m_openings || s.changes.count != ch.count || ch.whole) return false;
-    if (s.boundary != m_boundary || s.edges != m_bins.edges()) return false;
+    if (!(s.shape == m_phase.shape()) || !(s.spacing == m_phase.spacing()) || s.boundary != m_boundary ||
+        s.edges != m_bins.edges())
+      return false;
     for (int k = 0; k < ch.count; ++k) {
       const int at = s.changes.find(ch.index[k]);
       if (at < 0 || s.changes.value[at] != ch.value[k]) return false;
@@ -831,6 +844,7 @@ class CpuPsdEvaluator final : public PsdEvaluator {
   // The last scoring's findings; shared with whoever took them (last_scoring), and then left to
   // them when this evaluator scores again.
   std::shared_ptr<Scored> m_scored;
+  bool m_scored_last = false;  // m_scored holds the last evaluation's findings
 };
 
 }  // namespace
