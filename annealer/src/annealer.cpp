@@ -938,9 +938,9 @@ int64_t Annealer::proposals_at_once() const { return m_device ? 1 : batch_size()
 int64_t Annealer::batch_size() const {
   if (m_config.batch > 0) return m_config.batch;
   // One at a time a proposal has the one thread; in a batch each has its own, and every replica
-  // takes each accepted swap from what its scoring found. A batch of the
-  // expected run of rejections (1 / rate; beyond it proposals are mostly dropped), on as many
-  // threads as there are up to kMostAutomatic, when it has been the faster lately.
+  // takes each accepted swap from what its scoring found. A batch of the expected run of
+  // rejections (1 / rate; beyond it proposals are mostly dropped), on as many threads as there
+  // are up to kMostAutomatic, when it has been the faster lately.
   const int threads = omp_get_max_threads();
   const double run = 1.0 / std::max(m_acceptance, 1e-9);
   if (threads < 2 || run < kBatchedRun || m_most_replicas == 0) return 1;

@@ -7,9 +7,10 @@
 // still in the mask (an annealer's accepted swap) and drops them when they were set back (a
 // rejected one), so a rejected swap costs one local evaluation and nothing to take it back.
 // What a scoring found (the changed distances and thickness, the counts' change) is kept
-// (Scored), so that committing those changes writes it instead of evaluating them again (an
-// accepted swap costs what a rejected one does), and a copy of this evaluator in the same state
-// (another thread's replica) takes a swap this one scored the same way (settle_with).
+// (Findings), so that committing those changes writes it instead of evaluating them again (an
+// accepted swap costs one local evaluation and a few writes, not two evaluations), and a copy
+// of this evaluator in the same state (another thread's replica) takes a swap this one scored
+// the same way (settle_with).
 #include <omp.h>
 
 #include <algorithm>
@@ -44,7 +45,7 @@ class CpuPsdEvaluator final : public PsdEvaluator {
   }
 
   PsdCounts counts() override {
-    m_scored_last = false;  // until this evaluation keeps its findings
+    m_findings_last = false;  // until this evaluation keeps its findings
     if (!m_local) return from_scratch();
     if (m_stale) {
       // Many voxels set since the last evaluation (a start's candidate), or one that threw: the
@@ -119,14 +120,14 @@ class CpuPsdEvaluator final : public PsdEvaluator {
     local::Changes ch;
     if (!changes(ch)) return;  // stays stale: the next evaluation starts afresh
     if (ch.count > 0) {
-      const auto* theirs = dynamic_cast<const Scored*>(scoring.get());
-      if (theirs && holds(*theirs, ch)) commit_scored(*theirs);
+      const auto* theirs = dynamic_cast<const Findings*>(scoring.get());
+      if (theirs && holds(*theirs, ch)) commit_findings(*theirs);
       else commit(ch);
     }
     m_stale = false;
   }
 
-  std::shared_ptr<const Scoring> last_scoring() const override { return m_scored_last ? m_scored : nullptr; }
+  std::shared_ptr<const Scoring> last_scoring() const override { return m_findings_last ? m_findings : nullptr; }
   Backend backend() const override { return Backend::cpu; }
   // Every map and pending change copied: the copy's next evaluation is as local as this one's
   // would be.
@@ -355,7 +356,7 @@ class CpuPsdEvaluator final : public PsdEvaluator {
     if (delta) {
       local::counts_from_hit_array(v.edge_count, hits.data(), delta->data());
       if (m_openings) openings_change(v, thickness, false, m_opening_delta);
-      keep_scored(ch, d1.data(), near, *delta);
+      keep_findings(ch, d1.data(), near, *delta);
       return true;
     }
     // Commit: the counts' change, then thickness, distances and centres; distances only after
@@ -380,7 +381,7 @@ class CpuPsdEvaluator final : public PsdEvaluator {
   // What process found scoring `ch` from the committed mask `state` (committed_hash) with
   // these bins and boundary: the changed distances (near boxes), thickness and counts, all a
   // commit of `ch` writes.
-  struct Scored final : Scoring {
+  struct Findings final : Scoring {
     uint64_t state = 0;
     Shape shape;
     Spacing spacing;
@@ -405,20 +406,20 @@ class CpuPsdEvaluator final : public PsdEvaluator {
   // The scoring's findings kept; its buffers swapped in, not copied. A record someone else
   // still holds (a copy of this evaluator, or a taker of last_scoring) is left to them and a new
   // one made; one held by none is reused.
-  void keep_scored(const local::Changes& ch, const int64_t* d1, const local::NearDistances& near,
+  void keep_findings(const local::Changes& ch, const int64_t* d1, const local::NearDistances& near,
                    const std::vector<int64_t>& delta) {
-    if (!m_scored || m_scored.use_count() > 1) {
-      m_scored = std::make_shared<Scored>();
-      m_scored->shape = m_phase.shape();
-      m_scored->spacing = m_phase.spacing();
-      m_scored->boundary = m_boundary;
-      m_scored->edges = m_bins.edges();
+    if (!m_findings || m_findings.use_count() > 1) {
+      m_findings = std::make_shared<Findings>();
+      m_findings->shape = m_phase.shape();
+      m_findings->spacing = m_phase.spacing();
+      m_findings->boundary = m_boundary;
+      m_findings->edges = m_bins.edges();
     } else {
       // The last other holder's reads (on another thread) happen before these writes.
       std::atomic_thread_fence(std::memory_order_acquire);
     }
-    m_scored_last = true;
-    Scored& s = *m_scored;
+    m_findings_last = true;
+    Findings& s = *m_findings;
     s.state = m_committed_hash;
     s.changes = ch;
     for (int k = 0; k < ch.count; ++k) {
@@ -435,7 +436,7 @@ class CpuPsdEvaluator final : public PsdEvaluator {
   // Whether `s` was scored from this evaluator's committed mask (shape, spacing), bins and
   // boundary for the same changes as `ch` (in any order), counting what this evaluator counts (the openings may have
   // been asked for since).
-  bool holds(const Scored& s, const local::Changes& ch) const {
+  bool holds(const Findings& s, const local::Changes& ch) const {
     if (s.state != m_committed_hash || s.openings != m_openings || s.changes.count != ch.count || ch.whole) return false;
     if (!(s.shape == m_phase.shape()) || !(s.spacing == m_phase.spacing()) || s.boundary != m_boundary ||
         s.edges != m_bins.edges())
@@ -449,7 +450,7 @@ class CpuPsdEvaluator final : public PsdEvaluator {
 
   // The changes `s` scored, committed from its findings: process's commit without the
   // evaluation (the same writes: its thickness list is the one process would make).
-  void commit_scored(const Scored& s) {
+  void commit_findings(const Findings& s) {
     ++m_recorded;
     for (std::size_t i = 0; i < m_counts.size(); ++i) m_counts[i] += s.delta[i];
     if (m_openings)
@@ -732,7 +733,7 @@ class CpuPsdEvaluator final : public PsdEvaluator {
 
   void commit(const local::Changes& ch) {
     if (ch.whole) refresh();  // its mask may hold the next change too: the maps take that as well
-    else if (m_scored && holds(*m_scored, ch)) commit_scored(*m_scored);
+    else if (m_findings && holds(*m_findings, ch)) commit_findings(*m_findings);
     else process(ch, nullptr);
   }
 
@@ -843,8 +844,8 @@ class CpuPsdEvaluator final : public PsdEvaluator {
   uint64_t m_committed_hash = 0;  // of m_committed (voxel_key)
   // The last scoring's findings; shared with whoever took them (last_scoring), and then left to
   // them when this evaluator scores again.
-  std::shared_ptr<Scored> m_scored;
-  bool m_scored_last = false;  // m_scored holds the last evaluation's findings
+  std::shared_ptr<Findings> m_findings;
+  bool m_findings_last = false;  // m_findings holds the last evaluation's findings
 };
 
 }  // namespace
