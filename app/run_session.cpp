@@ -1,5 +1,6 @@
 // A reconstruction in progress — its folder, lock, history, checkpoints and outputs — for
 // `poreforge run` and `poreforge resume`.
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -74,14 +75,33 @@ void write_text(const fs::path& path, const std::string& text) { write_text_file
 volatile std::sig_atomic_t g_signal = 0;
 // The first signal asks the run to stop at its next check (a checkpoint once the loop runs); a
 // second one, while the first waits (a long start), ends the process at once as the default
-// action would. signal() and raise() are async-signal-safe.
+// action would. One request often arrives twice: `timeout` signals the run and then its process
+// group, and schedulers signal a job's every process, so a second signal within
+// kSameRequestNs of the first is that same request, not the user insisting (taken as one, it
+// killed runs before their checkpoint). clock_gettime, signal() and raise() are
+// async-signal-safe, and so are lock-free atomics.
+constexpr int64_t kSameRequestNs = 1'000'000'000;
+std::atomic<int64_t> g_signal_ns{0};  // when the first signal came (CLOCK_MONOTONIC); 0: none yet
+static_assert(std::atomic<int64_t>::is_always_lock_free, "the signal handler needs a lock-free clock");
+
+int64_t monotonic_ns() {
+  timespec t{};
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return int64_t(t.tv_sec) * 1'000'000'000 + t.tv_nsec;
+}
+
 extern "C" void on_signal(int sig) {
+  const int64_t now = monotonic_ns();
   if (g_signal) {
+    // A first signal's time not yet stored is a signal handled on another thread this instant.
+    const int64_t first = g_signal_ns.load();
+    if (first == 0 || now - first < kSameRequestNs) return;
     std::signal(sig, SIG_DFL);
     std::raise(sig);
     return;
   }
   g_signal = sig;
+  g_signal_ns.store(now);
 }
 
 // While a run is in this process: SIGINT and SIGTERM only set g_signal, which the run reads
@@ -102,6 +122,7 @@ class RunSignals {
     sigemptyset(&ours.sa_mask);
     ours.sa_flags = SA_RESTART;  // file writes carry on through a signal; the run checks g_signal
     g_signal = 0;
+    g_signal_ns = 0;
     sigaction(SIGINT, &ours, &m_interrupt);
     sigaction(SIGTERM, &ours, &m_terminate);
   }
@@ -183,7 +204,8 @@ struct Session {
     early_lines.push_back(line);
   }
 
-  void checkpoint(const anneal::Annealer& a) {
+  // Returns the checkpoint's path.
+  fs::path checkpoint(const anneal::Annealer& a) {
     const fs::path folder = dir / "checkpoints";
     fs::create_directories(folder);
     char name[64];
@@ -201,6 +223,7 @@ struct Session {
     }
     std::sort(all.begin(), all.end());
     for (std::size_t k = 0; k + std::size_t(rc.checkpoint_keep) < all.size(); ++k) fs::remove(all[k].second);
+    return folder / name;
   }
 
   // annealing.verify_every: the running energy against every term recounted from scratch.
@@ -312,12 +335,11 @@ struct Session {
       }
       if (g_signal) {
         if (mode == "live") std::printf("\n");
-        checkpoint(a);
+        const fs::path written = checkpoint(a);
         write_history();
         const int code = 128 + int(g_signal);
         say("interrupted by signal " + std::to_string(int(g_signal)) + " after " + std::to_string(p.evaluations) +
-            " evaluations; checkpoint written: resume with `poreforge resume " +
-            (dir / "checkpoints").string() + "/evaluation-….h5`");
+            " evaluations; checkpoint written: resume with `poreforge resume " + written.string() + "`");
         return code;
       }
     }

@@ -422,6 +422,41 @@ TEST_CASE("cli.run.resume_and_signals") {
   std::sort(ckpts.begin(), ckpts.end());
   CHECK(shell(cli + " resume " + ckpts.back().string() + " --max-evals 100000000 --quiet > /dev/null 2>&1 & "
               "sleep 0.5; kill -TERM $! ; wait $!; test $? -eq 143") == 0);
+
+  // Interrupted in the loop, the run's last line names the checkpoint it wrote. The signal
+  // comes twice at once, as `timeout` sends it (to the run, then to its process group).
+  const fs::path said = dir / "twice.txt";
+  const std::string twice_run = cli + " run " + config("twice", 100000000, true) + " > " + said.string() + " 2>&1";
+  const int twice = std::system(("( " + twice_run + " ) & pid=$!; "
+                                 "for i in $(seq 1 200); do [ -d " + (dir / "results/twice/checkpoints").string() +
+                                 " ] && break; sleep 0.05; done; sleep 0.3; kill -INT $pid; kill -INT $pid; wait $pid")
+                                    .c_str());
+  CHECK(WEXITSTATUS(twice) == 130);
+  const std::string told = slurp(said);
+  const std::string resume_with = "resume with `poreforge resume ";
+  const auto named = told.find(resume_with);
+  REQUIRE_MESSAGE(named != std::string::npos, told);
+  const std::string rest = told.substr(named + resume_with.size());
+  const fs::path written = rest.substr(0, rest.find('`'));
+  CHECK(written.parent_path() == dir / "results/twice/checkpoints");
+  CHECK(fs::exists(written));
+
+  // A second signal a moment after the first is the same request: the run still stops at its
+  // next check, its way, not by the default action the second would take were it the user
+  // insisting. Both come during a start of seconds (grains sized by the targets at 128³),
+  // which the run finishes before it checks: then a checkpoint and exit 130.
+  const fs::path slow = dir / "slow.yaml";
+  std::ofstream(slow) << "name: slow\nbackend: cpu\ntarget:\n  descriptors: desc.h5\n"
+                      << "domain:\n  shape: [128, 128, 128]\ninitial:\n  structure: grains\n"
+                      << "output:\n  directory: " << (dir / "results").string() << "\n";
+  const fs::path slow_said = dir / "slow.txt";
+  const int again = std::system(("( " + cli + " run " + slow.string() + " --progress plain > " + slow_said.string() +
+                                 " 2>&1 ) & pid=$!; for i in $(seq 1 400); do grep -q 'resolved configuration' " +
+                                 slow_said.string() + " && break; sleep 0.05; done; "
+                                 "kill -INT $pid; sleep 0.2; kill -INT $pid; wait $pid")
+                                    .c_str());
+  CHECK(WEXITSTATUS(again) == 130);
+  CHECK_MESSAGE(slurp(slow_said).find("interrupted by signal 2 after") != std::string::npos, slurp(slow_said));
   std::error_code ec;
   fs::remove_all(dir, ec);
 }
