@@ -1,12 +1,9 @@
 // A reconstruction in progress — its folder, lock, history, checkpoints and outputs — for
 // `poreforge run` and `poreforge resume`.
-#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
-#include <atomic>
-#include <csignal>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -19,6 +16,7 @@
 #include <string>
 
 #include "run_session.hpp"
+#include "run_signals.hpp"
 #include "poreforge/annealer/annealer.hpp"
 #include "poreforge/annealer/start.hpp"
 #include "poreforge/backend.hpp"
@@ -70,80 +68,12 @@ std::string hms(double seconds) {
 // Text outputs go to disk as the HDF5 ones do: temporary, fsync, rename, directory fsync.
 void write_text(const fs::path& path, const std::string& text) { write_text_file(path.string(), text); }
 
-// SIGINT / SIGTERM: finish the step (the batch of steps on the device loop), write a
-// checkpoint, exit 128 + signal.
-volatile std::sig_atomic_t g_signal = 0;
-// The first signal asks the run to stop at its next check (a checkpoint once the loop runs); a
-// second one, while the first waits (a long start), ends the process at once as the default
-// action would. One request often arrives twice: `timeout` signals the run and then its process
-// group, and schedulers signal a job's every process, so a second signal within
-// kSameRequestNs of the first is that same request, not the user insisting (taken as one, it
-// killed runs before their checkpoint). clock_gettime, signal() and raise() are
-// async-signal-safe, and so are lock-free atomics.
-constexpr int64_t kSameRequestNs = 1'000'000'000;
-std::atomic<int64_t> g_signal_ns{0};  // when the first signal came (CLOCK_MONOTONIC); 0: none yet
-static_assert(std::atomic<int64_t>::is_always_lock_free, "the signal handler needs a lock-free clock");
-
-int64_t monotonic_ns() {
-  timespec t{};
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return int64_t(t.tv_sec) * 1'000'000'000 + t.tv_nsec;
-}
-
-extern "C" void on_signal(int sig) {
-  const int64_t now = monotonic_ns();
-  if (g_signal) {
-    // A first signal's time not yet stored is a signal handled on another thread this instant.
-    const int64_t first = g_signal_ns.load();
-    if (first == 0 || now - first < kSameRequestNs) return;
-    std::signal(sig, SIG_DFL);
-    std::raise(sig);
-    return;
-  }
-  g_signal = sig;
-  g_signal_ns.store(now);
-}
-
-// While a run is in this process: SIGINT and SIGTERM only set g_signal, which the run reads
-// at its checks (a checkpoint and 128 + the signal once the loop runs; before the run folder
-// exists, nothing written). The handlers the process had, flags and all, are put back when
-// the run returns, so a program that runs reconstructions in-process (the Python module) keeps
-// its own. The handlers and g_signal are the process's: one run at a time.
-std::atomic<bool> g_run_in_progress{false};
-
-class RunSignals {
- public:
-  RunSignals() {
-    if (g_run_in_progress.exchange(true))
-      throw InputError("another poreforge run is going on in this process: runs take turns (the signal handlers are "
-                       "the process's)");
-    struct sigaction ours {};
-    ours.sa_handler = on_signal;
-    sigemptyset(&ours.sa_mask);
-    ours.sa_flags = SA_RESTART;  // file writes carry on through a signal; the run checks g_signal
-    g_signal = 0;
-    g_signal_ns = 0;
-    sigaction(SIGINT, &ours, &m_interrupt);
-    sigaction(SIGTERM, &ours, &m_terminate);
-  }
-  ~RunSignals() {
-    sigaction(SIGINT, &m_interrupt, nullptr);
-    sigaction(SIGTERM, &m_terminate, nullptr);
-    g_run_in_progress = false;
-  }
-  RunSignals(const RunSignals&) = delete;
-  RunSignals& operator=(const RunSignals&) = delete;
-
- private:
-  struct sigaction m_interrupt {}, m_terminate {};
-};
-
 // A signal before the run folder exists: the run ends there, nothing written.
 struct Interrupted {
   int signal;
 };
 void stop_if_signalled() {
-  if (g_signal) throw Interrupted{int(g_signal)};
+  if (const int sig = caught_signal()) throw Interrupted{sig};
 }
 
 // Evaluations a loop is advanced by between looks at the clock, signals and the screen: on
@@ -249,8 +179,8 @@ struct Session {
 
   // The loop: reports, checkpoints, signals; then the final outputs. Returns the exit code.
   int drive(anneal::Annealer& a) {
-    // The handlers are RunSignals'; g_signal is not cleared, so a signal during the start or the
-    // coarser levels' last steps is still seen.
+    // The handlers are RunSignals'; a signal caught during the start or the coarser levels' last
+    // steps is still seen (caught_signal is not cleared).
     const auto loop_start = std::chrono::steady_clock::now();
     auto last_checkpoint = loop_start;
     const int64_t first = first_evaluation = a.progress().evaluations;
@@ -333,12 +263,12 @@ struct Session {
         checkpoint(a);
         last_checkpoint = now;
       }
-      if (g_signal) {
+      if (const int sig = caught_signal()) {
         if (mode == "live") std::printf("\n");
         const fs::path written = checkpoint(a);
         write_history();
-        const int code = 128 + int(g_signal);
-        say("interrupted by signal " + std::to_string(int(g_signal)) + " after " + std::to_string(p.evaluations) +
+        const int code = 128 + sig;
+        say("interrupted by signal " + std::to_string(sig) + " after " + std::to_string(p.evaluations) +
             " evaluations; checkpoint written: resume with `poreforge resume " + written.string() + "`");
         return code;
       }
@@ -904,7 +834,7 @@ int resume_run(const ResumeOptions& o, const std::string& command_line) {
 
 // The device loop evaluates the whole structure each step; the CPU's local evaluation only the
 // region a swap reaches, which follows the pores' width, not the volume, and outruns it on the
-// GPU machine's own cores (results/bench/anneal_host_h100.txt, docs/local-evaluation.md).
+// GPU machine's own cores (results/bench/anneal_host.txt, docs/local-evaluation.md).
 // Anisotropic voxels leave the CPU evaluating from scratch: the GPU keeps those.
 std::string auto_host_loop_reason(const anneal::Config& loop) {
   if (loop.weights.openings > 0) return "the openings term is counted by the CPU's evaluation only";

@@ -736,8 +736,7 @@ void on_threads(int threads, int64_t n, Body&& body) {
 constexpr double kBatchedRun = 4;
 // The most proposals an automatic batch scores: a batch costs its slowest region (the cost of a
 // proposal is heavy-tailed) and its threads share the caches, so that beyond several proposals a
-// batch costs more than they win back (docs/local-evaluation.md has the measurements: 8 beat 4
-// and 16 on 16 threads, once replicas took accepted swaps from their scoring's findings).
+// batch costs more than they win back (docs/local-evaluation.md has the measurements).
 constexpr int64_t kMostAutomatic = 8;
 constexpr int64_t kProbeEvery = 1024, kProbeLength = 64, kWarmChoices = 16;
 // A proposal's cost is heavy-tailed (most regions are small, a few span large pores): each way's
