@@ -19,6 +19,7 @@
 #include "poreforge/generators.hpp"
 #include "poreforge/io.hpp"
 #include "run_config.hpp"
+#include "run_folder.hpp"
 #include "run_session.hpp"
 #include "run_signals.hpp"
 #include "support/hdf5_edit.hpp"
@@ -712,6 +713,35 @@ TEST_CASE("cli.resume.older_surface_term") {
       CHECK(status == 0);
     }
   }
+}
+
+// A checkpoint an earlier poreforge wrote (schema 4: Euler, marching-cubes surface and chord
+// terms, no openings term; tests/fixtures/checkpoint_schema4 says how it was made) resumes to
+// the structure and the history that poreforge's own straight run reached.
+TEST_CASE("cli.resume.schema4_checkpoint_from_an_earlier_poreforge") {
+  const fs::path fixture = fs::path(POREFORGE_TEST_FIXTURES) / "checkpoint_schema4";
+  const fs::path dir = fs::temp_directory_path() / ("poreforge-schema4-" + std::to_string(testing::fresh_seed()));
+  const fs::path run = dir / "old";
+  fs::create_directories(run / "checkpoints");
+  std::ofstream(run / app::kRunMarker) << "made by poreforge: --force may replace this run folder\n";
+  const fs::path ckpt = run / "checkpoints" / "evaluation-000000000050.h5";
+  fs::copy_file(fixture / "evaluation-000000000050.h5", ckpt);
+  REQUIRE(read_hdf5_attribute(ckpt.string(), "schema") == 4);
+  REQUIRE(shell(std::string(POREFORGE_CLI) + " resume " + ckpt.string() + " --quiet > /dev/null") == 0);
+  CHECK(read_hdf5((run / "final.h5").string(), "/volume").bytes ==
+        read_hdf5((fixture / "final.h5").string(), "/volume").bytes);
+  // The earlier run's history row for row, with this poreforge's openings column (0: off).
+  std::istringstream earlier(slurp(fixture / "energy.csv")), resumed(slurp(run / "energy.csv"));
+  std::string want, got;
+  int rows = 0;
+  while (std::getline(earlier, want)) {
+    REQUIRE(std::getline(resumed, got));
+    CHECK(got == want + (rows++ == 0 ? ",openings" : ",0"));
+  }
+  CHECK(rows == 6);  // the header and the evaluations 0, 25, 50, 75 and 100
+  CHECK(!std::getline(resumed, got));
+  std::error_code ec;
+  fs::remove_all(dir, ec);
 }
 
 // The openings term resumes exactly: its target, normaliser and energies come back from the
