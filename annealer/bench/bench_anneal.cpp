@@ -177,9 +177,12 @@ int main(int argc, char** argv) {
               double(p.evaluations) / seconds, setup, seconds, largest_radius);
   const Annealer::BatchTally tally = a.batch_tally();
   if (!a.device_loop())
-    std::printf("batches of more than one proposal: %lld, scoring %lld proposals, %lld of them dropped (batch %s)\n",
+    std::printf("batches of more than one proposal: %lld, scoring %lld proposals, %lld of them dropped (batch %s); "
+                "accepted swaps taken in by the state and its replicas: %lld, %lld of them from their scoring's "
+                "findings\n",
                 static_cast<long long>(tally.batches), static_cast<long long>(tally.scored),
-                static_cast<long long>(tally.dropped), batch ? std::to_string(batch).c_str() : "auto");
+                static_cast<long long>(tally.dropped), batch ? std::to_string(batch).c_str() : "auto",
+                static_cast<long long>(tally.taken), static_cast<long long>(tally.taken_from_findings));
   std::ofstream out(json);
   out << "{\n  \"benchmark\": \"anneal\",\n  \"version\": \"" << version_string() << "\",\n  \"backend\": \""
       << to_string(backend) << "\",\n  \"device\": \"" << where << "\",\n  \"loop\": \"" << loop_ran << "\",\n  \"timer\": \"wall clock around the run, which ends synchronised\",\n  \"threads\": "
@@ -193,6 +196,7 @@ int main(int argc, char** argv) {
       << p.energy.total << ",\n  \"start\": {\"psd_l1\": " << start.pore_psd_l1 << ", \"s2_rms\": " << start.s2_rms
       << "},\n  \"final\": {\"psd_l1\": " << end.pore_psd_l1 << ", \"s2_rms\": " << end.s2_rms
       << "},\n  \"start_largest_radius\": " << largest_radius << ",\n  \"batch\": " << batch << ",\n  \"batches\": " << tally.batches << ",\n  \"batched_proposals\": "
-      << tally.scored << ",\n  \"dropped_proposals\": " << tally.dropped << "\n}\n";
+      << tally.scored << ",\n  \"dropped_proposals\": " << tally.dropped << ",\n  \"taken_swaps\": " << tally.taken
+      << ",\n  \"taken_from_findings\": " << tally.taken_from_findings << "\n}\n";
   return out ? 0 : 1;
 }

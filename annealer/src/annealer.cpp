@@ -650,11 +650,14 @@ void swap_in(const detail::HostState& c, int64_t to_solid, int64_t to_pore) {
 
 // A replica takes the swap the chain accepted (scored on another thread): its evaluators keep
 // it as their new state, from what the scoring evaluators found where that was from this state
-// (`scoring`, pore and solid), else evaluating it.
-void take_in(const detail::HostState& c, const detail::TakenSwap& swap) {
+// (`scoring`, pore and solid), else evaluating it. Counted in `taken`.
+void take_in(const detail::HostState& c, const detail::TakenSwap& swap, detail::Takes& taken) {
   swap_in(c, swap.to_solid, swap.to_pore);
+  bool written = true;
   for (int k = 0; k < 2; ++k)
-    if (c.evaluator[k]) c.evaluator[k]->settle_with(swap.scoring[std::size_t(k)]);
+    if (c.evaluator[k]) written = c.evaluator[k]->settle_with(swap.scoring[std::size_t(k)]) && written;
+  ++taken.swaps;
+  taken.from_findings += written;
 }
 
 // The swap `c` just scored, with what its evaluators found.
@@ -854,6 +857,7 @@ struct Annealer::Replica {
   std::unique_ptr<PsdEvaluator> evaluator[2];
   Step step;
   int64_t behind = 0;  // the backlog's last swaps it has not taken
+  detail::Takes taken;
 
   detail::HostState host_state() {
     return {&step,
@@ -1050,13 +1054,13 @@ void Annealer::take_in_everywhere(const detail::TakenSwap& swap) {
   try {
     on_threads(int(std::min<int64_t>(states, omp_get_max_threads())), states, [&](int64_t j, int) {
       if (j == 0) {
-        take_in(host_state(), swap);
+        take_in(host_state(), swap, m_taken);
         return;
       }
       try {
         Replica& r = *m_replicas[std::size_t(j - 1)];
         catch_up(r);
-        take_in(r.host_state(), swap);
+        take_in(r.host_state(), swap, r.taken);
       } catch (...) {
         replica_failed.store(true, std::memory_order_relaxed);
       }
@@ -1071,7 +1075,7 @@ void Annealer::take_in_everywhere(const detail::TakenSwap& swap) {
 
 // A replica takes the swaps accepted one at a time since it last scored, in order.
 void Annealer::catch_up(Replica& r) {
-  for (auto s = m_backlog.end() - r.behind; s != m_backlog.end(); ++s) take_in(r.host_state(), *s);
+  for (auto s = m_backlog.end() - r.behind; s != m_backlog.end(); ++s) take_in(r.host_state(), *s, r.taken);
   r.behind = 0;
 }
 
@@ -1082,7 +1086,22 @@ void Annealer::trim_backlog() {
   m_backlog.erase(m_backlog.begin(), m_backlog.end() - most);
 }
 
+Annealer::BatchTally Annealer::batch_tally() const {
+  BatchTally t = m_batch_tally;
+  t.taken = m_taken.swaps;
+  t.taken_from_findings = m_taken.from_findings;
+  for (const auto& r : m_replicas) {
+    t.taken += r->taken.swaps;
+    t.taken_from_findings += r->taken.from_findings;
+  }
+  return t;
+}
+
 void Annealer::drop_replicas() {
+  for (const auto& r : m_replicas) {
+    m_taken.swaps += r->taken.swaps;
+    m_taken.from_findings += r->taken.from_findings;
+  }
   m_replicas.clear();
   m_backlog.clear();
 }

@@ -44,10 +44,12 @@ class PsdEvaluator {
   /// settle(), taking `scoring` where it scored exactly the changes this evaluator has left to
   /// commit (those of its mask since its maps, after its own last scoring's kept changes), from
   /// the same mask, bins and boundary (a copy's, or this one's own): what it found is written
-  /// instead of being evaluated again. Otherwise as settle().
-  virtual void settle_with(const std::shared_ptr<const Scoring>& scoring) {
+  /// instead of being evaluated again. Otherwise as settle(). True where `scoring`'s findings
+  /// were written.
+  virtual bool settle_with(const std::shared_ptr<const Scoring>& scoring) {
     (void)scoring;
     settle();
+    return false;
   }
   /// What this evaluator's last evaluation found, for settle_with on it or its copies; the
   /// holder keeps it alive after this evaluator evaluates again. Null where that evaluation kept

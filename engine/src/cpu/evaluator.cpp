@@ -114,17 +114,20 @@ class CpuPsdEvaluator final : public PsdEvaluator {
 
   void settle() override { settle_with(nullptr); }
 
-  void settle_with(const std::shared_ptr<const Scoring>& scoring) override {
-    if (!m_local || m_stale || m_committed.voxels() == 0) return;  // the next evaluation starts afresh anyway
+  bool settle_with(const std::shared_ptr<const Scoring>& scoring) override {
+    if (!m_local || m_stale || m_committed.voxels() == 0) return false;  // the next evaluation starts afresh anyway
     m_stale = true;
     local::Changes ch;
-    if (!changes(ch)) return;  // stays stale: the next evaluation starts afresh
+    if (!changes(ch)) return false;  // stays stale: the next evaluation starts afresh
+    bool written = false;
     if (ch.count > 0) {
       const auto* theirs = dynamic_cast<const Findings*>(scoring.get());
-      if (theirs && holds(*theirs, ch)) commit_findings(*theirs);
+      written = theirs && holds(*theirs, ch);
+      if (written) commit_findings(*theirs);
       else commit(ch);
     }
     m_stale = false;
+    return written;
   }
 
   std::shared_ptr<const Scoring> last_scoring() const override { return m_findings_last ? m_findings : nullptr; }

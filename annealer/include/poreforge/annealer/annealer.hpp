@@ -196,6 +196,10 @@ struct TakenSwap {
   int64_t to_solid = -1, to_pore = -1;
   std::array<std::shared_ptr<const Scoring>, 2> scoring;
 };
+// Swaps a state took in, and those of them its evaluators wrote from the scoring's findings.
+struct Takes {
+  int64_t swaps = 0, from_findings = 0;
+};
 }  // namespace detail
 
 class Annealer {
@@ -242,11 +246,15 @@ class Annealer {
   /// The incremental two-point counts (for checks against a recount).
   const DirectionalCounts& counts() const;
   /// The host loop's speculative batches so far (Config::batch): batches of more than one
-  /// proposal, the proposals they scored, and those dropped (scored after the accepted one).
+  /// proposal, the proposals they scored, and those dropped (scored after the accepted one);
+  /// the accepted swaps this state and its replicas took in (a replica's backlog of swaps
+  /// accepted one at a time among them), and those of them written from what their scoring
+  /// found rather than evaluated again.
   struct BatchTally {
     int64_t batches = 0, scored = 0, dropped = 0;
+    int64_t taken = 0, taken_from_findings = 0;
   };
-  BatchTally batch_tally() const { return m_batch_tally; }
+  BatchTally batch_tally() const;
   /// Proposals the loop would score at once now: the host loop's speculative batch
   /// (Config::batch, or the automatic size); 1 on the device loop. A caller that advances by
   /// at least this many lets a batch form.
@@ -334,6 +342,7 @@ class Annealer {
   int64_t m_same_way = 0;         // choices in a row the same way as the last (one at a time or batches)
   bool m_last_batched = false;
   BatchTally m_batch_tally;
+  detail::Takes m_taken;  // this state's, and the dropped replicas'; the live ones keep their own
 };
 
 }  // namespace poreforge::anneal
