@@ -750,10 +750,6 @@ constexpr double kTimeKept = 0.98;
 // catching up costs a few writes a swap (a local evaluation where its findings were let go),
 // and beyond this many, copying the state again (its maps and voxel lists) likely costs less.
 constexpr int64_t kMostBehind = 1024;
-// The memory the backlog's swaps may hold in their scorings' findings (each holds its changes'
-// near boxes, which grow as the cube of the pores' width), the newest kept: an older swap
-// without them is evaluated by each replica that takes it.
-constexpr std::size_t kMostBacklogFindings = std::size_t(64) << 20;
 
 }  // namespace
 
@@ -1079,29 +1075,55 @@ void Annealer::catch_up(Replica& r) {
   r.behind = 0;
 }
 
+namespace {
+std::size_t findings_bytes(const detail::TakenSwap& swap) {
+  std::size_t b = 0;
+  for (const auto& f : swap.scoring)
+    if (f) b += f->bytes();
+  return b;
+}
+}  // namespace
+
+void detail::Backlog::push(TakenSwap swap) {
+  m_bytes += findings_bytes(swap);
+  m_swaps.push_back(std::move(swap));
+  for (; m_bytes > kMostBytes && m_let_go < m_swaps.size(); ++m_let_go) {
+    TakenSwap& oldest = m_swaps[m_let_go];
+    m_bytes -= findings_bytes(oldest);
+    oldest.scoring = {};
+  }
+}
+
+void detail::Backlog::drop_oldest(std::size_t n) {
+  for (std::size_t i = m_let_go; i < n; ++i) m_bytes -= findings_bytes(m_swaps[i]);
+  m_swaps.erase(m_swaps.begin(), m_swaps.begin() + std::ptrdiff_t(n));
+  m_let_go = n < m_let_go ? m_let_go - n : 0;
+}
+
+void detail::Backlog::clear() {
+  m_swaps.clear();
+  m_bytes = 0;
+  m_let_go = 0;
+}
+
 // The backlog's swaps that every replica has taken, dropped.
 void Annealer::trim_backlog() {
   int64_t most = 0;
   for (const auto& r : m_replicas) most = std::max(most, r->behind);
-  m_backlog.erase(m_backlog.begin(), m_backlog.end() - most);
+  m_backlog.drop_oldest(m_backlog.size() - std::size_t(most));
 }
 
 Annealer::BatchTally Annealer::batch_tally() const {
+  detail::Takes all = m_taken;
+  for (const auto& r : m_replicas) all += r->taken;
   BatchTally t = m_batch_tally;
-  t.taken = m_taken.swaps;
-  t.taken_from_findings = m_taken.from_findings;
-  for (const auto& r : m_replicas) {
-    t.taken += r->taken.swaps;
-    t.taken_from_findings += r->taken.from_findings;
-  }
+  t.taken = all.swaps;
+  t.taken_from_findings = all.from_findings;
   return t;
 }
 
 void Annealer::drop_replicas() {
-  for (const auto& r : m_replicas) {
-    m_taken.swaps += r->taken.swaps;
-    m_taken.from_findings += r->taken.from_findings;
-  }
+  for (const auto& r : m_replicas) m_taken += r->taken;
   m_replicas.clear();
   m_backlog.clear();
 }
@@ -1116,13 +1138,7 @@ bool Annealer::host_step() {
     // The replicas take it when they next score (catch_up), from what this scoring found, so
     // that one proposal at a time costs the same with or without them; so far behind, remaking
     // them costs less.
-    if (!m_replicas.empty()) {
-      m_backlog.push_back(scored_swap(host_state(), s.to_solid, s.to_pore));
-      std::size_t held = 0;
-      for (auto b = m_backlog.rbegin(); b != m_backlog.rend(); ++b)
-        for (std::shared_ptr<const Scoring>& f : b->scoring)
-          if (f && (held += f->bytes()) > kMostBacklogFindings) f.reset();
-    }
+    if (!m_replicas.empty()) m_backlog.push(scored_swap(host_state(), s.to_solid, s.to_pore));
     for (auto& r : m_replicas) ++r->behind;
     if (int64_t(m_backlog.size()) > kMostBehind) drop_replicas();
   } else {

@@ -182,6 +182,45 @@ PF_BACKEND_TEST("anneal", "golden_runs_unchanged") {
 // and energies to the bit, and did batch and drop. The automatic size runs too (batches or
 // one at a time by their timing: the same chain either way), and so do batches with stretches
 // of single steps between, whose accepted swaps the replicas take late (their backlog).
+// The backlog holds its swaps' findings to Backlog::kMostBytes, letting the oldest go first, and
+// keeps its running total through drops from the front and clears.
+TEST_CASE("anneal.backlog_holds_the_newest_findings") {
+  struct Sized final : Scoring {
+    std::size_t size;
+    explicit Sized(std::size_t s) : size(s) {}
+    std::size_t bytes() const override { return size; }
+  };
+  const std::size_t third = anneal::detail::Backlog::kMostBytes / 3 + 1;  // three exceed the bound
+  const auto swap = [&](int64_t i) {
+    return anneal::detail::TakenSwap{i, i + 1, {std::make_shared<Sized>(third), nullptr}};
+  };
+  anneal::detail::Backlog backlog;
+  const auto held = [&] {
+    std::vector<bool> h;
+    for (auto s = backlog.end() - std::ptrdiff_t(backlog.size()); s != backlog.end(); ++s) h.push_back(bool(s->scoring[0]));
+    return h;
+  };
+  backlog.push(swap(0));
+  backlog.push(swap(1));
+  CHECK(held() == std::vector<bool>{true, true});
+  backlog.push(swap(2));
+  CHECK(held() == std::vector<bool>{false, true, true});
+  backlog.push(swap(3));
+  CHECK(held() == std::vector<bool>{false, false, true, true});
+  backlog.drop_oldest(3);  // one of the two held ones goes with the front
+  CHECK(held() == std::vector<bool>{true});
+  backlog.push(swap(4));
+  CHECK(held() == std::vector<bool>{true, true});  // two fit again: the total followed the drop
+  backlog.push(swap(5));
+  CHECK(held() == std::vector<bool>{false, true, true});
+  CHECK((backlog.end() - 1)->to_solid == 5);
+  backlog.clear();
+  CHECK(backlog.size() == 0);
+  backlog.push(swap(6));
+  backlog.push(swap(7));
+  CHECK(held() == std::vector<bool>{true, true});
+}
+
 // Where the evaluators score locally (a box large beside its structure: white noise at 40³; at
 // the chain tests' 13x12x11 the regions often hold most of the box and go from scratch, with no
 // findings to give), the state and its replicas take most accepted swaps from what the scoring

@@ -199,6 +199,30 @@ struct TakenSwap {
 // Swaps a state took in, and those of them its evaluators wrote from the scoring's findings.
 struct Takes {
   int64_t swaps = 0, from_findings = 0;
+  Takes& operator+=(const Takes& o) {
+    swaps += o.swaps;
+    from_findings += o.from_findings;
+    return *this;
+  }
+};
+// The swaps accepted one at a time that replicas have yet to take, oldest first, with the
+// findings of their scorings held to kMostBytes in all, the newest kept (an older swap whose
+// findings were let go is evaluated by each replica that takes it). The bytes held are a
+// running total, so a push costs the findings it lets go, not a walk of the backlog.
+class Backlog {
+ public:
+  // Each swap's findings hold its changes' near boxes, which grow as the cube of the pores' width.
+  static constexpr std::size_t kMostBytes = std::size_t(64) << 20;
+  void push(TakenSwap swap);
+  void drop_oldest(std::size_t n);
+  void clear();
+  std::size_t size() const { return m_swaps.size(); }
+  std::vector<TakenSwap>::const_iterator end() const { return m_swaps.end(); }
+
+ private:
+  std::vector<TakenSwap> m_swaps;
+  std::size_t m_bytes = 0;
+  std::size_t m_let_go = 0;  // the leading swaps whose findings were let go
 };
 }  // namespace detail
 
@@ -325,7 +349,7 @@ class Annealer {
   struct Replica;
   std::unique_ptr<Replica> replica() const;
   std::vector<std::unique_ptr<Replica>> m_replicas;
-  std::vector<detail::TakenSwap> m_backlog;  // oldest first
+  detail::Backlog m_backlog;
   void catch_up(Replica& r);  // takes the backlog's swaps it is behind by
   void trim_backlog();        // drops the swaps every replica has taken
   void drop_replicas();
