@@ -177,7 +177,7 @@ int main(int argc, char** argv) {
               double(p.evaluations) / seconds, setup, seconds, largest_radius);
   const Annealer::BatchTally tally = a.batch_tally();
   if (!a.device_loop())
-    std::printf("batches of more than one proposal: %lld, scoring %lld proposals, %lld of them dropped (batch %s); "
+    std::printf("pipelined runs of speculative batches: %lld, scoring %lld proposals, %lld of them dropped (batch %s); "
                 "accepted swaps taken in by the state and its replicas: %lld, %lld of them from their scoring's "
                 "findings\n",
                 static_cast<long long>(tally.batches), static_cast<long long>(tally.scored),

@@ -3,11 +3,12 @@
 #include <omp.h>
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <cmath>
+#include <condition_variable>
 #include <cstdio>
 #include <exception>
+#include <mutex>
 #include <stdexcept>
 
 #include "poreforge/correlation.hpp"
@@ -699,33 +700,6 @@ Energy swap_and_score(const detail::HostState& c, int64_t to_solid, int64_t to_p
   }
 }
 
-// body(j, t) for every j in [0, n) on `threads` threads (t: the thread, 0 the caller's), the
-// evaluators' own parallel regions kept to their thread: nested OpenMP would oversubscribe the
-// cores the batch already uses. The first exception is rethrown once every thread is done (one
-// may not leave an OpenMP region); the bodies not yet started by then are skipped.
-template <class Body>
-void on_threads(int threads, int64_t n, Body&& body) {
-  std::exception_ptr error;
-  std::atomic<bool> failed{false};
-#pragma omp parallel num_threads(threads)
-  {
-    const int t = omp_get_thread_num();
-    omp_set_num_threads(1);  // this thread's own setting, for the region's length
-#pragma omp for schedule(static, 1)
-    for (int64_t j = 0; j < n; ++j) {
-      if (failed.load(std::memory_order_relaxed)) continue;
-      try {
-        body(j, t);
-      } catch (...) {
-        failed.store(true, std::memory_order_relaxed);
-#pragma omp critical(poreforge_anneal_threads)
-        if (!error) error = std::current_exception();
-      }
-    }
-  }
-  if (error) std::rethrow_exception(error);
-}
-
 // When the batch size is automatic (batch_size), batches are tried only on more than one
 // thread and while the expected run of rejections is at least kBatchedRun (shorter, a batch
 // takes little more than its first proposal). Then whichever of one at a time and batches has
@@ -733,14 +707,15 @@ void on_threads(int threads, int64_t n, Body&& body) {
 // last kProbeLength of every kProbeEvery choices so that its figure keeps up: measured, not
 // modelled, because where batches pay depends on the cores, the volume and the structure
 // (docs/local-evaluation.md has the figures). The first kWarmChoices after a change of way are
-// not timed (the way left out has its tables out of the caches), and the first batch after
-// swaps taken one at a time, where the replicas catch up on them, is charged to one at a time:
-// that is what its swaps cost the replicas.
+// not timed (the way left out has its tables out of the caches).
 constexpr double kBatchedRun = 4;
-// The most proposals an automatic batch scores: a batch costs its slowest region (the cost of a
-// proposal is heavy-tailed) and its threads share the caches, so that beyond several proposals a
-// batch costs more than they win back (docs/local-evaluation.md has the measurements).
+// The most proposals an automatic batch scores ahead of the chain: beyond the expected run of
+// rejections most are dropped, and its threads share the caches (docs/local-evaluation.md has
+// the measurements).
 constexpr int64_t kMostAutomatic = 8;
+// A pipeline runs for this many batches' proposals before the way is chosen again: its start
+// and its end (the proposals in flight, dropped) cost about one proposal a thread.
+constexpr int64_t kPipelineWindows = 64;
 constexpr int64_t kProbeEvery = 1024, kProbeLength = 64, kWarmChoices = 16;
 // A proposal's cost is heavy-tailed (most regions are small, a few span large pores): each way's
 // figure is its time over its evaluations, both sums fading by this factor a sample, not an
@@ -951,15 +926,14 @@ int64_t Annealer::batch_size() const {
 }
 
 int64_t Annealer::host_batch(int64_t most) {
-  // The way chosen, not the size `most` cuts it to (the rest of a batch whose proposal was
-  // accepted early, a report due): a batch cut to one proposal is not a change of way, nor timed.
+  // The way chosen, not the size `most` cuts it to (a report due): a batch cut to one proposal
+  // is not a change of way, nor timed.
   const int64_t size = batch_size(), k = std::min(size, most);
   const bool batched = size > 1, after_single_steps = batched && !m_last_batched;
   m_same_way = m_batch_choices > 0 && batched == m_last_batched ? m_same_way + 1 : 0;
   m_last_batched = batched;
   ++m_batch_choices;
   const bool warm = m_same_way >= kWarmChoices && k == size;
-  const auto note = [&](bool accepted) { m_acceptance = 0.99 * m_acceptance + (accepted ? 0.01 : 0.0); };
   // Wall time per evaluation taken, one at a time and in batches: batch_size's choice (never
   // the chain's, which is the same either way).
   const auto started = std::chrono::steady_clock::now();
@@ -968,106 +942,184 @@ int64_t Annealer::host_batch(int64_t most) {
     w.seconds = kTimeKept * w.seconds + s;
     w.evaluations = kTimeKept * w.evaluations + double(evaluations);
   };
-  const auto one_at_a_time = [&] {
-    note(host_step());
-    if (warm) timed(m_one_at_a_time, 1);
-    return int64_t(1);
-  };
-  if (k <= 1) return one_at_a_time();
-  // A thread a replica (this annealer's own state the first), as many as the batch and half
-  // the host's free memory allow (unknown memory: no limit).
-  if (m_most_replicas < 0) {
-    const double room = 0.5 * host_memory_available() /
-                        (memory_per_voxel::run_cpu_replica * double(m_config.shape.voxels()));
-    m_most_replicas = int64_t(std::clamp(room, 0.0, double(omp_get_max_threads())));
+  if (k > 1) {
+    // A thread a replica (this annealer's own state the first), as many as the batch and half
+    // the host's free memory allow (unknown memory: no limit).
+    if (m_most_replicas < 0) {
+      const double room = 0.5 * host_memory_available() /
+                          (memory_per_voxel::run_cpu_replica * double(m_config.shape.voxels()));
+      m_most_replicas = int64_t(std::clamp(room, 0.0, double(omp_get_max_threads())));
+    }
+    const int threads = int(std::min<int64_t>({k, omp_get_max_threads(), m_most_replicas + 1}));
+    if (threads > 1) {
+      // Batches that make replicas (a copy of the maps each, or a first evaluation from scratch
+      // on the CUDA backend's host loop), or whose replicas first catch up on swaps taken one at
+      // a time, are not timed: that cost is neither way's own.
+      const bool made = int64_t(m_replicas.size()) < threads - 1;
+      while (int64_t(m_replicas.size()) < threads - 1) m_replicas.push_back(replica());
+      const int64_t taken = pipeline(std::min(most, kPipelineWindows * k), k, threads);
+      if (warm && !made && !after_single_steps) timed(m_batched, taken);
+      return taken;
+    }
   }
-  const int threads = int(std::min<int64_t>({k, omp_get_max_threads(), m_most_replicas + 1}));
-  if (threads <= 1) return one_at_a_time();
-  // A batch that makes replicas (a copy of the maps each, or a first evaluation from scratch on
-  // the CUDA backend's host loop) is not timed.
-  const bool made = int64_t(m_replicas.size()) < threads - 1;
-  while (int64_t(m_replicas.size()) < threads - 1) m_replicas.push_back(replica());
+  note_acceptance(host_step());
+  if (warm) timed(m_one_at_a_time, 1);
+  return 1;
+}
 
-  // Every proposal scored against the same state, each on its own evaluation's draws (those
-  // one at a time would give it, were the ones before it rejected), and undone.
+// Proposals first, first + 1, … (first: the evaluations so far) are claimed in order by the
+// threads, each scored by its thread's state (this annealer's own the first, then the replicas)
+// as the chain stands when it is claimed, at most `window` ahead of the chain, and undone. The
+// thread that posts a score takes the chain on as far as the scores in order allow, as one at a
+// time would take it (Metropolis, then end_evaluation); an accepted swap goes into the
+// backlog, the scores after it (made on the state before it) are dropped, and the claims start
+// again after it. A state takes the backlog's swaps it has not (from their scorings' findings)
+// when it claims. No thread waits for a batch's slowest proposal, only for a proposal to claim:
+// a proposal's cost is heavy-tailed, and a barrier after every batch kept every thread waiting
+// on its slowest region (docs/local-evaluation.md has the measurements).
+int64_t Annealer::pipeline(int64_t length, int64_t window, int threads) {
   struct Scored {
+    int64_t proposal = -1;  // -1: an empty slot
     int64_t to_solid = -1, to_pore = -1;
     Energy energy;
     detail::TakenSwap taken;  // with its scoring, should the chain take it
   };
-  std::vector<Scored> scored(static_cast<std::size_t>(k));
+  struct Worker {
+    detail::HostState state;
+    detail::Takes* takes;
+    int64_t upto;  // the backlog's swaps it has taken: those numbered below this
+    bool failed = false;
+  };
+  std::vector<Worker> workers;
+  workers.push_back({host_state(), &m_taken, m_backlog.pushed()});
+  for (int t = 1; t < threads; ++t) {
+    Replica& r = *m_replicas[std::size_t(t - 1)];
+    workers.push_back({r.host_state(), &r.taken, m_backlog.pushed() - r.behind});
+  }
+  // The replicas without a thread this time (a smaller batch than before) keep their backlog.
+  int64_t idle_upto = m_backlog.pushed();
+  for (std::size_t i = std::size_t(threads - 1); i < m_replicas.size(); ++i)
+    idle_upto = std::min(idle_upto, m_backlog.pushed() - m_replicas[i]->behind);
+
+  std::mutex mutex;  // guards everything below and the chain's state (m_state, the backlog)
+  std::condition_variable wake;
+  std::vector<Scored> slots(static_cast<std::size_t>(window));  // proposal p in slot p % window
+  std::vector<int64_t> orphans;  // claims of replicas that failed, to be claimed again
+  int64_t next = 0, chain = 0, scored = 0;
+  int64_t accepted_swaps = 0;  // the chain's so far: a claim's score stands while it is unchanged
+  bool done = false;
+  std::exception_ptr error;
   const uint64_t first = uint64_t(m_state.progress.evaluations);
-  try {
-    on_threads(threads, k, [&](int64_t j, int t) {
-      if (t > 0 && j == t) catch_up(*m_replicas[std::size_t(t - 1)]);  // a thread's first proposal
-      const detail::HostState state = t == 0 ? host_state() : m_replicas[std::size_t(t - 1)]->host_state();
-      Scored& out = scored[std::size_t(j)];
-      const uint64_t step = first + uint64_t(j);
-      out.to_solid = propose(*state.step, 1, step, 0);
-      out.to_pore = propose(*state.step, 0, step, 1, out.to_solid);
-      out.energy = swap_and_score(state, out.to_solid, out.to_pore);
-      out.taken = scored_swap(state, out.to_solid, out.to_pore);
-      undo_in(state, out.to_solid, out.to_pore);
-    });
-  } catch (...) {
-    drop_replicas();  // remade from this state when next needed
-    throw;
-  }
-  trim_backlog();
-
-  // The chain: the proposals in order, as one at a time would take them, up to the first
-  // accepted one, which every replica takes too.
   StepState& s = m_state;
-  int64_t used = 0;
-  for (const Scored& proposal : scored) {
-    ++used;
-    s.to_solid = proposal.to_solid;
-    s.to_pore = proposal.to_pore;
-    const bool accepted = accept(m_step, s, proposal.energy);
-    // This state takes it as the replicas do (its evaluators keep it, whichever thread scored it).
-    if (accepted) take_in_everywhere(proposal.taken);
-    note(accepted);
-    end_evaluation(m_step.cooling, s, m_step.stage_energies);
-    if (accepted || s.progress.stopped != StopReason::none) break;
-  }
-  ++m_batch_tally.batches;
-  m_batch_tally.scored += k;
-  m_batch_tally.dropped += k - used;
-  if (after_single_steps && !made) timed(m_one_at_a_time, 0);
-  else if (warm && !made) timed(m_batched, used);
-  return used;
-}
 
-// An accepted swap taken by this annealer's state and every replica, each on a thread of its
-// own, from what its scoring found (a state whose evaluator cannot take that evaluates it, and
-// one after another those would cost a batch as many evaluations as it has threads). A replica
-// behind takes its backlog first. A replica that fails is only a speed-up lost: the replicas are
-// dropped (remade from this state when next needed) and the run goes on; this state's own
-// failure is thrown.
-void Annealer::take_in_everywhere(const detail::TakenSwap& swap) {
-  const int64_t states = int64_t(m_replicas.size()) + 1;
-  std::atomic<bool> replica_failed{false};
-  try {
-    on_threads(int(std::min<int64_t>(states, omp_get_max_threads())), states, [&](int64_t j, int) {
-      if (j == 0) {
-        take_in(host_state(), swap, m_taken);
+  // Under the lock: the chain takes the scores in order, up to the first missing one.
+  const auto take_chain_on = [&] {
+    for (;;) {
+      Scored& p = slots[std::size_t(chain % window)];
+      if (done || p.proposal != chain) return;
+      p.proposal = -1;
+      s.to_solid = p.to_solid;
+      s.to_pore = p.to_pore;
+      const bool accepted = accept(m_step, s, p.energy);
+      if (accepted) {
+        m_backlog.push_kept(std::move(p.taken));
+        ++accepted_swaps;
+        next = chain + 1;
+        orphans.clear();
+        for (Scored& q : slots) q.proposal = -1;
+        int64_t upto = idle_upto;
+        for (const Worker& w : workers)
+          if (!w.failed) upto = std::min(upto, w.upto);
+        m_backlog.drop_oldest(std::size_t(m_backlog.size() - std::size_t(m_backlog.pushed() - upto)));
+      }
+      note_acceptance(accepted);
+      end_evaluation(m_step.cooling, s, m_step.stage_energies);
+      ++chain;
+      if (s.progress.stopped != StopReason::none || chain == length) done = true;
+    }
+  };
+
+  const auto work = [&](int t) {
+    Worker& w = workers[std::size_t(t)];
+    std::vector<const detail::TakenSwap*> behind;
+    std::unique_lock<std::mutex> lock(mutex);
+    for (;;) {
+      wake.wait(lock, [&] { return done || !orphans.empty() || (next < chain + window && next < length); });
+      if (done) return;
+      int64_t j = next;
+      if (orphans.empty()) ++next;
+      else {
+        j = orphans.back();
+        orphans.pop_back();
+      }
+      const int64_t claimed_at = accepted_swaps, upto = m_backlog.pushed();
+      behind.clear();
+      for (int64_t n = w.upto; n < upto; ++n) behind.push_back(&m_backlog.numbered(n));
+      lock.unlock();
+
+      Scored out;
+      std::size_t taken = 0;
+      std::exception_ptr failure;
+      try {
+        for (; taken < behind.size(); ++taken) take_in(w.state, *behind[taken], *w.takes);
+        const uint64_t step = first + uint64_t(j);
+        out.proposal = j;
+        out.to_solid = propose(*w.state.step, 1, step, 0);
+        out.to_pore = propose(*w.state.step, 0, step, 1, out.to_solid);
+        out.energy = swap_and_score(w.state, out.to_solid, out.to_pore);
+        out.taken = scored_swap(w.state, out.to_solid, out.to_pore);
+        undo_in(w.state, out.to_solid, out.to_pore);
+      } catch (...) {
+        failure = std::current_exception();
+      }
+
+      lock.lock();
+      w.upto += int64_t(taken);
+      ++scored;
+      if (failure) {
+        // A replica that fails is only a speed-up lost (its claim goes to the others); this
+        // state's failure ends the run.
+        if (t == 0 && !error) error = failure;
+        if (t == 0) done = true;
+        else if (claimed_at == accepted_swaps) orphans.push_back(j);
+        w.failed = true;
+        wake.notify_all();
         return;
       }
-      try {
-        Replica& r = *m_replicas[std::size_t(j - 1)];
-        catch_up(r);
-        take_in(r.host_state(), swap, r.taken);
-      } catch (...) {
-        replica_failed.store(true, std::memory_order_relaxed);
+      if (claimed_at == accepted_swaps && !done) {
+        slots[std::size_t(j % window)] = std::move(out);
+        take_chain_on();
       }
-    });
-  } catch (...) {
-    drop_replicas();
-    throw;
+      wake.notify_all();
+    }
+  };
+
+#pragma omp parallel num_threads(threads)
+  {
+    omp_set_num_threads(1);  // the evaluators' own parallel regions kept to their thread
+    work(omp_get_thread_num());
   }
-  if (replica_failed.load()) drop_replicas();
-  m_backlog.clear();  // every replica has taken it
+
+  // This state takes the swaps accepted since its thread last claimed; each replica keeps how
+  // far behind it is for its next claim.
+  for (int64_t n = workers[0].upto; n < m_backlog.pushed(); ++n) take_in(host_state(), m_backlog.numbered(n), m_taken);
+  bool replica_failed = false;
+  for (int t = 1; t < threads; ++t) {
+    m_replicas[std::size_t(t - 1)]->behind = m_backlog.pushed() - workers[std::size_t(t)].upto;
+    replica_failed = replica_failed || workers[std::size_t(t)].failed;
+  }
+  for (std::size_t i = std::size_t(threads - 1); i < m_replicas.size(); ++i) m_replicas[i]->behind += accepted_swaps;
+  if (replica_failed || error) drop_replicas();  // remade from this state when next needed
+  else trim_backlog();
+  if (error) std::rethrow_exception(error);
+
+  ++m_batch_tally.batches;
+  m_batch_tally.scored += scored;
+  m_batch_tally.dropped += scored - chain;
+  return chain;
 }
+
+void Annealer::note_acceptance(bool accepted) { m_acceptance = 0.99 * m_acceptance + (accepted ? 0.01 : 0.0); }
 
 // A replica takes the swaps accepted one at a time since it last scored, in order.
 void Annealer::catch_up(Replica& r) {
@@ -1085,8 +1137,7 @@ std::size_t findings_bytes(const detail::TakenSwap& swap) {
 }  // namespace
 
 void detail::Backlog::push(TakenSwap swap) {
-  m_bytes += findings_bytes(swap);
-  m_swaps.push_back(std::move(swap));
+  push_kept(std::move(swap));
   for (; m_bytes > kMostBytes && m_let_go < m_swaps.size(); ++m_let_go) {
     TakenSwap& oldest = m_swaps[m_let_go];
     m_bytes -= findings_bytes(oldest);
@@ -1094,13 +1145,20 @@ void detail::Backlog::push(TakenSwap swap) {
   }
 }
 
+void detail::Backlog::push_kept(TakenSwap swap) {
+  m_bytes += findings_bytes(swap);
+  m_swaps.push_back(std::move(swap));
+}
+
 void detail::Backlog::drop_oldest(std::size_t n) {
   for (std::size_t i = m_let_go; i < n; ++i) m_bytes -= findings_bytes(m_swaps[i]);
   m_swaps.erase(m_swaps.begin(), m_swaps.begin() + std::ptrdiff_t(n));
   m_let_go = n < m_let_go ? m_let_go - n : 0;
+  m_dropped += int64_t(n);
 }
 
 void detail::Backlog::clear() {
+  m_dropped += int64_t(m_swaps.size());
   m_swaps.clear();
   m_bytes = 0;
   m_let_go = 0;

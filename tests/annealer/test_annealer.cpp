@@ -176,12 +176,6 @@ PF_BACKEND_TEST("anneal", "golden_runs_unchanged") {
   }
 }
 
-// The host loop's speculative batches take the chain one proposal at a time would: with every
-// term weighted, biased and connectivity-kept moves, batches of 1, 7 and 64 on three threads
-// give the same progress at every report and the same structure, voxel order, schedule state
-// and energies to the bit, and did batch and drop. The automatic size runs too (batches or
-// one at a time by their timing: the same chain either way), and so do batches with stretches
-// of single steps between, whose accepted swaps the replicas take late (their backlog).
 // The backlog holds its swaps' findings to Backlog::kMostBytes, letting the oldest go first, and
 // keeps its running total through drops from the front and clears.
 TEST_CASE("anneal.backlog_holds_the_newest_findings") {
@@ -243,6 +237,13 @@ TEST_CASE("anneal.cpu.replicas_take_swaps_from_findings") {
   CHECK(a.evaluate_from_scratch().total == a.progress().energy.total);
 }
 
+// The host loop's speculative batches take the chain one proposal at a time would: with every
+// term weighted, biased and connectivity-kept moves, batches of 1, 7 and 64 on three threads
+// give the same progress at every report and the same structure, voxel order, schedule state
+// and energies to the bit, and did batch and drop. The automatic size runs too (batches or
+// one at a time by their timing: the same chain either way), and so do batches with stretches
+// of single steps between, whose accepted swaps the replicas take late (their backlog), and
+// smaller batches after larger ones, whose idle replicas keep theirs.
 TEST_CASE("anneal.cpu.batches_take_the_same_chain") {
   const uint64_t seed = testing::fresh_seed();
   CAPTURE(seed);
@@ -290,7 +291,6 @@ TEST_CASE("anneal.cpu.batches_take_the_same_chain") {
       CHECK(r.tally.dropped > 0);
       // Replicas take the accepted swaps (and their backlog) from what the scoring found: an
       // evaluation again only where a scoring kept no findings (one that went from scratch).
-      CHECK(r.tally.taken > 0);
       CHECK(r.tally.taken > 0);
       CHECK(r.tally.taken_from_findings <= r.tally.taken);
     }

@@ -118,8 +118,10 @@ class CpuPsdEvaluator final : public PsdEvaluator {
     if (!m_local || m_stale || m_committed.voxels() == 0) return false;  // the next evaluation starts afresh anyway
     m_stale = true;
     local::Changes ch;
-    if (!changes(ch)) return false;  // stays stale: the next evaluation starts afresh
+    // The change this evaluator scored last, kept (the swap it scored was the one taken), is
+    // written from its own findings where it kept them.
     bool written = false;
+    if (!changes(ch, &written)) return false;  // stays stale: the next evaluation starts afresh
     if (ch.count > 0) {
       const auto* theirs = dynamic_cast<const Findings*>(scoring.get());
       written = theirs && holds(*theirs, ch);
@@ -157,11 +159,16 @@ class CpuPsdEvaluator final : public PsdEvaluator {
   // The pending changes committed where they are still in the mask and dropped where they
   // were set back; then the voxels that differ from the committed mask, prepared, into `ch`.
   // False when they are too many to take locally; throws when a joined voxel has no background.
-  bool changes(local::Changes& ch) {
+  // `pending_from_findings` (optional): set to whether the pending changes were committed from
+  // this evaluator's findings.
+  bool changes(local::Changes& ch, bool* pending_from_findings = nullptr) {
     if (m_pending.count > 0) {
       bool kept = true;
       for (int k = 0; k < m_pending.count; ++k) kept = kept && m_phase[m_pending.index[k]] == m_pending.value[k];
-      if (kept) commit(m_pending);
+      if (kept) {
+        const bool from_findings = commit(m_pending);
+        if (pending_from_findings) *pending_from_findings = from_findings;
+      }
       m_pending = local::Changes{};
     }
     std::vector<int64_t> changed;
@@ -734,10 +741,18 @@ class CpuPsdEvaluator final : public PsdEvaluator {
     }
   }
 
-  void commit(const local::Changes& ch) {
-    if (ch.whole) refresh();  // its mask may hold the next change too: the maps take that as well
-    else if (m_findings && holds(*m_findings, ch)) commit_findings(*m_findings);
-    else process(ch, nullptr);
+  // Whether the maps took `ch` from this evaluator's findings.
+  bool commit(const local::Changes& ch) {
+    if (ch.whole) {
+      refresh();  // its mask may hold the next change too: the maps take that as well
+      return false;
+    }
+    if (m_findings && holds(*m_findings, ch)) {
+      commit_findings(*m_findings);
+      return true;
+    }
+    process(ch, nullptr);
+    return false;
   }
 
   void set_centre(const local::Grid& g, const int64_t c[3], bool on) {

@@ -9,6 +9,7 @@
 /// step, so a seed gives the same run every time, on either loop.
 #include <array>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <limits>
 #include <memory>
@@ -135,8 +136,10 @@ struct Config {
   /// per step), instead of the device-resident loop. For cross-checks and comparisons.
   bool host_loop = false;
   /// Speculative batches: this many proposals are scored at once against the same structure
-  /// (on the host loop each on a thread; on the device loop in one pass), and taken in order up
-  /// to the first accepted one; the rest are dropped. The run is the same, draw for draw, for
+  /// (on the device loop in one pass; on the host loop each on a thread, pipelined: a thread
+  /// that is done claims the next proposal while the chain waits on a slower one, at most this
+  /// many ahead of the chain), and taken in order up to the first accepted one; the rest are
+  /// dropped. The run is the same, draw for draw, for
   /// every value (each proposal draws from its own evaluation's counter). 0: chosen as it
   /// runs, from the acceptance rate (and on the host the threads); 1: one at a time. The device
   /// loop takes at most 64 (32 with both PSD terms weighted).
@@ -205,23 +208,30 @@ struct Takes {
     return *this;
   }
 };
-// The swaps accepted one at a time that replicas have yet to take, oldest first, with the
-// findings of their scorings held to kMostBytes in all, the newest kept (an older swap whose
-// findings were let go is evaluated by each replica that takes it). The bytes held are a
-// running total, so a push costs the findings it lets go, not a walk of the backlog.
+// The accepted swaps that replicas have yet to take, oldest first, numbered in the order pushed
+// (clear and drop_oldest keep the numbers going). Pushed one at a time, their findings are held
+// to kMostBytes in all, the newest kept (an older swap whose findings were let go is evaluated
+// by each replica that takes it); the bytes held are a running total, so a push costs the
+// findings it lets go, not a walk of the backlog. Swaps pushed in a pipeline keep theirs: other
+// threads may be reading them. A swap stays where it is in memory until dropped.
 class Backlog {
  public:
   // Each swap's findings hold its changes' near boxes, which grow as the cube of the pores' width.
   static constexpr std::size_t kMostBytes = std::size_t(64) << 20;
   void push(TakenSwap swap);
+  void push_kept(TakenSwap swap);
   void drop_oldest(std::size_t n);
   void clear();
   std::size_t size() const { return m_swaps.size(); }
-  std::vector<TakenSwap>::const_iterator end() const { return m_swaps.end(); }
+  // Swaps ever pushed: the next one's number.
+  int64_t pushed() const { return m_dropped + int64_t(m_swaps.size()); }
+  const TakenSwap& numbered(int64_t n) const { return m_swaps[std::size_t(n - m_dropped)]; }
+  std::deque<TakenSwap>::const_iterator end() const { return m_swaps.end(); }
 
  private:
-  std::vector<TakenSwap> m_swaps;
-  std::size_t m_bytes = 0;
+  std::deque<TakenSwap> m_swaps;
+  int64_t m_dropped = 0;     // swaps dropped from the front
+  std::size_t m_bytes = 0;   // the findings held
   std::size_t m_let_go = 0;  // the leading swaps whose findings were let go
 };
 }  // namespace detail
@@ -269,11 +279,11 @@ class Annealer {
   double energy_against_random_start() const;
   /// The incremental two-point counts (for checks against a recount).
   const DirectionalCounts& counts() const;
-  /// The host loop's speculative batches so far (Config::batch): batches of more than one
-  /// proposal, the proposals they scored, and those dropped (scored after the accepted one);
-  /// the accepted swaps this state and its replicas took in (a replica's backlog of swaps
-  /// accepted one at a time among them), and those of them written from what their scoring
-  /// found rather than evaluated again.
+  /// The host loop's speculative batches so far (Config::batch): the pipelined runs of them,
+  /// the proposals they scored, and those dropped (scored on a state that an earlier accepted
+  /// swap then changed, or in flight when a run ended); the accepted swaps this state and its
+  /// replicas took in (a replica's backlog of swaps accepted one at a time among them), and
+  /// those of them written from what their scoring found rather than evaluated again.
   struct BatchTally {
     int64_t batches = 0, scored = 0, dropped = 0;
     int64_t taken = 0, taken_from_findings = 0;
@@ -300,12 +310,14 @@ class Annealer {
   // When the loop runs on the device: hand it the state and the evaluators' engine contexts.
   void start_device_loop();
   bool host_step();
-  // One speculative batch of at most `most` proposals (Config::batch); returns how many the
-  // chain took (the first accepted one and those before it, or all of them).
+  // Up to `most` proposals, one at a time or in speculative batches (Config::batch); returns
+  // how many the chain took.
   int64_t host_batch(int64_t most);
-  // An accepted swap taken by this annealer's state and every replica, from what its scoring
-  // found.
-  void take_in_everywhere(const detail::TakenSwap& swap);
+  // `length` proposals on `threads` threads (this state and the replicas), scored at most
+  // `window` ahead of the chain; fewer when a stopping rule fires. Returns how many the chain
+  // took.
+  int64_t pipeline(int64_t length, int64_t window, int threads);
+  void note_acceptance(bool accepted);  // the moving acceptance rate
   // Proposals a batch scores now: Config::batch, or from the acceptance rate, the threads and
   // which way (one at a time or batches) has been timed faster lately.
   int64_t batch_size() const;
