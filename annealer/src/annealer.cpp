@@ -709,10 +709,13 @@ Energy swap_and_score(const detail::HostState& c, int64_t to_solid, int64_t to_p
 // (docs/local-evaluation.md has the figures). The first kWarmChoices after a change of way are
 // not timed (the way left out has its tables out of the caches).
 constexpr double kBatchedRun = 4;
-// The most proposals an automatic batch scores ahead of the chain: beyond the expected run of
-// rejections most are dropped, and its threads share the caches (docs/local-evaluation.md has
-// the measurements).
-constexpr int64_t kMostAutomatic = 8;
+// Automatic batches: at most this many threads (they share the caches), and as many
+// proposals ahead of the chain as twice the expected run of rejections, at least two a thread
+// (a thread that finds every proposal within the window claimed waits: fewer, and the threads
+// wait behind a slow one; more, and most are dropped), at most kMostAutomaticWindow
+// (docs/local-evaluation.md has the measurements).
+constexpr int kMostAutomaticThreads = 8;
+constexpr int64_t kMostAutomaticWindow = 64;
 // A pipeline runs for this many batches' proposals before the way is chosen again: its start
 // and its end (the proposals in flight, dropped) cost about one proposal a thread.
 constexpr int64_t kPipelineWindows = 64;
@@ -912,14 +915,13 @@ int64_t Annealer::proposals_at_once() const { return m_device ? 1 : batch_size()
 
 int64_t Annealer::batch_size() const {
   if (m_config.batch > 0) return m_config.batch;
-  // One at a time a proposal has the one thread; in a batch each has its own, and every replica
-  // takes each accepted swap from what its scoring found. A batch of the expected run of
-  // rejections (1 / rate; beyond it proposals are mostly dropped), on as many threads as there
-  // are up to kMostAutomatic, when it has been the faster lately.
-  const int threads = omp_get_max_threads();
+  // One at a time a proposal has the one thread; in batches each has its own, and every replica
+  // takes each accepted swap from what its scoring found. Batches when they have been the
+  // faster lately.
+  const int threads = std::min(omp_get_max_threads(), kMostAutomaticThreads);
   const double run = 1.0 / std::max(m_acceptance, 1e-9);
   if (threads < 2 || run < kBatchedRun || m_most_replicas == 0) return 1;
-  const int64_t k = std::clamp<int64_t>(int64_t(run), 2, std::min<int64_t>(threads, kMostAutomatic));
+  const int64_t k = std::clamp<int64_t>(int64_t(2 * run), 2 * threads, kMostAutomaticWindow);
   if (m_batched.evaluations == 0) return k;  // not timed yet: tried
   const bool probe = m_batch_choices % kProbeEvery >= kProbeEvery - kProbeLength;
   return (m_batched.per_evaluation() < m_one_at_a_time.per_evaluation()) != probe ? k : 1;
@@ -950,7 +952,8 @@ int64_t Annealer::host_batch(int64_t most) {
                           (memory_per_voxel::run_cpu_replica * double(m_config.shape.voxels()));
       m_most_replicas = int64_t(std::clamp(room, 0.0, double(omp_get_max_threads())));
     }
-    const int threads = int(std::min<int64_t>({k, omp_get_max_threads(), m_most_replicas + 1}));
+    const int64_t most_threads = m_config.batch > 0 ? k : kMostAutomaticThreads;
+    const int threads = int(std::min<int64_t>({k, most_threads, omp_get_max_threads(), m_most_replicas + 1}));
     if (threads > 1) {
       // Batches that make replicas (a copy of the maps each, or a first evaluation from scratch
       // on the CUDA backend's host loop), or whose replicas first catch up on swaps taken one at
