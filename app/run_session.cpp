@@ -77,8 +77,9 @@ void stop_if_signalled() {
 }
 
 // Evaluations a loop is advanced by between looks at the clock, signals and the screen: on
-// the host loop as many as it scores at once (one, or a speculative batch); on the device loop
-// a short run of steps enqueued at once, its progress read back at its end.
+// the host loop as many as it takes at once (one, or a pipelined run of speculative batches,
+// a fraction of a second); on the device loop a short run of steps enqueued at once, its
+// progress read back at its end.
 int64_t steps_at_once(const anneal::Annealer& a) { return a.device_loop() ? 256 : a.proposals_at_once(); }
 
 // The backend of a run's loop (and of its start and measures): `auto` takes the GPU where there

@@ -911,7 +911,22 @@ const Progress& Annealer::advance(int64_t steps) {
   return p;
 }
 
-int64_t Annealer::proposals_at_once() const { return m_device ? 1 : batch_size(); }
+int64_t Annealer::proposals_at_once() const {
+  if (m_device) return 1;
+  const int64_t k = batch_size();
+  return k > 1 ? pipeline_length(k) : 1;
+}
+
+bool Annealer::batches_faster() const {
+  if (m_batched.evaluations == 0) return true;  // not timed yet: tried
+  return m_batched.per_evaluation() < m_one_at_a_time.per_evaluation();
+}
+
+// A pipeline runs kPipelineWindows windows, or one while batches are the slower way (a probe
+// of them, which should cost the run as little as the probes of one at a time do).
+int64_t Annealer::pipeline_length(int64_t window) const {
+  return batches_faster() ? kPipelineWindows * window : window;
+}
 
 int64_t Annealer::batch_size() const {
   if (m_config.batch > 0) return m_config.batch;
@@ -924,7 +939,7 @@ int64_t Annealer::batch_size() const {
   const int64_t k = std::clamp<int64_t>(int64_t(2 * run), 2 * threads, kMostAutomaticWindow);
   if (m_batched.evaluations == 0) return k;  // not timed yet: tried
   const bool probe = m_batch_choices % kProbeEvery >= kProbeEvery - kProbeLength;
-  return (m_batched.per_evaluation() < m_one_at_a_time.per_evaluation()) != probe ? k : 1;
+  return batches_faster() != probe ? k : 1;
 }
 
 int64_t Annealer::host_batch(int64_t most) {
@@ -960,7 +975,7 @@ int64_t Annealer::host_batch(int64_t most) {
       // a time, are not timed: that cost is neither way's own.
       const bool made = int64_t(m_replicas.size()) < threads - 1;
       while (int64_t(m_replicas.size()) < threads - 1) m_replicas.push_back(replica());
-      const int64_t taken = pipeline(std::min(most, kPipelineWindows * k), k, threads);
+      const int64_t taken = pipeline(std::min(most, pipeline_length(k)), k, threads);
       if (warm && !made && !after_single_steps) timed(m_batched, taken);
       return taken;
     }
@@ -1018,9 +1033,12 @@ int64_t Annealer::pipeline(int64_t length, int64_t window, int threads) {
   // Under the lock: the chain takes the scores in order, up to the first missing one.
   const auto take_chain_on = [&] {
     for (;;) {
-      Scored& p = slots[std::size_t(chain % window)];
-      if (done || p.proposal != chain) return;
-      p.proposal = -1;
+      Scored& slot = slots[std::size_t(chain % window)];
+      if (done || slot.proposal != chain) return;
+      // The slot emptied, its findings let go unless the chain takes them: an evaluator reuses
+      // its findings' buffers only where nobody else holds them.
+      Scored p = std::move(slot);
+      slot = Scored{};
       s.to_solid = p.to_solid;
       s.to_pore = p.to_pore;
       const bool accepted = accept(m_step, s, p.energy);
@@ -1029,7 +1047,7 @@ int64_t Annealer::pipeline(int64_t length, int64_t window, int threads) {
         ++accepted_swaps;
         next = chain + 1;
         orphans.clear();
-        for (Scored& q : slots) q.proposal = -1;
+        for (Scored& q : slots) q = Scored{};  // scored on the state before the swap
         int64_t upto = idle_upto;
         for (const Worker& w : workers)
           if (!w.failed) upto = std::min(upto, w.upto);
@@ -1061,10 +1079,10 @@ int64_t Annealer::pipeline(int64_t length, int64_t window, int threads) {
       lock.unlock();
 
       Scored out;
-      std::size_t taken = 0;
+      std::size_t taken = 0;  // counted before each is taken: one that throws is part-way in
       std::exception_ptr failure;
       try {
-        for (; taken < behind.size(); ++taken) take_in(w.state, *behind[taken], *w.takes);
+        while (taken < behind.size()) take_in(w.state, *behind[taken++], *w.takes);
         const uint64_t step = first + uint64_t(j);
         out.proposal = j;
         out.to_solid = propose(*w.state.step, 1, step, 0);
@@ -1100,20 +1118,38 @@ int64_t Annealer::pipeline(int64_t length, int64_t window, int threads) {
 #pragma omp parallel num_threads(threads)
   {
     omp_set_num_threads(1);  // the evaluators' own parallel regions kept to their thread
-    work(omp_get_thread_num());
+    try {
+      work(omp_get_thread_num());
+    } catch (...) {  // outside a scoring (memory for the bookkeeping): the run ends (no throw may leave the region)
+      const std::lock_guard<std::mutex> lock(mutex);
+      if (!error) error = std::current_exception();
+      workers[std::size_t(omp_get_thread_num())].failed = true;
+      done = true;
+      wake.notify_all();
+    }
   }
 
-  // This state takes the swaps accepted since its thread last claimed; each replica keeps how
-  // far behind it is for its next claim.
-  for (int64_t n = workers[0].upto; n < m_backlog.pushed(); ++n) take_in(host_state(), m_backlog.numbered(n), m_taken);
+  // This state takes the swaps accepted since its thread last claimed (not after a failure of
+  // its own, part-way through a swap: the run ends with the error); each replica keeps how far
+  // behind it is for its next claim, and is dropped (remade from this state when next needed)
+  // after any failure.
   bool replica_failed = false;
   for (int t = 1; t < threads; ++t) {
     m_replicas[std::size_t(t - 1)]->behind = m_backlog.pushed() - workers[std::size_t(t)].upto;
     replica_failed = replica_failed || workers[std::size_t(t)].failed;
   }
   for (std::size_t i = std::size_t(threads - 1); i < m_replicas.size(); ++i) m_replicas[i]->behind += accepted_swaps;
-  if (replica_failed || error) drop_replicas();  // remade from this state when next needed
-  else trim_backlog();
+  try {
+    if (!workers[0].failed)
+      for (int64_t n = workers[0].upto; n < m_backlog.pushed(); ++n) take_in(host_state(), m_backlog.numbered(n), m_taken);
+  } catch (...) {
+    if (!error) error = std::current_exception();
+  }
+  if (replica_failed || error || int64_t(m_backlog.size()) > kMostBehind) drop_replicas();
+  else {
+    trim_backlog();
+    m_backlog.keep_within_bytes();  // no other thread reads the findings now
+  }
   if (error) std::rethrow_exception(error);
 
   ++m_batch_tally.batches;
@@ -1123,12 +1159,6 @@ int64_t Annealer::pipeline(int64_t length, int64_t window, int threads) {
 }
 
 void Annealer::note_acceptance(bool accepted) { m_acceptance = 0.99 * m_acceptance + (accepted ? 0.01 : 0.0); }
-
-// A replica takes the swaps accepted one at a time since it last scored, in order.
-void Annealer::catch_up(Replica& r) {
-  for (auto s = m_backlog.end() - r.behind; s != m_backlog.end(); ++s) take_in(r.host_state(), *s, r.taken);
-  r.behind = 0;
-}
 
 namespace {
 std::size_t findings_bytes(const detail::TakenSwap& swap) {
@@ -1141,6 +1171,10 @@ std::size_t findings_bytes(const detail::TakenSwap& swap) {
 
 void detail::Backlog::push(TakenSwap swap) {
   push_kept(std::move(swap));
+  keep_within_bytes();
+}
+
+void detail::Backlog::keep_within_bytes() {
   for (; m_bytes > kMostBytes && m_let_go < m_swaps.size(); ++m_let_go) {
     TakenSwap& oldest = m_swaps[m_let_go];
     m_bytes -= findings_bytes(oldest);
@@ -1196,7 +1230,7 @@ bool Annealer::host_step() {
   s.to_pore = propose(m_step, 0, step, 1, s.to_solid);
   const bool accepted = accept(m_step, s, swap_and_score(host_state(), s.to_solid, s.to_pore));
   if (accepted) {
-    // The replicas take it when they next score (catch_up), from what this scoring found, so
+    // The replicas take it when they next claim a proposal, from what this scoring found, so
     // that one proposal at a time costs the same with or without them; so far behind, remaking
     // them costs less.
     if (!m_replicas.empty()) m_backlog.push(scored_swap(host_state(), s.to_solid, s.to_pore));

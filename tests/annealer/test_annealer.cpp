@@ -177,7 +177,8 @@ PF_BACKEND_TEST("anneal", "golden_runs_unchanged") {
 }
 
 // The backlog holds its swaps' findings to Backlog::kMostBytes, letting the oldest go first, and
-// keeps its running total through drops from the front and clears.
+// keeps its running total and its numbering through drops from the front and clears; swaps
+// pushed kept (a pipeline's) hold theirs until the backlog is told to keep within its bytes.
 TEST_CASE("anneal.backlog_holds_the_newest_findings") {
   struct Sized final : Scoring {
     std::size_t size;
@@ -191,7 +192,8 @@ TEST_CASE("anneal.backlog_holds_the_newest_findings") {
   anneal::detail::Backlog backlog;
   const auto held = [&] {
     std::vector<bool> h;
-    for (auto s = backlog.end() - std::ptrdiff_t(backlog.size()); s != backlog.end(); ++s) h.push_back(bool(s->scoring[0]));
+    for (int64_t n = backlog.pushed() - int64_t(backlog.size()); n < backlog.pushed(); ++n)
+      h.push_back(bool(backlog.numbered(n).scoring[0]));
     return h;
   };
   backlog.push(swap(0));
@@ -207,12 +209,19 @@ TEST_CASE("anneal.backlog_holds_the_newest_findings") {
   CHECK(held() == std::vector<bool>{true, true});  // two fit again: the total followed the drop
   backlog.push(swap(5));
   CHECK(held() == std::vector<bool>{false, true, true});
-  CHECK((backlog.end() - 1)->to_solid == 5);
+  CHECK(backlog.numbered(backlog.pushed() - 1).to_solid == 5);
+  CHECK(backlog.pushed() == 6);  // numbered on through the drop
   backlog.clear();
   CHECK(backlog.size() == 0);
   backlog.push(swap(6));
   backlog.push(swap(7));
   CHECK(held() == std::vector<bool>{true, true});
+  CHECK(backlog.numbered(7).to_solid == 7);  // and through the clear
+  // Pushed kept, findings beyond the bound stay until let go.
+  backlog.push_kept(swap(8));
+  CHECK(held() == std::vector<bool>{true, true, true});
+  backlog.keep_within_bytes();
+  CHECK(held() == std::vector<bool>{false, true, true});
 }
 
 // Where the evaluators score locally (a box large beside its structure: white noise at 40³; at

@@ -44,8 +44,8 @@ class PsdEvaluator {
   /// settle(), taking `scoring` where it scored exactly the changes this evaluator has left to
   /// commit (those of its mask since its maps, after its own last scoring's kept changes), from
   /// the same mask, bins and boundary (a copy's, or this one's own): what it found is written
-  /// instead of being evaluated again. Otherwise as settle(). True where `scoring`'s findings
-  /// were written.
+  /// instead of being evaluated again. Otherwise as settle(). True where findings were written:
+  /// `scoring`'s, or this evaluator's own where the change it scored last was the one taken.
   virtual bool settle_with(const std::shared_ptr<const Scoring>& scoring) {
     (void)scoring;
     settle();

@@ -220,13 +220,14 @@ class Backlog {
   static constexpr std::size_t kMostBytes = std::size_t(64) << 20;
   void push(TakenSwap swap);
   void push_kept(TakenSwap swap);
+  // The oldest swaps' findings let go until those held fit kMostBytes (what push does).
+  void keep_within_bytes();
   void drop_oldest(std::size_t n);
   void clear();
   std::size_t size() const { return m_swaps.size(); }
   // Swaps ever pushed: the next one's number.
   int64_t pushed() const { return m_dropped + int64_t(m_swaps.size()); }
   const TakenSwap& numbered(int64_t n) const { return m_swaps[std::size_t(n - m_dropped)]; }
-  std::deque<TakenSwap>::const_iterator end() const { return m_swaps.end(); }
 
  private:
   std::deque<TakenSwap> m_swaps;
@@ -289,9 +290,10 @@ class Annealer {
     int64_t taken = 0, taken_from_findings = 0;
   };
   BatchTally batch_tally() const;
-  /// Proposals the loop would score at once now: the host loop's speculative batch
-  /// (Config::batch, or the automatic size); 1 on the device loop. A caller that advances by
-  /// at least this many lets a batch form.
+  /// Proposals the loop would take at once now: the host loop's pipelined run of speculative
+  /// batches (Config::batch, or the automatic size), else 1; 1 on the device loop. A caller that
+  /// advances by at least this many lets the run go whole (a shorter one ends with its
+  /// proposals in flight dropped).
   int64_t proposals_at_once() const;
 
  private:
@@ -317,6 +319,8 @@ class Annealer {
   // `window` ahead of the chain; fewer when a stopping rule fires. Returns how many the chain
   // took.
   int64_t pipeline(int64_t length, int64_t window, int threads);
+  int64_t pipeline_length(int64_t window) const;  // the proposals a pipeline runs
+  bool batches_faster() const;  // batches timed faster than one at a time lately (or untimed)
   void note_acceptance(bool accepted);  // the moving acceptance rate
   // Proposals a batch scores now: Config::batch, or from the acceptance rate, the threads and
   // which way (one at a time or batches) has been timed faster lately.
@@ -356,14 +360,13 @@ class Annealer {
   Backend m_backend = Backend::cpu;
   std::unique_ptr<detail::DeviceLoop> m_device;  // the loop's state lives there when set
   // Copies of the host loop's state that score a batch's proposals on the other threads, made
-  // when a batch first needs them. Each takes a batch's accepted swap with this state; the
-  // swaps accepted one at a time wait in the backlog until the replica next scores.
+  // when a batch first needs them. The accepted swaps wait in the backlog until each replica
+  // (and, within a pipeline, this state) next claims a proposal.
   struct Replica;
   std::unique_ptr<Replica> replica() const;
   std::vector<std::unique_ptr<Replica>> m_replicas;
   detail::Backlog m_backlog;
-  void catch_up(Replica& r);  // takes the backlog's swaps it is behind by
-  void trim_backlog();        // drops the swaps every replica has taken
+  void trim_backlog();  // drops the swaps every replica has taken
   void drop_replicas();
   int64_t m_most_replicas = -1;  // as many as half the host's free memory holds (asked once)
   double m_acceptance = 1.0;  // the acceptance rate lately (a moving average): the batch size
