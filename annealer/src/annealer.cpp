@@ -1120,7 +1120,9 @@ int64_t Annealer::pipeline(int64_t length, int64_t window, int threads) {
     omp_set_num_threads(1);  // the evaluators' own parallel regions kept to their thread
     try {
       work(omp_get_thread_num());
-    } catch (...) {  // outside a scoring (memory for the bookkeeping): the run ends (no throw may leave the region)
+    } catch (...) {
+      // Outside a scoring (memory for the bookkeeping): the run ends; no throw may leave the
+      // OpenMP region.
       const std::lock_guard<std::mutex> lock(mutex);
       if (!error) error = std::current_exception();
       workers[std::size_t(omp_get_thread_num())].failed = true;
