@@ -830,7 +830,7 @@ struct Annealer::Replica {
   std::vector<double> squares;
   std::unique_ptr<PsdEvaluator> evaluator[2];
   Step step;
-  int64_t behind = 0;  // the backlog's last swaps it has not taken
+  int64_t upto = 0;  // the backlog's swaps it has taken: those numbered below this
   detail::Takes taken;
 
   detail::HostState host_state() {
@@ -844,6 +844,7 @@ struct Annealer::Replica {
 
 std::unique_ptr<Annealer::Replica> Annealer::replica() const {
   auto r = std::make_unique<Replica>();
+  r->upto = m_backlog.pushed();  // this state as it is now
   r->pore = m_pore;
   r->voxels = m_voxels;
   r->slot = m_slot;
@@ -1005,26 +1006,26 @@ int64_t Annealer::pipeline(int64_t length, int64_t window, int threads) {
   struct Worker {
     detail::HostState state;
     detail::Takes* takes;
-    int64_t upto;  // the backlog's swaps it has taken: those numbered below this
+    int64_t* upto;  // the backlog's swaps its state has taken: those numbered below this
     bool failed = false;
   };
+  int64_t own_upto = m_backlog.pushed();  // this state's: it is behind only within a pipeline
   std::vector<Worker> workers;
-  workers.push_back({host_state(), &m_taken, m_backlog.pushed()});
+  workers.push_back({host_state(), &m_taken, &own_upto});
   for (int t = 1; t < threads; ++t) {
     Replica& r = *m_replicas[std::size_t(t - 1)];
-    workers.push_back({r.host_state(), &r.taken, m_backlog.pushed() - r.behind});
+    workers.push_back({r.host_state(), &r.taken, &r.upto});
   }
   // The replicas without a thread this time (a smaller batch than before) keep their backlog.
   int64_t idle_upto = m_backlog.pushed();
   for (std::size_t i = std::size_t(threads - 1); i < m_replicas.size(); ++i)
-    idle_upto = std::min(idle_upto, m_backlog.pushed() - m_replicas[i]->behind);
+    idle_upto = std::min(idle_upto, m_replicas[i]->upto);
 
   std::mutex mutex;  // guards everything below and the chain's state (m_state, the backlog)
   std::condition_variable wake;
   std::vector<Scored> slots(static_cast<std::size_t>(window));  // proposal p in slot p % window
   std::vector<int64_t> orphans;  // claims of replicas that failed, to be claimed again
   int64_t next = 0, chain = 0, scored = 0;
-  int64_t accepted_swaps = 0;  // the chain's so far: a claim's score stands while it is unchanged
   bool done = false;
   std::exception_ptr error;
   const uint64_t first = uint64_t(m_state.progress.evaluations);
@@ -1044,13 +1045,12 @@ int64_t Annealer::pipeline(int64_t length, int64_t window, int threads) {
       const bool accepted = accept(m_step, s, p.energy);
       if (accepted) {
         m_backlog.push_kept(std::move(p.taken));
-        ++accepted_swaps;
         next = chain + 1;
         orphans.clear();
         for (Scored& q : slots) q = Scored{};  // scored on the state before the swap
         int64_t upto = idle_upto;
         for (const Worker& w : workers)
-          if (!w.failed) upto = std::min(upto, w.upto);
+          if (!w.failed) upto = std::min(upto, *w.upto);
         m_backlog.drop_oldest(std::size_t(m_backlog.size() - std::size_t(m_backlog.pushed() - upto)));
       }
       note_acceptance(accepted);
@@ -1073,9 +1073,10 @@ int64_t Annealer::pipeline(int64_t length, int64_t window, int threads) {
         j = orphans.back();
         orphans.pop_back();
       }
-      const int64_t claimed_at = accepted_swaps, upto = m_backlog.pushed();
+      // The swaps accepted so far: a claim's score stands while no other is.
+      const int64_t upto = m_backlog.pushed();
       behind.clear();
-      for (int64_t n = w.upto; n < upto; ++n) behind.push_back(&m_backlog.numbered(n));
+      for (int64_t n = *w.upto; n < upto; ++n) behind.push_back(&m_backlog.numbered(n));
       lock.unlock();
 
       Scored out;
@@ -1095,19 +1096,19 @@ int64_t Annealer::pipeline(int64_t length, int64_t window, int threads) {
       }
 
       lock.lock();
-      w.upto += int64_t(taken);
+      *w.upto += int64_t(taken);
       ++scored;
       if (failure) {
         // A replica that fails is only a speed-up lost (its claim goes to the others); this
         // state's failure ends the run.
         if (t == 0 && !error) error = failure;
         if (t == 0) done = true;
-        else if (claimed_at == accepted_swaps) orphans.push_back(j);
+        else if (upto == m_backlog.pushed()) orphans.push_back(j);
         w.failed = true;
         wake.notify_all();
         return;
       }
-      if (claimed_at == accepted_swaps && !done) {
+      if (upto == m_backlog.pushed() && !done) {
         slots[std::size_t(j % window)] = std::move(out);
         take_chain_on();
       }
@@ -1132,18 +1133,14 @@ int64_t Annealer::pipeline(int64_t length, int64_t window, int threads) {
   }
 
   // This state takes the swaps accepted since its thread last claimed (not after a failure of
-  // its own, part-way through a swap: the run ends with the error); each replica keeps how far
-  // behind it is for its next claim, and is dropped (remade from this state when next needed)
-  // after any failure.
+  // its own, part-way through a swap: the run ends with the error); the replicas take theirs
+  // at their next claim, and are dropped (remade from this state when next needed) after any
+  // failure.
   bool replica_failed = false;
-  for (int t = 1; t < threads; ++t) {
-    m_replicas[std::size_t(t - 1)]->behind = m_backlog.pushed() - workers[std::size_t(t)].upto;
-    replica_failed = replica_failed || workers[std::size_t(t)].failed;
-  }
-  for (std::size_t i = std::size_t(threads - 1); i < m_replicas.size(); ++i) m_replicas[i]->behind += accepted_swaps;
+  for (int t = 1; t < threads; ++t) replica_failed = replica_failed || workers[std::size_t(t)].failed;
   try {
     if (!workers[0].failed)
-      for (int64_t n = workers[0].upto; n < m_backlog.pushed(); ++n) take_in(host_state(), m_backlog.numbered(n), m_taken);
+      for (int64_t n = own_upto; n < m_backlog.pushed(); ++n) take_in(host_state(), m_backlog.numbered(n), m_taken);
   } catch (...) {
     if (!error) error = std::current_exception();
   }
@@ -1205,9 +1202,9 @@ void detail::Backlog::clear() {
 
 // The backlog's swaps that every replica has taken, dropped.
 void Annealer::trim_backlog() {
-  int64_t most = 0;
-  for (const auto& r : m_replicas) most = std::max(most, r->behind);
-  m_backlog.drop_oldest(m_backlog.size() - std::size_t(most));
+  int64_t upto = m_backlog.pushed();
+  for (const auto& r : m_replicas) upto = std::min(upto, r->upto);
+  m_backlog.drop_oldest(m_backlog.size() - std::size_t(m_backlog.pushed() - upto));
 }
 
 Annealer::BatchTally Annealer::batch_tally() const {
@@ -1236,7 +1233,6 @@ bool Annealer::host_step() {
     // that one proposal at a time costs the same with or without them; so far behind, remaking
     // them costs less.
     if (!m_replicas.empty()) m_backlog.push(scored_swap(host_state(), s.to_solid, s.to_pore));
-    for (auto& r : m_replicas) ++r->behind;
     if (int64_t(m_backlog.size()) > kMostBehind) drop_replicas();
   } else {
     undo(s.to_solid, s.to_pore);

@@ -139,10 +139,10 @@ struct Config {
   /// (on the device loop in one pass; on the host loop each on a thread, pipelined: a thread
   /// that is done claims the next proposal while the chain waits on a slower one, at most this
   /// many ahead of the chain), and taken in order up to the first accepted one; the rest are
-  /// dropped. The run is the same, draw for draw, for
-  /// every value (each proposal draws from its own evaluation's counter). 0: chosen as it
-  /// runs, from the acceptance rate (and on the host the threads); 1: one at a time. The device
-  /// loop takes at most 64 (32 with both PSD terms weighted).
+  /// dropped. The run is the same, draw for draw, for every value (each proposal draws from its
+  /// own evaluation's counter). 0: chosen as it runs, from the acceptance rate (and on the host
+  /// the threads); 1: one at a time. The device loop takes at most 64 (32 with both PSD terms
+  /// weighted).
   int batch = 0;
   /// The device loop scores swaps in speculative batches, the PSD re-evaluated only around each
   /// swap (cuda::SwapScorer; isotropic spacing). Off by default: it measured slower than
