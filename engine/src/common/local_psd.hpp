@@ -469,19 +469,17 @@ PF_HD bool near_changes(const View& v, const Changes& ch, const int64_t* d1, con
   return false;
 }
 
-/// Whether voxel c (squared distance r2 > 0 in the changed mask) is a kept centre there: its
-/// ball lies inside no 26-neighbour's (the engine's rule), or with `faces` no face neighbour's
-/// (fewer reads, a few more centres: any ball inside a neighbour's may be dropped or kept, the
-/// thickness is the same). `value_at(j, q)` gives neighbour j's (coordinates q) squared distance.
-template <class D2>
-PF_HD bool kept_centre(const View& v, const int64_t c[3], uint32_t r2, D2&& value_at, bool faces = false) {
-  const Grid& g = v.grid;
-  const int64_t t = v.containment.thresholds(r2);
+/// Calls `visit(j, q, dx, dy, dz)` for each of c's 26 neighbours inside the grid (index j,
+/// coordinates q, wrapped where the grid is periodic; none along a flat axis, whose one voxel
+/// has no neighbours), c itself too with `self`, only the 6 face neighbours with `faces`, until
+/// a call returns true; returns whether one did.
+template <class Visit>
+PF_HD bool any_neighbour(const Grid& g, const int64_t c[3], bool self, bool faces, Visit&& visit) {
   for (int dz = -1; dz <= 1; ++dz)
     for (int dy = -1; dy <= 1; ++dy)
       for (int dx = -1; dx <= 1; ++dx) {
         const int nonzero = (dx != 0) + (dy != 0) + (dz != 0);
-        if (nonzero == 0 || (faces && nonzero > 1) || (dx && g.n[0] == 1) || (dy && g.n[1] == 1) ||
+        if ((nonzero == 0 && !self) || (faces && nonzero > 1) || (dx && g.n[0] == 1) || (dy && g.n[1] == 1) ||
             (dz && g.n[2] == 1))
           continue;
         const int64_t o[3] = {dx, dy, dz};
@@ -493,9 +491,21 @@ PF_HD bool kept_centre(const View& v, const int64_t c[3], uint32_t r2, D2&& valu
           if (g.periodic()) q[k] = q[k] < 0 ? q[k] + g.n[k] : q[k] - g.n[k];
           else inside = false;  // beyond a face: no neighbour
         }
-        if (inside && v.containment.inside(r2, t, value_at(g.index(q), q), dx, dy, dz)) return false;
+        if (inside && visit(g.index(q), q, dx, dy, dz)) return true;
       }
-  return true;
+  return false;
+}
+
+/// Whether voxel c (squared distance r2 > 0 in the changed mask) is a kept centre there: its
+/// ball lies inside no 26-neighbour's (the engine's rule), or with `faces` no face neighbour's
+/// (fewer reads, a few more centres: any ball inside a neighbour's may be dropped or kept, the
+/// thickness is the same). `value_at(j, q)` gives neighbour j's (coordinates q) squared distance.
+template <class D2>
+PF_HD bool kept_centre(const View& v, const int64_t c[3], uint32_t r2, D2&& value_at, bool faces = false) {
+  const int64_t t = v.containment.thresholds(r2);
+  return !any_neighbour(v.grid, c, false, faces, [&](int64_t j, const int64_t q[3], int dx, int dy, int dz) {
+    return v.containment.inside(r2, t, value_at(j, q), dx, dy, dz);
+  });
 }
 
 /// The squared distances of the changed mask round the changes, computed once: `d2[k]` over

@@ -521,18 +521,10 @@ class CpuPsdEvaluator final : public PsdEvaluator {
     for (const auto& [x, now] : distances) {
       int64_t c[3];
       g.coords(x, c);
-      for (int dz = -1; dz <= 1; ++dz)
-        for (int dy = -1; dy <= 1; ++dy)
-          for (int dx = -1; dx <= 1; ++dx) {
-            int64_t u[3] = {c[0] + dx, c[1] + dy, c[2] + dz};
-            bool inside = true;
-            for (int a = 0; a < 3; ++a) {
-              if (u[a] >= 0 && u[a] < g.n[a]) continue;
-              if (g.periodic() && g.n[a] > 1) u[a] = local::Grid::wrap(u[a], g.n[a]);
-              else inside = false;
-            }
-            if (inside) retest.push_back(g.index(u));
-          }
+      local::any_neighbour(g, c, true, false, [&](int64_t j, const int64_t*, int, int, int) {
+        retest.push_back(j);
+        return false;
+      });
     }
     std::sort(retest.begin(), retest.end());
     retest.erase(std::unique(retest.begin(), retest.end()), retest.end());
