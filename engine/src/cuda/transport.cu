@@ -161,9 +161,13 @@ __global__ void inlet_current(int64_t n, const double* __restrict__ b, const dou
 #undef PF_GRID_STRIDE
 
 // One lattice step of every fluid node; with `d_momentum`, Σ of the momentum along the axis.
+// A step's 18 gathers wait on memory. Unbounded, ptxas gives the step so many registers that
+// an SM holds one block of 256, eight warps to hide them; bounded to three blocks it spills a
+// few bytes and hides them better, at four it spills more than it hides (docs/performance.md).
 template <class T>
-__global__ void lbm_step(lbm::Params p, const int32_t* __restrict__ source, const T* __restrict__ in,
-                         T* __restrict__ out, double* d_momentum) {
+__global__ void __launch_bounds__(kThreads, 3)
+    lbm_step(lbm::Params p, const int32_t* __restrict__ source, const T* __restrict__ in, T* __restrict__ out,
+             double* d_momentum) {
   double sum = 0;
   for (int64_t k = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; k < p.nodes; k += int64_t(gridDim.x) * blockDim.x)
     sum += lbm::node_step(p, source, in, out, k);
