@@ -153,7 +153,6 @@ Runner add_compare_command(CLI::App& app, const std::string& command_line) {
     const Spacing spacing = reference.spacing();
     recon.set_spacing(spacing);
     const std::string unit = o->realism.unit(ref_image);
-    const double unit_metres = unit_in_metres(unit);
 
     o->realism.require_cubic_voxels(backend, spacing);
     // The natural envelope: sub-volumes of the reconstruction's shape, or the reference alone
@@ -164,12 +163,8 @@ Runner add_compare_command(CLI::App& app, const std::string& command_line) {
     const bool same_size = plan.whole_reference;
     const std::vector<Shape>& corners = plan.corners;
     const std::vector<Mask>& real = plan.real;
-    RealismOptions options;
-    options.backend = backend;
+    RealismOptions options = o->realism.realism_options(backend, unit);
     options.psd_bins = plan.psd_bins;
-    options.permeability = o->realism.permeability_on(backend);
-    options.unit_metres = unit_metres;
-    options.length_unit = unit;
     const MemoryEstimate estimate =
         compare_memory(shape, spacing, plan.largest_pore_fraction, options.permeability, backend);
     require_memory(estimate);
@@ -229,6 +224,7 @@ Runner add_compare_command(CLI::App& app, const std::string& command_line) {
       << ",\n  \"backend\": " << json_string(to_string(backend)) << ",\n  \"device\": "
       << json_string(backend_description(backend))
       << ",\n  \"permeability\": " << (options.permeability ? "true" : "false")
+      << ",\n  \"permeability_tolerance\": " << json_number(options.permeability_tolerance)
       << ",\n  \"seconds\": " << json_number(seconds) << ",\n  \"jobs\": " << jobs
       << ",\n  \"seconds_by_stage\": {"
       << [&] {

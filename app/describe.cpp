@@ -84,12 +84,8 @@ Runner add_describe_command(CLI::App& app, const std::string& command_line) {
       // The realism profile, each scalar an attribute-bearing dataset of one value and each
       // curve its x and y, under the names `compare` reports.
       const std::string unit = o->realism.unit(image);
-      RealismOptions ro;
-      ro.backend = backend;
+      RealismOptions ro = o->realism.realism_options(backend, unit);
       ro.psd_bins = pore_bins;
-      ro.permeability = o->realism.permeability_on(backend);
-      ro.unit_metres = unit_in_metres(unit);
-      ro.length_unit = unit;
       const RealismProfile profile = realism_profile(pore, ro);
       for (const std::string& w : profile.warnings) std::fprintf(stderr, "poreforge: warning: %s\n", w.c_str());
       for (const ScalarMeasure& m : profile.scalars) {

@@ -106,15 +106,29 @@ void EngineOptions::add_to(CLI::App* cmd, const std::string& phase_help, const s
 
 void RealismCliOptions::add_to(CLI::App* cmd, CLI::Option* needs) {
   CLI::Option* k = cmd->add_option("--permeability", permeability,
-                                   "Lattice-Boltzmann permeability along x, y, z: off (default; about half a minute on "
-                                   "a GPU for 128^3 against 12 sub-volumes, hours on a few CPU cores), on, or auto (on "
-                                   "with the CUDA backend)")
+                                   "Lattice-Boltzmann permeability along x, y, z: off (default; seconds on a GPU for "
+                                   "128^3 against 12 sub-volumes, hours on a few CPU cores), on, or auto (on with the "
+                                   "CUDA backend)")
                        ->check(CLI::IsMember({"auto", "on", "off"}));
+  CLI::Option* tolerance =
+      cmd->add_option("--permeability-tolerance", permeability_tolerance,
+                      "The flows' steady state: their mean velocity's estimated distance from its limit, relative "
+                      "(default 1e-3; each tenfold tighter costs more lattice steps)")
+          ->check(CLI::Validator(
+              [](std::string& text) {
+                char* end = nullptr;
+                const double v = std::strtod(text.c_str(), &end);
+                return end != text.c_str() && *end == '\0' && v > 0 && v <= 0.1
+                           ? std::string()
+                           : "must be a number above 0 and at most 0.1, not '" + text + "'";
+              },
+              "in (0, 0.1]"));
   CLI::Option* unit = cmd->add_option("--length-unit", length_unit,
                                       "Unit of the spacing (m, mm, um, nm), for the permeability in mD (default: the "
                                       "file's spacing_unit; without one, in squared spacing units)");
   if (needs) {
     k->needs(needs);
+    tolerance->needs(needs);
     unit->needs(needs);
   }
 }
@@ -136,6 +150,16 @@ void RealismCliOptions::require_cubic_voxels(Backend backend, const Spacing& spa
 
 std::string RealismCliOptions::unit(const LabelImage& image) const {
   return length_unit.empty() ? image.spacing_unit : length_unit;
+}
+
+RealismOptions RealismCliOptions::realism_options(Backend backend, const std::string& unit) const {
+  RealismOptions o;
+  o.backend = backend;
+  o.permeability = permeability_on(backend);
+  o.permeability_tolerance = permeability_tolerance;
+  o.unit_metres = unit_in_metres(unit);
+  o.length_unit = unit;
+  return o;
 }
 
 void require_writable_folder(const std::string& output) {

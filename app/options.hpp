@@ -10,6 +10,7 @@
 #include "poreforge/io.hpp"
 #include "poreforge/memory.hpp"
 #include "poreforge/psd.hpp"
+#include "poreforge/realism.hpp"
 #include "poreforge/volume.hpp"
 
 namespace CLI {
@@ -57,8 +58,10 @@ struct EngineOptions {
 /// whether to run the costly permeability, and the spacing's unit for it.
 struct RealismCliOptions {
   std::string permeability = "off", length_unit;
+  double permeability_tolerance = RealismOptions{}.permeability_tolerance;
 
-  /// Registers --permeability and --length-unit; with `needs`, only beside that option.
+  /// Registers --permeability, --permeability-tolerance and --length-unit; with `needs`, only
+  /// beside that option.
   void add_to(CLI::App* cmd, CLI::Option* needs = nullptr);
   /// Refuses an unknown --length-unit; call before any work.
   void check() const;
@@ -69,6 +72,8 @@ struct RealismCliOptions {
   void require_cubic_voxels(Backend backend, const Spacing& spacing) const;
   /// The spacing's unit: --length-unit, else the one `image`'s file gives.
   std::string unit(const LabelImage& image) const;
+  /// The measures' options these set, for `backend` and a spacing in `unit`.
+  RealismOptions realism_options(Backend backend, const std::string& unit) const;
 };
 
 /// The folder an output goes into must exist and take a new file, checked before any work

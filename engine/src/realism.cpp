@@ -92,7 +92,9 @@ RealismProfile profile_in(const Mask& pore, const RealismOptions& options, Works
   scalar("clusters_per_million_26", "1/1e6 vox", m.clusters26.clusters_per_million);
   scalar("largest_cluster_share_26", "1", m.clusters26.largest_share);
   for (int a = 0; a < 3; ++a) {
-    const FormationFactorResult f = formation_factor(pore, a, {}, options.backend, &*m.components6);
+    FormationFactorOptions fo;
+    fo.tolerance = options.formation_factor_tolerance;
+    const FormationFactorResult f = formation_factor(pore, a, fo, options.backend, &*m.components6);
     scalar(std::string("formation_factor_") + kAxis[a], "1", f.formation_factor);
   }
   stage("formation_factor");

@@ -79,7 +79,7 @@ bool permeability_check(PermeabilityResult& r, double momentum, int64_t voxels, 
 constexpr double kFloatTolerance = 1e-5;
 /// A tolerance from which a run finishes in float: three times the largest pile-up of float's
 /// roundings met (the slit's 3e-5), so that double would move k by less than a third of what
-/// the tolerance allows (`compare`'s and `describe`'s 1e-4).
+/// the tolerance allows (`compare`'s and `describe`'s are looser: RealismOptions).
 constexpr double kFloatFinish = 1e-4;
 
 /// Both backends' run to steady state on `lattice`, which holds the fluid nodes at rest in

@@ -49,10 +49,15 @@ struct RealismOptions {
   Backend backend = Backend::automatic;
   Bins psd_bins = Bins::linear(0, 1, 1);  ///< shared by every profile of a comparison
   bool permeability = false;  ///< the costly one (about 1 s an axis at 128³ on a GPU): off unless asked
-  /// The permeability's steady-state tolerance (PermeabilityOptions::tolerance): 10⁻⁴, four
-  /// orders below the several-fold spread of real sub-volumes; the distance left shrinks
-  /// geometrically, so this saves ln 100 relaxation times against 10⁻⁶.
-  double permeability_tolerance = 1e-4;
+  /// The permeability's steady-state tolerance (PermeabilityOptions::tolerance): 10⁻³, the
+  /// mean velocity's estimated distance from steady, relative. The estimate reads low early in
+  /// a run, so k may sit somewhat further off, still far inside the spread of real sub-volumes
+  /// (docs/performance.md); each decade tighter costs about ln 10 relaxation times a flow.
+  double permeability_tolerance = 1e-3;
+  /// The formation factor's tolerance (FormationFactorOptions::tolerance, a relative
+  /// residual): F far closer than its spread needs, in fewer conjugate-gradient iterations
+  /// than the solver's own default.
+  double formation_factor_tolerance = 1e-6;
   /// The flows' relaxation time (PermeabilityOptions::tau), above that default's 0.55. To a
   /// tolerance of 10⁻⁴ most steps go to the viscous approach across the pores, which a higher
   /// viscosity shortens; to 10⁻⁶, to the slow spreading of the pressure through the sample,
