@@ -48,7 +48,7 @@ struct RealismProfile {
 struct RealismOptions {
   Backend backend = Backend::automatic;
   Bins psd_bins = Bins::linear(0, 1, 1);  ///< shared by every profile of a comparison
-  bool permeability = false;  ///< the costly one (about 1 s an axis at 128³ on a GPU): off unless asked
+  bool permeability = false;  ///< the costly one (39 flows in a comparison): off unless asked
   /// The permeability's steady-state tolerance (PermeabilityOptions::tolerance): 10⁻³, the
   /// mean velocity's estimated distance from steady, relative. The estimate reads low early in
   /// a run, so k may sit somewhat further off, still far inside the spread of real sub-volumes
@@ -59,9 +59,9 @@ struct RealismOptions {
   /// than the solver's own default.
   double formation_factor_tolerance = 1e-6;
   /// The flows' relaxation time (PermeabilityOptions::tau), above that default's 0.55. To a
-  /// tolerance of 10⁻⁴ most steps go to the viscous approach across the pores, which a higher
-  /// viscosity shortens; to 10⁻⁶, to the slow spreading of the pressure through the sample,
-  /// which it lengthens (docs/performance.md).
+  /// tolerance of 10⁻⁴ or looser most steps go to the viscous approach across the pores,
+  /// which a higher viscosity shortens; to 10⁻⁶, to the slow spreading of the pressure through
+  /// the sample, which it lengthens (docs/performance.md).
   double permeability_tau = 0.58;
   /// Metres per unit of the spacing (1e-6 for a spacing in µm), for the permeability in
   /// millidarcy; 0 when unknown: the permeability is then in squared spacing units.
