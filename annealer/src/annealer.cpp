@@ -1051,7 +1051,7 @@ int64_t Annealer::pipeline(int64_t length, int64_t window, int threads) {
         int64_t upto = idle_upto;
         for (const Worker& w : workers)
           if (!w.failed) upto = std::min(upto, *w.upto);
-        m_backlog.drop_oldest(std::size_t(m_backlog.size() - std::size_t(m_backlog.pushed() - upto)));
+        m_backlog.drop_below(upto);
       }
       note_acceptance(accepted);
       end_evaluation(m_step.cooling, s, m_step.stage_energies);
@@ -1204,7 +1204,7 @@ void detail::Backlog::clear() {
 void Annealer::trim_backlog() {
   int64_t upto = m_backlog.pushed();
   for (const auto& r : m_replicas) upto = std::min(upto, r->upto);
-  m_backlog.drop_oldest(m_backlog.size() - std::size_t(m_backlog.pushed() - upto));
+  m_backlog.drop_below(upto);
 }
 
 Annealer::BatchTally Annealer::batch_tally() const {

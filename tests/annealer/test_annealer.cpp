@@ -222,6 +222,11 @@ TEST_CASE("anneal.backlog_holds_the_newest_findings") {
   CHECK(held() == std::vector<bool>{true, true, true});
   backlog.keep_within_bytes();
   CHECK(held() == std::vector<bool>{false, true, true});
+  // Dropped by number: those below 8 go, the numbers stay.
+  backlog.drop_below(8);
+  CHECK(backlog.size() == 1);
+  CHECK(backlog.numbered(8).to_solid == 8);
+  CHECK(backlog.pushed() == 9);
 }
 
 // Where the evaluators score locally (a box large beside its structure: white noise at 40³; at

@@ -223,6 +223,8 @@ class Backlog {
   // The oldest swaps' findings let go until those held fit kMostBytes (what push does).
   void keep_within_bytes();
   void drop_oldest(std::size_t n);
+  // The swaps numbered below `number` dropped (every state that reads the backlog has taken them).
+  void drop_below(int64_t number) { drop_oldest(std::size_t(number - m_dropped)); }
   void clear();
   std::size_t size() const { return m_swaps.size(); }
   // Swaps ever pushed: the next one's number.
