@@ -24,6 +24,9 @@ const char* kHistoryColumns[kHistoryColumnCount] = {"evaluations", "stage",    "
                                                     "openings"};
 // The openings term's target (Targets::opening_euler_density).
 const char* kOpeningTarget = "/targets/openings/euler_density";
+// The Euler term's pattern occupancies (Targets::euler_occupancy): the voxel, the pairs and
+// squares along x, y, z, the cube.
+const char* kEulerOccupancy = "/targets/euler/occupancy";
 
 // The chords term's target under /targets/chords/<axis>/<phase>.
 std::string chord_target_name(int axis, int phase) {
@@ -205,6 +208,11 @@ void write_checkpoint(const std::string& path, const Checkpoint& c, const std::s
   for (int a = 0; a < 3; ++a)
     for (int phase = 0; phase < 2; ++phase) vector(chord_target_name(a, phase), t.chords[a][phase]);
   vector(kOpeningTarget, t.opening_euler_density);
+  if (t.euler_occupancy.known) {
+    const PatternOccupancy& o = t.euler_occupancy;
+    vector(kEulerOccupancy,
+           std::vector<double>{o.voxel, o.pair[0], o.pair[1], o.pair[2], o.square[0], o.square[1], o.square[2], o.cube});
+  }
   // The describe-file layout under /targets, read back by Targets::from_descriptor_file.
   const std::vector<double>* target_vectors[7] = {&t.pore_edges, &t.pore_psd, &t.solid_edges, &t.solid_psd,
                                                   &t.s2[0],       &t.s2[1],    &t.s2[2]};
@@ -283,6 +291,19 @@ Checkpoint read_checkpoint(const std::string& path) {
     for (int a = 0; a < 3; ++a)
       for (int phase = 0; phase < 2; ++phase) c.targets.chords[a][phase] = in.vector(chord_target_name(a, phase));
   if (hdf5_has_object(path, kOpeningTarget)) c.targets.opening_euler_density = in.vector(kOpeningTarget);
+  // Checkpoints from before the occupancies ran with the density's target, and resume with it.
+  if (hdf5_has_object(path, kEulerOccupancy)) {
+    const std::vector<double> o = in.vector(kEulerOccupancy);
+    if (o.size() != 8) throw InputError("'" + path + "': " + kEulerOccupancy + " must hold 8 values");
+    PatternOccupancy& t = c.targets.euler_occupancy;
+    t.voxel = o[0];
+    for (std::size_t a = 0; a < 3; ++a) {
+      t.pair[a] = o[1 + a];
+      t.square[a] = o[4 + a];
+    }
+    t.cube = o[7];
+    t.known = true;
+  }
   // A run with chords weighted ran on the grid they were counted on: the stored one.
   c.targets.chord_spacing = c.targets.spacing;
   if (hdf5_has_attribute(path, "start_pore_psd_l1"))

@@ -142,6 +142,7 @@ Targets Targets::from_image(const Mask& pore, Boundary boundary, int bins, bool 
   const Spacing sp = pore.spacing();
   const Shape shape = pore.shape();
   t.euler_density = double(euler_characteristic(pore)) / (double(shape.voxels()) * sp.x * sp.y * sp.z);
+  t.euler_occupancy = pattern_occupancy(pore);
   if (shape.nx > 1 && shape.ny > 1 && shape.nz > 1) {
     const ConfigurationHistogram h = interior_configuration_histogram(pore);
     double area = 0;
@@ -217,6 +218,7 @@ Targets Targets::at_spacing(const Spacing& grid) const {
     }
     t.s2[a] = std::move(resampled);
   }
+  if (!(grid == spacing)) t.euler_occupancy = PatternOccupancy{};  // occupancies are the reference grid's
   t.spacing = grid;
   return t;
 }
@@ -494,12 +496,15 @@ Step detail::step_of(const Config& c) {
   o.weight[kOpenings] = w.openings;
   o.chords = chord_layout(shape, w.chords > 0);
   o.openings.entries = w.openings > 0 ? int(t.pore_edges.size()) : 0;
-  // The count terms' targets on this grid: the reference's densities times this box's volume
-  // (the surface: its inner cells' volume, in the table's quanta).
+  // The count terms' targets on this grid: the χ a box of this shape holds, or the reference's
+  // density times its volume; the surface's density times its inner cells' volume, in the
+  // table's quanta.
   const Spacing sp = c.spacing;
   const double volume = double(shape.voxels()) * sp.x * sp.y * sp.z;
   o.euler.entries = w.euler > 0 ? 1 : 0;
-  o.euler.target = w.euler > 0 ? t.euler_density * volume : 0.0;
+  if (w.euler > 0)
+    o.euler.target = t.euler_occupancy.known ? expected_euler_characteristic(t.euler_occupancy, shape)
+                                             : t.euler_density * volume;
   o.surface.entries = w.surface > 0 ? 1 : 0;
   o.surface.target = w.surface > 0 ? t.surface_density * interior_volume(shape, sp) / surface_quanta(sp).quantum : 0.0;
   o.pore_psd.bins = int(t.pore_edges.size()) - 1;

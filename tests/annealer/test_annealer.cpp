@@ -1117,6 +1117,45 @@ TEST_CASE("anneal.surface_term_is_the_marching_cubes_area") {
   CHECK_THROWS_WITH_AS(Annealer{flat}, doctest::Contains("a surface weight needs a 3D domain"), InputError);
 }
 
+// The Euler term aims at the χ a box of the domain's shape holds on average (the reference's
+// occupancies), where the reference's χ per volume times the domain's volume would ask a
+// smaller box for the loops its faces cut. Seen through the term's normaliser, the start's
+// squared relative error: without occupancies (a descriptor file, another grid) the density's.
+TEST_CASE("anneal.euler_target_is_the_domain_box") {
+  const uint64_t seed = testing::fresh_seed();
+  CAPTURE(seed);
+  const Targets t = Targets::from_image(generate_blobs({40, 36, 32}, 0.3, 0.6, seed), Boundary::open, 8, false,
+                                        Backend::cpu);
+  REQUIRE(t.euler_occupancy.known);
+  Config c;
+  c.shape = {20, 18, 16};
+  c.boundary = Boundary::open;
+  c.targets = t;
+  c.seed = seed;
+  c.weights.pore_psd = 0;
+  c.weights.s2 = 0;
+  c.weights.euler = 1;
+  c.stopping.max_evaluations = 1;
+  const auto start_square = [&](const Config& config, double target) {
+    const Snapshot s = Annealer(config).snapshot();
+    const double d = (double(euler_characteristic(s.pore)) - target) / std::fabs(target);
+    return std::pair<double, double>{s.norm[kEuler], std::max(d * d, 1e-4)};
+  };
+  const double box = expected_euler_characteristic(t.euler_occupancy, c.shape);
+  const double density = t.euler_density * double(c.shape.voxels());
+  CAPTURE(box);
+  CAPTURE(density);
+  REQUIRE(std::fabs(box - density) > 0.5);  // the faces matter at this size
+  const auto [norm, expected] = start_square(c, box);
+  CHECK(norm == doctest::Approx(expected).epsilon(1e-12));
+  Config unknown = c;
+  unknown.targets.euler_occupancy = PatternOccupancy{};
+  const auto [norm_d, expected_d] = start_square(unknown, density);
+  CHECK(norm_d == doctest::Approx(expected_d).epsilon(1e-12));
+  CHECK(t.at_spacing(t.spacing).euler_occupancy.known);
+  CHECK_FALSE(t.at_spacing({1, 1, 2}).euler_occupancy.known);
+}
+
 // Grains stretched as the reference's solid chords say: a reference of stretched spheres gives
 // back its stretch (the product 1, the order and roughly the ratios), and the start's solid
 // chords follow it; without chord targets, spheres.

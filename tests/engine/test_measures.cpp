@@ -170,6 +170,67 @@ TEST_CASE("measures.cpu.euler_2d_components_minus_holes") {
   }
 }
 
+// The mean χ of a box: exact where the mean is over a whole period of a periodic structure.
+// An image of a tile repeated k times and one voxel more along each axis has k interior cells
+// of every position in the period, so its occupancies are the period's; a box placed at every
+// offset within one period then holds each cell of its complex at every position equally often.
+TEST_CASE("measures.cpu.expected_euler_of_a_box") {
+  const uint64_t seed = testing::fresh_seed();
+  CAPTURE(seed);
+  std::mt19937_64 rng(seed);
+  SUBCASE("a periodic structure, every offset of a period") {
+    for (int round = 0; round < 3; ++round) {
+      const Shape tile{int64_t(2 + rng() % 4), int64_t(2 + rng() % 4), int64_t(2 + rng() % 4)};
+      const int k = 4;
+      const Mask t = random_mask(tile, 0.25 + 0.2 * round, rng());
+      const Shape big{k * tile.nx + 1, k * tile.ny + 1, k * tile.nz + 1};
+      Mask reference(big);
+      for (int64_t z = 0; z < big.nz; ++z)
+        for (int64_t y = 0; y < big.ny; ++y)
+          for (int64_t x = 0; x < big.nx; ++x) reference(x, y, z) = t(x % tile.nx, y % tile.ny, z % tile.nz);
+      const PatternOccupancy o = pattern_occupancy(reference);
+      REQUIRE(o.known);
+      for (const Shape box : {Shape{tile.nx + 1, 2 * tile.ny, 3}, Shape{1, 1, 1}, Shape{2, tile.ny + 3, tile.nz}}) {
+        CAPTURE(to_string(tile));
+        CAPTURE(to_string(box));
+        double sum = 0;
+        for (int64_t oz = 0; oz < tile.nz; ++oz)
+          for (int64_t oy = 0; oy < tile.ny; ++oy)
+            for (int64_t ox = 0; ox < tile.nx; ++ox) {
+              Mask w(box);
+              for (int64_t z = 0; z < box.nz; ++z)
+                for (int64_t y = 0; y < box.ny; ++y)
+                  for (int64_t x = 0; x < box.nx; ++x) w(x, y, z) = reference(ox + x, oy + y, oz + z);
+              sum += double(euler_characteristic(w));
+            }
+        CHECK(expected_euler_characteristic(o, box) == doctest::Approx(sum / double(tile.voxels())).epsilon(1e-12));
+      }
+    }
+  }
+  SUBCASE("layers of pore one voxel thick, a solid layer between: one component each") {
+    Mask layers({6, 5, 12});
+    for (int64_t z = 0; z < 12; z += 2)
+      for (int64_t y = 0; y < 5; ++y)
+        for (int64_t x = 0; x < 6; ++x) layers(x, y, z) = 1;
+    const PatternOccupancy o = pattern_occupancy(layers);
+    CHECK(o.voxel == doctest::Approx(0.5));
+    CHECK(o.pair[2] == doctest::Approx(1.0));
+    CHECK(o.square[0] == doctest::Approx(1.0));
+    CHECK(o.square[2] == doctest::Approx(0.5));
+    CHECK(expected_euler_characteristic(o, {9, 4, 6}) == doctest::Approx(3.0));
+  }
+  SUBCASE("all pore, all solid") {
+    Mask full({4, 3, 5});
+    for (int64_t i = 0; i < full.voxels(); ++i) full.data()[i] = 1;
+    CHECK(expected_euler_characteristic(pattern_occupancy(full), {7, 2, 9}) == doctest::Approx(1.0));
+    CHECK(expected_euler_characteristic(pattern_occupancy(Mask({4, 3, 5})), {7, 2, 9}) == doctest::Approx(0.0));
+  }
+  SUBCASE("an extent of 1 leaves the occupancies unknown") {
+    CHECK_FALSE(pattern_occupancy(random_mask({9, 8, 1}, 0.4, rng())).known);
+    CHECK_THROWS_AS(expected_euler_characteristic(PatternOccupancy{}, {4, 4, 4}), InputError);
+  }
+}
+
 TEST_CASE("measures.cpu.euler_flip_delta") {
   const uint64_t seed = testing::fresh_seed();
   CAPTURE(seed);

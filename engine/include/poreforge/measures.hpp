@@ -52,6 +52,28 @@ int64_t euler_characteristic(const Mask& phase);
 /// that contain it: O(1). Equals χ(after) − χ(before).
 int euler_flip_delta(const Mask& phase, int64_t x, int64_t y, int64_t z);
 
+/// The chances that the voxels a cell of the closed-cube complex touches hold any of the
+/// phase: a cube cell its voxel, a face its two voxels, an edge its 2×2 square, a corner its
+/// 2×2×2 cube. Averaged over every position inside the image's 2×2×2 cells.
+struct PatternOccupancy {
+  double voxel = 0;               ///< one voxel: the phase's share
+  std::array<double, 3> pair{};   ///< two voxels side by side along x, y, z
+  std::array<double, 3> square{}; ///< a 2×2 square normal to x, y, z
+  double cube = 0;                ///< a 2×2×2 cube
+  bool known = false;             ///< false: the image has an extent below 2
+};
+
+/// The occupancies of `phase`, from its interior configuration histogram. O(N). CPU.
+PatternOccupancy pattern_occupancy(const Mask& phase);
+
+/// The mean χ (outside the box not phase, as euler_characteristic counts it) of a box of
+/// shape `box` cut at random from a stationary structure of these occupancies: Σ over the
+/// cells of the box's closed-cube complex of ± the chance that the voxels of the box it
+/// touches hold the phase (a cell on the box's faces touches fewer of them). A box's faces
+/// cut loops, so a small box holds a less negative χ per volume than a large one: this is
+/// the χ a real sub-volume of that shape holds on average, as `compare` samples them.
+double expected_euler_characteristic(const PatternOccupancy& occupancy, const Shape& box);
+
 /// Updates `histogram` (of `phase`) for the flip of voxel (x, y, z), which has not been
 /// applied to `phase` yet: the 8 configurations containing the voxel move bins. O(1).
 void update_histogram_for_flip(ConfigurationHistogram& histogram, const Mask& phase, int64_t x,

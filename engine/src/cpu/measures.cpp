@@ -384,6 +384,62 @@ int64_t euler_characteristic(const ConfigurationHistogram& histogram) {
 
 int64_t euler_characteristic(const Mask& phase) { return euler_characteristic(configuration_histogram(phase)); }
 
+PatternOccupancy pattern_occupancy(const Mask& phase) {
+  PatternOccupancy o;
+  const Shape s = phase.shape();
+  if (s.nx < 2 || s.ny < 2 || s.nz < 2) return o;
+  // Each cell holds 8 voxels, 4 pairs along each axis, 2 squares normal to each axis and
+  // itself: bit dx + 2·dy + 4·dz is voxel (dx, dy, dz).
+  const ConfigurationHistogram h = interior_configuration_histogram(phase);
+  double cells = 0, voxels = 0, cubes = 0;
+  std::array<double, 3> pairs{}, squares{};
+  for (unsigned c = 0; c < 256; ++c) {
+    if (!h[c]) continue;
+    const double n = double(h[c]);
+    cells += n;
+    for (unsigned v = 0; v < 8; ++v) voxels += n * double((c >> v) & 1u);
+    for (int a = 0; a < 3; ++a) {
+      const unsigned along = 1u << a;
+      for (unsigned v = 0; v < 8; ++v)
+        if (!(v & along)) pairs[std::size_t(a)] += n * double(((c >> v) | (c >> (v | along))) & 1u);
+      for (unsigned side = 0; side < 2; ++side) {
+        unsigned any = 0;
+        for (unsigned v = 0; v < 8; ++v)
+          if (((v >> a) & 1u) == side) any |= (c >> v) & 1u;
+        squares[std::size_t(a)] += n * double(any);
+      }
+    }
+    cubes += n * double(c != 0);
+  }
+  o.voxel = voxels / (8 * cells);
+  for (std::size_t a = 0; a < 3; ++a) {
+    o.pair[a] = pairs[a] / (4 * cells);
+    o.square[a] = squares[a] / (2 * cells);
+  }
+  o.cube = cubes / cells;
+  o.known = true;
+  return o;
+}
+
+double expected_euler_characteristic(const PatternOccupancy& o, const Shape& box) {
+  validate_shape(box);
+  if (!o.known) throw InputError("expected_euler_characteristic: the occupancies are not known");
+  const double n[3] = {double(box.nx), double(box.ny), double(box.nz)};
+  double cubes = o.voxel * n[0] * n[1] * n[2], faces = 0, edges = 0, corners = 8 * o.voxel;
+  for (int a = 0; a < 3; ++a) {
+    const int b = (a + 1) % 3, c = (a + 2) % 3;
+    // Faces normal to a: between two voxels of the box inside, one voxel on its two faces.
+    faces += n[b] * n[c] * ((n[a] - 1) * o.pair[a] + 2 * o.voxel);
+    // Edges along a: a 2×2 square inside, a pair on the box's faces, one voxel on its edges.
+    edges += n[a] * ((n[b] - 1) * (n[c] - 1) * o.square[a] + 2 * (n[c] - 1) * o.pair[c] +
+                     2 * (n[b] - 1) * o.pair[b] + 4 * o.voxel);
+    // Corners on the two faces normal to a (a square), on the four edges along a (a pair).
+    corners += 2 * (n[b] - 1) * (n[c] - 1) * o.square[a] + 4 * (n[a] - 1) * o.pair[a];
+  }
+  corners += (n[0] - 1) * (n[1] - 1) * (n[2] - 1) * o.cube;
+  return corners - edges + faces - cubes;
+}
+
 namespace {
 // The configuration of corner (cx, cy, cz), outside voxels not phase.
 unsigned corner_configuration(const Mask& phase, int64_t cx, int64_t cy, int64_t cz) {

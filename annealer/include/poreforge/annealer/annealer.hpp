@@ -23,6 +23,7 @@
 #include "poreforge/annealer/two_point.hpp"
 #include "poreforge/backend.hpp"
 #include "poreforge/evaluator.hpp"
+#include "poreforge/measures.hpp"
 #include "poreforge/psd.hpp"
 #include "poreforge/volume.hpp"
 
@@ -38,8 +39,15 @@ struct Targets {
   /// Share of the reference's pore in its largest 6-connected cluster (0: not known). Not an
   /// energy term: a connected start is built to it (connect_largest_cluster).
   double largest_cluster_share = 0;
-  /// The Euler term's target: χ of the pore per box volume (physical units⁻³; NaN: not known).
+  /// χ of the pore per box volume (physical units⁻³; NaN: not known): the Euler term's target
+  /// where `euler_occupancy` is not known.
   double euler_density = std::numeric_limits<double>::quiet_NaN();
+  /// The reference's pattern occupancies on its grid, from which the Euler term's target is the
+  /// χ a box of the domain's shape holds on average (expected_euler_characteristic): a box's
+  /// faces cut loops, so χ per volume depends on the box, and the whole image's would ask a
+  /// smaller domain for more loops than a real sub-volume of its size holds. Not known from a
+  /// descriptor file, or once at_spacing changes the grid: then euler_density × volume.
+  PatternOccupancy euler_occupancy;
   /// The surface term's target: the pore–solid interface's marching-cubes area over the cells
   /// inside the box, per their volume (physical units⁻¹; NaN: not known).
   double surface_density = std::numeric_limits<double>::quiet_NaN();
