@@ -260,7 +260,12 @@ RunConfig parse_run_config(const std::string& text, const std::string& source, c
   ranged(an, "stall_stages", stop.stall_stages, 1, 1 << 30);
   ranged(an, "max_seconds", c.max_seconds, 0.0, 1e9);
   ranged<int64_t>(an, "verify_every", c.verify_every, 0, int64_t(1) << 50);
-  ranged(an, "levels", c.levels, 1, 6);
+  an.optional("levels", [&](const YAML::Node& v, const std::string& k) {
+    c.levels_auto = v.IsScalar() && v.Scalar() == "auto";
+    if (c.levels_auto) return;
+    c.levels = an.scalar<int>(v, k, "a whole number or auto");
+    in_range(an, v, k, c.levels, 1, 6);
+  });
   ranged(an, "batch", c.loop.batch, 0, 4096);
   // Not a setting: on CUDA the loop runs on the device (the host-driven loop was measured
   // slower and stays for cross-checks in the tests and bench_anneal --loop host). Configs that
@@ -344,19 +349,29 @@ RunConfig parse_run_config(const std::string& text, const std::string& source, c
   // Each coarser level halves the grid (rounding down: an odd extent's coarser box is one fine
   // voxel short, and the refinement stretches it back onto the domain, by less than a voxel)
   // against the reference coarsened as much; the coarsest needs a few voxels along each axis.
-  if (c.levels > 1) {
+  if (c.levels > 1 || c.levels_auto) {
     const YAML::Node node = static_cast<const YAML::Node&>(root)["annealing"]["levels"];
+    const std::string said = c.levels_auto ? "= auto" : "= " + std::to_string(c.levels);
     if (c.target_image.empty())
-      doc.fail("annealing.levels", node, "= " + std::to_string(c.levels) + " needs target.image: the coarser levels' targets "
+      doc.fail("annealing.levels", node, said + " needs target.image: the coarser levels' targets "
                                   "come from the reference image coarsened, which a descriptor file cannot give");
     if (c.initial == "file")
-      doc.fail("annealing.levels", node, "= " + std::to_string(c.levels) + " builds its own coarse-to-fine chain: start "
+      doc.fail("annealing.levels", node, said + " builds its own coarse-to-fine chain: start "
                                   "the coarsest level from grains, blobs or noise (initial.structure), not a file");
-    const int64_t factor = int64_t(1) << (c.levels - 1);
+    if (c.levels_auto && c.initial != "grains" && c.initial != "blobs")
+      doc.fail("annealing.levels", node, said + " weighs a coarser level against the grains or blobs chosen on the "
+                                  "domain's grid: initial.structure must be grains or blobs");
+    const int levels = c.levels_auto ? 2 : c.levels;
+    const int64_t factor = int64_t(1) << (levels - 1);
     for (int a = 0; a < 3; ++a) {
       const int64_t n = c.loop.shape.extent(a);
+      if (n > 1 && n / factor < 4 && c.levels_auto) {  // too small to coarsen: one level
+        c.levels_auto = false;
+        c.levels = 1;
+        break;
+      }
       if (n > 1 && n / factor < 4)
-        doc.fail("annealing.levels", node, "= " + std::to_string(c.levels) + " halves the domain " +
+        doc.fail("annealing.levels", node, said + " halves the domain " +
                                     std::to_string(c.levels - 1) + " times: each extent of domain.shape must be at least " +
                                     std::to_string(4 * factor) + " (got " + std::to_string(n) + " along " + "xyz"[a] +
                                     ")");
@@ -435,8 +450,10 @@ std::string RunConfig::to_yaml() const {
     << "max_evaluations" << YAML::Value << stop.max_evaluations << YAML::Key << "energy_tolerance" << YAML::Value
     << stop.energy_tolerance << YAML::Key << "stall_stages" << YAML::Value << stop.stall_stages << YAML::Key
     << "max_seconds" << YAML::Value << max_seconds << YAML::Key << "verify_every" << YAML::Value << verify_every
-    << YAML::Key << "levels" << YAML::Value << levels << YAML::Key << "batch" << YAML::Value << loop.batch
-    << YAML::EndMap;
+    << YAML::Key << "levels" << YAML::Value;
+  if (levels_auto) y << "auto";
+  else y << levels;
+  y << YAML::Key << "batch" << YAML::Value << loop.batch << YAML::EndMap;
   y << YAML::Key << "moves" << YAML::Value << YAML::BeginMap << YAML::Key << "interface_bias" << YAML::Value
     << loop.moves.interface_bias << YAML::Key << "keep_pore_connected" << YAML::Value << loop.moves.keep_pore_connected
     << YAML::EndMap;

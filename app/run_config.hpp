@@ -45,6 +45,9 @@ struct RunConfig {
   /// evaluations at most and an even share of what is left of max_seconds (its start
   /// counted); the finest level has what they leave.
   int levels = 1;
+  /// `levels: auto`: two levels where the reference survives being coarsened, else one
+  /// (run_session.cpp's choose_levels); the run resolves it before its start.
+  bool levels_auto = false;
   std::string initial = "noise";  ///< noise | blobs | file: the starting structure, porosity-matched
   double initial_blobiness = 1.0; ///< blobs: PoreSpy's blobiness (larger, smaller features)
   bool initial_blobiness_auto = false;  ///< blobs, `blobiness: auto`: the size nearest the target PSD

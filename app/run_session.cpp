@@ -27,6 +27,7 @@
 #include "poreforge/generators.hpp"
 #include "poreforge/io.hpp"
 #include "poreforge/local_thickness.hpp"
+#include "poreforge/realism.hpp"
 #include "checkpoint.hpp"
 #include "run_config.hpp"
 #include "run_folder.hpp"
@@ -517,6 +518,58 @@ Mask refine_start(Session& run, const anneal::Config& loop, const Mask& coarser,
   return connected;
 }
 
+// annealing.levels: auto. A coarser level can hand the domain's grid only what survives being
+// coarsened, and grain packs whose pores and throats are a few voxels across do not survive
+// it: their chords change most (on a generated pack of spheres seven voxels in radius, the
+// coarse level left every solid chord distribution outside the real range, where one level
+// kept them inside). So the reference itself goes through the levels' round trip — a crop of
+// the domain's shape coarsened 2x as a coarser level's targets are, refined back as a finer
+// level's start is — and its chord lengths (anneal::chords_l1, both phases along x, y, z) are
+// set beside those of the start this grid can build on its own (the grains or blobs chosen by
+// the targets): two levels where the round trip is nearer, else one. Both are measured in a
+// box of the domain's shape clipped to kLevelsTrialExtent a side, so that a large domain's
+// choice costs no search of grain sizes at its own size; a domain that fits keeps the start.
+constexpr int64_t kLevelsTrialExtent = 128;  // holds a granular rock's chords many times over
+
+void choose_levels(Session& run, anneal::Config& loop, const Mask& reference, bool quiet) {
+  const RunConfig before = run.rc;  // the start's choices are kept only where it is the run's
+  anneal::Config trial = loop;
+  Shape sub = reference.shape(), corner{0, 0, 0};
+  for (int a = 0; a < 3; ++a) {
+    const int64_t extent = std::min(loop.shape.extent(a), kLevelsTrialExtent);
+    (a == 0 ? trial.shape.nx : a == 1 ? trial.shape.ny : trial.shape.nz) = extent;
+    const int64_t n = std::min(reference.shape().extent(a), extent);
+    (a == 0 ? sub.nx : a == 1 ? sub.ny : sub.nz) = n;
+    (a == 0 ? corner.nx : a == 1 ? corner.ny : corner.nz) = (reference.shape().extent(a) - n) / 2;
+  }
+  const Mask window = crop(reference, corner, sub);
+  // The field, its smoothing scratch, lowest_values' sorted copy and the round trip.
+  require_memory({"coarsening the reference's " + to_string(sub) + " and refining it back", 24.0 * double(sub.voxels()), 0});
+  const Mask coarse = anneal::coarsen(window, 2);
+  Mask round_trip = lowest_values(anneal::refine_field(coarse, sub, loop.boundary == Boundary::periodic), sub,
+                                  count_phase(window));
+  round_trip.set_spacing(window.spacing());
+  const double kept = anneal::chords_l1(round_trip, loop.targets);
+  stop_if_signalled();
+  build_start(run, trial, &reference, quiet);
+  const double own = anneal::chords_l1(*trial.initial, trial.targets);
+  const bool coarser = kept < own;
+  const bool same_box = trial.shape == loop.shape;
+  char line[320];
+  std::snprintf(line, sizeof line,
+                "levels    auto: the reference coarsened 2x and refined back keeps its chord lengths to L1 %.4f, "
+                "the %s start on this grid to %.4f%s: %s",
+                kept, run.rc.initial.c_str(), own, same_box ? "" : (" (both " + to_string(trial.shape) + ")").c_str(),
+                coarser ? "2 levels" : same_box ? "1 level, from that start" : "1 level");
+  run.note(line);
+  // loop is run.rc.loop: restored, it has no start, and the coarsest level or the domain's box
+  // chooses its own.
+  if (coarser || !same_box) run.rc = before;
+  else loop.initial = std::move(trial.initial);
+  run.rc.levels = coarser ? 2 : 1;
+  run.rc.levels_auto = false;
+}
+
 // annealing.levels: the coarser levels, coarsest first, each its own annealing of the same box
 // on a grid 2^j times coarser against the reference coarsened as much, the coarsest started
 // as `initial` says and each other from the one before; the finest level's start goes into
@@ -651,9 +704,10 @@ int run_from_config(const RunOptions& o, const std::string& command_line, std::s
   // measures a range of blob sizes against the target PSD and keeps the nearest; the
   // resolved config written with the run then names the size chosen, so it makes the
   // same start again (planting, if asked, is a function of the same seed and targets).
+  if (run.rc.levels_auto) choose_levels(run, loop, *reference, o.quiet);
   if (run.rc.levels > 1) {
     run_coarse_levels(run, loop, *reference, o.quiet);
-  } else if (run.rc.initial == "blobs" || run.rc.initial == "grains") {
+  } else if ((run.rc.initial == "blobs" || run.rc.initial == "grains") && !loop.initial) {
     build_start(run, loop, reference ? &*reference : nullptr, o.quiet);
   }
   // A structure from a file (a coarser run's final.h5: multi-scale reconstruction), resampled

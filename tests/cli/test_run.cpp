@@ -151,6 +151,21 @@ TEST_CASE("config.errors_name_key_and_line") {
   refused(image + "annealing:\n  levels: 2\ninitial:\n  structure: file\n  file: b.h5\n",
           "annealing.levels = 2 builds its own coarse-to-fine chain");
   CHECK(parse_run_config(image + "domain:\n  shape: [16, 16, 1]\nannealing:\n  levels: 3\n", "run.yaml", {}).levels == 3);
+  // levels: auto weighs two levels against the domain grid's own grains or blobs.
+  const std::string grains = image + "initial:\n  structure: grains\n";
+  const app::RunConfig chosen = parse_run_config(grains + "domain:\n  shape: [32, 32, 32]\nannealing:\n  levels: auto\n",
+                                            "run.yaml", {});
+  CHECK(chosen.levels_auto);
+  CHECK(chosen.to_yaml().find("levels: auto") != std::string::npos);
+  const app::RunConfig small = parse_run_config(grains + "domain:\n  shape: [32, 6, 32]\nannealing:\n  levels: auto\n",
+                                           "run.yaml", {});  // too small to coarsen: one level
+  CHECK_FALSE(small.levels_auto);
+  CHECK(small.levels == 1);
+  refused(image + "annealing:\n  levels: many\n", "annealing.levels must be a whole number or auto");
+  refused(std::string(minimal) + "initial:\n  structure: grains\nannealing:\n  levels: auto\n",
+          "annealing.levels = auto needs target.image");
+  refused(image + "annealing:\n  levels: auto\n", "annealing.levels = auto weighs a coarser level against the grains or "
+                                                   "blobs chosen on the domain's grid: initial.structure must be grains or blobs");
 }
 
 TEST_CASE("config.repeated_keys_and_whole_documents") {
@@ -250,6 +265,44 @@ TEST_CASE("cli.run.levels") {
   CHECK(slurp(dir / "again.txt").find("already exists (use --force to replace it)") != std::string::npos);
   CHECK(slurp(dir / "again.txt").find("level ") == std::string::npos);
   CHECK(fs::last_write_time(rd / "final.h5") == before);
+  std::error_code ec;
+  fs::remove_all(dir, ec);
+}
+
+// annealing.levels: auto keeps a coarser level where the reference survives the round trip of
+// coarsening and refining, as Berea's grains and pores do at 32^3, and not where they are a few
+// voxels across (a pack of spheres 1.5 voxels in radius). The resolved config names the levels
+// chosen (and the single level's grains) and makes the same run again.
+TEST_CASE("cli.run.levels_auto") {
+  const fs::path dir = fs::temp_directory_path() / ("poreforge-levels-auto-" + std::to_string(testing::fresh_seed()));
+  fs::create_directories(dir);
+  const std::string cli = POREFORGE_CLI;
+  REQUIRE(shell(cli + " generate spheres --shape 64,64,64 --porosity 0.3 --radius 1.5 --seed 4 -o " +
+                (dir / "fine.h5").string() + " > /dev/null") == 0);
+  const std::string body = "domain:\n  shape: [32, 32, 32]\nannealing:\n  levels: auto\n  max_evaluations: 400\n"
+                           "  stage_length: 50\ninitial:\n  structure: grains\noutput:\n  report_every: 100\n";
+  std::ofstream(dir / "berea.yaml") << "name: berea\nbackend: cpu\ntarget:\n  image: " POREFORGE_DATA_DIR
+                                       "/berea_110.raw\n  shape: [110, 110, 110]\n  dtype: u8\n  phase: 0\n" + body;
+  std::ofstream(dir / "fine.yaml") << "name: fine\nbackend: cpu\ntarget:\n  image: fine.h5\n" + body;
+  for (const std::string name : {"berea", "fine"}) {
+    CAPTURE(name);
+    REQUIRE(shell(cli + " run " + (dir / (name + ".yaml")).string() + " --output " + (dir / "results").string() +
+                  " --quiet > /dev/null") == 0);
+    const fs::path rd = dir / "results" / name;
+    const std::string log = slurp(rd / "run.log");
+    const bool two = name == "berea";
+    CHECK(log.find("levels    auto: the reference coarsened 2x and refined back keeps its chord lengths to L1 ") !=
+          std::string::npos);
+    CHECK(log.find(two ? ": 2 levels" : ": 1 level, from that start") != std::string::npos);
+    CHECK(fs::exists(rd / "levels" / "level-1.h5") == two);
+    const std::string resolved = slurp(rd / "config.yaml");
+    CHECK(resolved.find(two ? "levels: 2" : "levels: 1") != std::string::npos);
+    CHECK(resolved.find("grain_radius: auto") == std::string::npos);
+    REQUIRE(shell(cli + " run " + (rd / "config.yaml").string() + " --output " + (dir / "again").string() +
+                  " --quiet > /dev/null") == 0);
+    CHECK(read_hdf5((dir / "again" / name / "final.h5").string(), "/volume").bytes ==
+          read_hdf5((rd / "final.h5").string(), "/volume").bytes);
+  }
   std::error_code ec;
   fs::remove_all(dir, ec);
 }
