@@ -17,7 +17,9 @@ namespace poreforge::app {
 /// surface target counted faces, so it resumes only with the surface term off.
 /// 5: the openings term — its energies, normaliser, target and history column (read as 0 and
 /// off where a file holds none of them).
-constexpr int kCheckpointSchema = 5;
+/// 6: /targets/euler/occupancy, the Euler term's target for the domain's box (a file without it
+/// resumes with the reference's χ per volume, the target it ran with).
+constexpr int kCheckpointSchema = 6;
 
 /// One row of energy.csv: evaluations, stage, temperature, energy, pore_psd, solid_psd, s2,
 /// accepted, rejected, euler, surface, chords, openings.

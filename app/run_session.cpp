@@ -526,12 +526,21 @@ Mask refine_start(Session& run, const anneal::Config& loop, const Mask& coarser,
 // the domain's shape coarsened 2x as a coarser level's targets are, refined back as a finer
 // level's start is — and its chord lengths (anneal::chords_l1, both phases along x, y, z) are
 // set beside those of the start this grid can build on its own (the grains or blobs chosen by
-// the targets): two levels where the round trip is nearer, else one. Both are measured in a
+// the targets): two levels where the round trip is nearer, else one. The start is built in a
 // box of the domain's shape clipped to kLevelsTrialExtent a side, so that a large domain's
-// choice costs no search of grain sizes at its own size; a domain that fits keeps the start.
+// choice costs no search of grain sizes at its own size (a domain that fits keeps the start),
+// and the round trip in the reference's window of that box (smaller where the reference is).
+// Chord lengths are counted in voxels: on a grid other than the reference's the two cannot be
+// compared, and the run keeps the two levels the config had before `auto`.
 constexpr int64_t kLevelsTrialExtent = 128;  // holds a granular rock's chords many times over
 
 void choose_levels(Session& run, anneal::Config& loop, const Mask& reference, bool quiet) {
+  run.rc.levels_auto = false;
+  if (!(loop.spacing == reference.spacing())) {
+    run.rc.levels = 2;
+    run.note("levels    auto: the domain's grid is not the reference's, where chord lengths compare: 2 levels");
+    return;
+  }
   const RunConfig before = run.rc;  // the start's choices are kept only where it is the run's
   anneal::Config trial = loop;
   Shape sub = reference.shape(), corner{0, 0, 0};
@@ -546,8 +555,8 @@ void choose_levels(Session& run, anneal::Config& loop, const Mask& reference, bo
   // The field, its smoothing scratch, lowest_values' sorted copy and the round trip.
   require_memory({"coarsening the reference's " + to_string(sub) + " and refining it back", 24.0 * double(sub.voxels()), 0});
   const Mask coarse = anneal::coarsen(window, 2);
-  Mask round_trip = lowest_values(anneal::refine_field(coarse, sub, loop.boundary == Boundary::periodic), sub,
-                                  count_phase(window));
+  // The window is cut from the reference: its faces do not wrap, whatever the domain's do.
+  Mask round_trip = lowest_values(anneal::refine_field(coarse, sub, false), sub, count_phase(window));
   round_trip.set_spacing(window.spacing());
   const double kept = anneal::chords_l1(round_trip, loop.targets);
   stop_if_signalled();
@@ -567,7 +576,6 @@ void choose_levels(Session& run, anneal::Config& loop, const Mask& reference, bo
   if (coarser || !same_box) run.rc = before;
   else loop.initial = std::move(trial.initial);
   run.rc.levels = coarser ? 2 : 1;
-  run.rc.levels_auto = false;
 }
 
 // annealing.levels: the coarser levels, coarsest first, each its own annealing of the same box

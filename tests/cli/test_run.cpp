@@ -820,6 +820,28 @@ TEST_CASE("cli.resume.openings_term") {
   CHECK(slurp(rd / "energy.csv") == energy);
 }
 
+// The Euler term's target for the domain's box comes from the reference's occupancies, which
+// the checkpoint keeps: a resume goes on to the same structure and energies as the run.
+TEST_CASE("cli.resume.euler_target_for_the_box") {
+  TinyRuns t("euler");
+  std::ofstream(t.dir / "euler.yaml") << "name: e\nbackend: cpu\nseed: 4\ntarget:\n  image: ref.h5\n"
+                                         "domain:\n  shape: [12, 12, 12]\nannealing:\n  trial_moves: 10\n"
+                                         "  max_evaluations: 100\n  stage_length: 25\n  energy_tolerance: 0\n"
+                                         "descriptors:\n  weights:\n    euler: 1\n"
+                                         "checkpoint:\n  every_evaluations: 50\n  keep: 4\n";
+  REQUIRE(shell(t.cli + " run " + (t.dir / "euler.yaml").string() + " --output " + (t.dir / "results").string() +
+                " --quiet > /dev/null") == 0);
+  const fs::path rd = t.folder("e");
+  const auto structure = read_hdf5((rd / "final.h5").string(), "/volume").bytes;
+  const std::string energy = slurp(rd / "energy.csv");
+  const fs::path middle = rd / "checkpoints" / "evaluation-000000000050.h5";
+  CHECK(read_hdf5_attribute(middle.string(), "schema") == 6);
+  CHECK(read_hdf5_vector(middle.string(), "/targets/euler/occupancy").size() == 8);
+  REQUIRE(shell(t.cli + " resume " + middle.string() + " --quiet > /dev/null") == 0);
+  CHECK(read_hdf5((rd / "final.h5").string(), "/volume").bytes == structure);
+  CHECK(slurp(rd / "energy.csv") == energy);
+}
+
 TEST_CASE("cli.resume.checksums") {
   // Edits that keep the checkpoint self-consistent (so the annealer's own checks pass) are
   // found by the checksums, and the part that differs is named.
