@@ -14,19 +14,25 @@ namespace poreforge::app {
 namespace {
 
 const char* kKind = "poreforge checkpoint";
-constexpr int kHistoryColumnCount = 13;
+constexpr int kHistoryColumnCount = 15;
 // Checkpoints written before the Euler, surface and chords terms hold the first 9 columns, those
-// before the openings term 12; the others read as 0 there.
+// before the openings term 12, those before the patterns and local porosity terms 13; the others
+// read as 0 there.
 constexpr int kEarlierHistoryColumns = 9;
 const char* kHistoryColumns[kHistoryColumnCount] = {"evaluations", "stage",    "temperature", "energy",
                                                     "pore_psd",    "solid_psd", "s2",         "accepted",
                                                     "rejected",    "euler",     "surface",    "chords",
-                                                    "openings"};
+                                                    "openings",    "patterns",  "local_porosity"};
 // The openings term's target (Targets::opening_euler_density).
 const char* kOpeningTarget = "/targets/openings/euler_density";
 // The Euler term's pattern occupancies (Targets::euler_occupancy): the voxel, the pairs and
 // squares along x, y, z, the cube.
 const char* kEulerOccupancy = "/targets/euler/occupancy";
+// The patterns term's target: the reference's interface cells' shares by class, then the share
+// of its inner cells that are interface cells (Targets::pattern_shares, interface_cell_share).
+const char* kPatternTarget = "/targets/patterns/shares";
+// The local porosity term's target (Targets::local_porosity_shares).
+const char* kLocalPorosityTarget = "/targets/local_porosity/shares";
 
 // The chords term's target under /targets/chords/<axis>/<phase>.
 std::string chord_target_name(int axis, int phase) {
@@ -88,7 +94,8 @@ std::string volume_sum(const Mask& m) {
 void write_energy(OutputFile& f, Sums& sums, const std::string& prefix, const anneal::Energy& e) {
   for (const auto& [name, value] : {std::pair<std::string, double>{"total", e.total}, {"pore_psd", e.pore_psd},
                                     {"solid_psd", e.solid_psd}, {"s2", e.s2}, {"euler", e.euler},
-                                    {"surface", e.surface}, {"chords", e.chords}, {"openings", e.openings}}) {
+                                    {"surface", e.surface}, {"chords", e.chords}, {"openings", e.openings},
+                                    {"patterns", e.patterns}, {"local_porosity", e.local_porosity}}) {
     f.set_attribute(prefix + name, value);
     sums["@" + prefix + name] = Fnv1a().add(value).hex();
   }
@@ -137,13 +144,14 @@ class Reader {
       throw InputError("checkpoint '" + m_path + "': the stored checksum of " + part +
                        " does not match (changed or corrupt)");
   }
-  // Checkpoints written before the Euler, surface, chords and openings terms hold none of their
-  // energies (the terms were off).
+  // Checkpoints written before the Euler, surface, chords, openings, patterns and local porosity
+  // terms hold none of their energies (the terms were off).
   double number_or_zero(const std::string& name) { return hdf5_has_attribute(m_path, name) ? number(name) : 0.0; }
   anneal::Energy energy(const std::string& prefix) {
     return {number(prefix + "total"),         number(prefix + "pore_psd"),        number(prefix + "solid_psd"),
             number(prefix + "s2"),            number_or_zero(prefix + "euler"), number_or_zero(prefix + "surface"),
-            number_or_zero(prefix + "chords"), number_or_zero(prefix + "openings")};
+            number_or_zero(prefix + "chords"), number_or_zero(prefix + "openings"),
+            number_or_zero(prefix + "patterns"), number_or_zero(prefix + "local_porosity")};
   }
 
  private:
@@ -213,6 +221,12 @@ void write_checkpoint(const std::string& path, const Checkpoint& c, const std::s
     vector(kEulerOccupancy,
            std::vector<double>{o.voxel, o.pair[0], o.pair[1], o.pair[2], o.square[0], o.square[1], o.square[2], o.cube});
   }
+  if (!t.pattern_shares.empty()) {
+    std::vector<double> shares = t.pattern_shares;
+    shares.push_back(t.interface_cell_share);
+    vector(kPatternTarget, shares);
+  }
+  if (!t.local_porosity_shares.empty()) vector(kLocalPorosityTarget, t.local_porosity_shares);
   // The describe-file layout under /targets, read back by Targets::from_descriptor_file.
   const std::vector<double>* target_vectors[7] = {&t.pore_edges, &t.pore_psd, &t.solid_edges, &t.solid_psd,
                                                   &t.s2[0],       &t.s2[1],    &t.s2[2]};
@@ -257,8 +271,9 @@ Checkpoint read_checkpoint(const std::string& path) {
   s.pore_voxels = in.vector_int64("/state/pore_voxels");
   s.stage_energies = in.vector("/state/stage_energies");
   const auto norm = in.vector("/state/norm");
-  // 3: from before the count and chords terms; 6: from before the openings term.
-  if (norm.size() != 3 && norm.size() != 6 && norm.size() != s.norm.size())
+  // 3: from before the count and chords terms; 6: before the openings term; 7: before the
+  // patterns and local porosity terms.
+  if (norm.size() != 3 && norm.size() != 6 && norm.size() != 7 && norm.size() != s.norm.size())
     throw InputError("'" + path + "': /state/norm must hold " + std::to_string(s.norm.size()) + " values");
   s.norm.fill(1.0);
   std::copy(norm.begin(), norm.end(), s.norm.begin());
@@ -303,6 +318,21 @@ Checkpoint read_checkpoint(const std::string& path) {
     }
     t.cube = o[7];
     t.known = true;
+  }
+  if (hdf5_has_object(path, kPatternTarget)) {
+    std::vector<double> shares = in.vector(kPatternTarget);
+    if (shares.size() != std::size_t(kInterfacePatterns) + 1)
+      throw InputError("'" + path + "': " + kPatternTarget + " must hold " + std::to_string(kInterfacePatterns + 1) +
+                       " values");
+    c.targets.interface_cell_share = shares.back();
+    shares.pop_back();
+    c.targets.pattern_shares = shares;
+  }
+  if (hdf5_has_object(path, kLocalPorosityTarget)) {
+    c.targets.local_porosity_shares = in.vector(kLocalPorosityTarget);
+    if (c.targets.local_porosity_shares.size() != std::size_t(kLocalPorosityBins))
+      throw InputError("'" + path + "': " + kLocalPorosityTarget + " must hold " + std::to_string(kLocalPorosityBins) +
+                       " values");
   }
   // A run with chords weighted ran on the grid they were counted on: the stored one.
   c.targets.chord_spacing = c.targets.spacing;

@@ -19,11 +19,14 @@ namespace poreforge::app {
 /// off where a file holds none of them).
 /// 6: /targets/euler/occupancy, the Euler term's target for the domain's box (a file without it
 /// resumes with the reference's χ per volume, the target it ran with).
-constexpr int kCheckpointSchema = 6;
+/// 7: the interface patterns and local porosity terms — their energies, normalisers, targets
+/// (/targets/patterns, /targets/local_porosity) and history columns (read as 0 and off where a
+/// file holds none of them).
+constexpr int kCheckpointSchema = 7;
 
 /// One row of energy.csv: evaluations, stage, temperature, energy, pore_psd, solid_psd, s2,
-/// accepted, rejected, euler, surface, chords, openings.
-using HistoryRow = std::array<double, 13>;
+/// accepted, rejected, euler, surface, chords, openings, patterns, local_porosity.
+using HistoryRow = std::array<double, 15>;
 
 struct Checkpoint {
   int schema = kCheckpointSchema;  ///< the file's (read_checkpoint)

@@ -225,6 +225,8 @@ RunConfig parse_run_config(const std::string& text, const std::string& source, c
   ranged(weights, "surface", c.loop.weights.surface, 0.0, 1e9);
   ranged(weights, "chords", c.loop.weights.chords, 0.0, 1e9);
   ranged(weights, "openings", c.loop.weights.openings, 0.0, 1e9);
+  ranged(weights, "patterns", c.loop.weights.patterns, 0.0, 1e9);
+  ranged(weights, "local_porosity", c.loop.weights.local_porosity, 0.0, 1e9);
   weights.finish();
   desc.finish();
 
@@ -435,7 +437,8 @@ std::string RunConfig::to_yaml() const {
     << loop.weights.solid_psd << YAML::Key << "s2" << YAML::Value << loop.weights.s2 << YAML::Key << "euler" << YAML::Value
     << loop.weights.euler << YAML::Key << "surface" << YAML::Value << loop.weights.surface << YAML::Key << "chords"
     << YAML::Value << loop.weights.chords << YAML::Key << "openings" << YAML::Value << loop.weights.openings
-    << YAML::EndMap << YAML::EndMap;
+    << YAML::Key << "patterns" << YAML::Value << loop.weights.patterns << YAML::Key << "local_porosity" << YAML::Value
+    << loop.weights.local_porosity << YAML::EndMap << YAML::EndMap;
   const anneal::Schedule& sc = loop.schedule;
   const anneal::Stopping& stop = loop.stopping;
   y << YAML::Key << "domain" << YAML::Value << YAML::BeginMap << YAML::Key << "shape" << YAML::Value << YAML::Flow

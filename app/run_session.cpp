@@ -160,8 +160,9 @@ struct Session {
 
   // annealing.verify_every: the running energy against every term recounted from scratch.
   void verify(const anneal::Annealer& a) {
-    static const char* const names[anneal::kTermCount] = {"pore_psd", "solid_psd", "s2",      "euler",
-                                                          "surface",  "chords",    "openings"};
+    static const char* const names[anneal::kTermCount] = {"pore_psd", "solid_psd", "s2",       "euler",
+                                                          "surface",  "chords",    "openings", "patterns",
+                                                          "local_porosity"};
     const anneal::Energy& running = a.progress().energy;
     const anneal::Energy scratch = a.evaluate_from_scratch();
     for (int k = 0; k < anneal::kTermCount; ++k) {
@@ -230,7 +231,8 @@ struct Session {
     auto record = [&](const anneal::Progress& p) {
       history.push_back({double(p.evaluations), double(p.stage), p.temperature, p.energy.total, p.energy.pore_psd,
                          p.energy.solid_psd, p.energy.s2, double(p.accepted), double(p.rejected), p.energy.euler,
-                         p.energy.surface, p.energy.chords, p.energy.openings});
+                         p.energy.surface, p.energy.chords, p.energy.openings, p.energy.patterns,
+                         p.energy.local_porosity});
       log << line_of(p, false) << "\n";
       log.flush();
     };
@@ -287,11 +289,11 @@ struct Session {
   void write_history() {
     std::ostringstream csv;
     csv << "evaluations,stage,temperature,energy,pore_psd,solid_psd,s2,accepted,rejected,euler,surface,chords,"
-           "openings\n";
+           "openings,patterns,local_porosity\n";
     for (const auto& r : history)
       csv << int64_t(r[0]) << "," << int64_t(r[1]) << "," << r[2] << "," << r[3] << "," << r[4] << "," << r[5] << ","
           << r[6] << "," << int64_t(r[7]) << "," << int64_t(r[8]) << "," << r[9] << "," << r[10] << "," << r[11] << ","
-          << r[12] << "\n";
+          << r[12] << "," << r[13] << "," << r[14] << "\n";
     write_text(dir / "energy.csv", csv.str());
   }
 

@@ -9,7 +9,8 @@
 //                [--energy psd_s2|reconstruct] [--evaluation local|full] [--openings W]
 //
 // --energy reconstruct: configs/reconstruct.yaml's energy and moves — pore PSD, S2, Euler
-// characteristic, specific surface and chord lengths against the Berea 400³ image (--reference) at its
+// characteristic, specific surface, chord lengths, interface patterns and local porosity
+// against the Berea 400³ image (--reference) at its
 // voxel size, the domain's faces open, interface-biased moves that keep the pore connected,
 // T0 1e-6. --initial berea starts from the real image itself (its centre at the size, mirrored
 // at its faces beyond 400), a rock-like structure where a swap's region is a rock's.
@@ -112,7 +113,7 @@ int main(int argc, char** argv) {
     c.spacing = image.spacing();
     c.targets = Targets::from_image(image, Boundary::open, 20, false, Backend::cpu);
     c.boundary = Boundary::open;
-    c.weights.euler = c.weights.surface = c.weights.chords = 1.0;
+    c.weights.euler = c.weights.surface = c.weights.chords = c.weights.patterns = c.weights.local_porosity = 1.0;
     c.weights.openings = openings;
     c.moves.interface_bias = 8.0;
     c.moves.keep_pore_connected = true;

@@ -34,14 +34,23 @@ constexpr uint64_t kTrialStepBase = uint64_t(1) << 62;
 
 namespace {
 
-// The count terms' values of a structure from scratch (0 for a term that is off): χ of the pore
-// and the quanta of its interface's area over the cells inside the box.
-std::array<int64_t, 2> count_values(const Mask& pore, const Objective& o) {
-  std::array<int64_t, 2> v{0, 0};
+// The count terms' values of a structure from scratch (Objective::attach_counts's layout; 0
+// for a term that is off): χ of the pore, the quanta of its interface's area over the cells
+// inside the box, those cells by interface pattern, and the voxels by local porosity bin.
+std::vector<int64_t> count_values(const Mask& pore, const Objective& o) {
+  std::vector<int64_t> v(Objective::kCountValues, 0);
   if (o.euler.entries) v[0] = euler_characteristic(pore);
-  if (o.surface.entries) {
+  if (o.surface.entries || o.patterns.entries) {
     const ConfigurationHistogram h = interior_configuration_histogram(pore);
-    for (std::size_t c = 0; c < 256; ++c) v[1] += h[c] * o.surface.quanta[c];
+    for (std::size_t c = 0; c < 256; ++c) {
+      if (o.surface.entries) v[1] += h[c] * o.surface.quanta[c];
+      if (o.patterns.entries && o.patterns.class_of[c] >= 0)
+        v[Objective::kPatternsAt + std::size_t(o.patterns.class_of[c])] += h[c];
+    }
+  }
+  if (o.local_porosity.entries) {
+    const LocalPorosityHistogram h = local_porosity_histogram(pore);
+    std::copy(h.counts.begin(), h.counts.end(), v.begin() + Objective::kLocalPorosityAt);
   }
   return v;
 }
@@ -148,6 +157,18 @@ Targets Targets::from_image(const Mask& pore, Boundary boundary, int bins, bool 
     double area = 0;
     for (std::size_t c = 0; c < 256; ++c) area += double(h[c]) * marching_cubes_area(int(c), sp);
     t.surface_density = area / interior_volume(shape, sp);
+    const auto shares = interface_pattern_shares(h);
+    t.pattern_shares.assign(shares.begin(), shares.end());
+    double cells = 0, interface = 0;
+    for (std::size_t c = 0; c < 256; ++c) {
+      cells += double(h[c]);
+      if (c != 0 && c != 255) interface += double(h[c]);
+    }
+    t.interface_cell_share = interface / cells;
+  }
+  if (shape.nx > 2 && shape.ny > 2 && shape.nz > 2) {
+    const LocalPorosityHistogram h = local_porosity_histogram(pore);
+    for (int64_t n : h.counts) t.local_porosity_shares.push_back(double(n) / double(h.voxels));
   }
   t.chord_spacing = sp;
   for (int p = 0; p < 2; ++p) {
@@ -218,7 +239,12 @@ Targets Targets::at_spacing(const Spacing& grid) const {
     }
     t.s2[a] = std::move(resampled);
   }
-  if (!(grid == spacing)) t.euler_occupancy = PatternOccupancy{};  // occupancies are the reference grid's
+  if (!(grid == spacing)) {  // occupancies and patterns are the reference grid's
+    t.euler_occupancy = PatternOccupancy{};
+    t.pattern_shares.clear();
+    t.interface_cell_share = 0;
+    t.local_porosity_shares.clear();
+  }
   t.spacing = grid;
   return t;
 }
@@ -239,10 +265,20 @@ void validate(const Config& c) {
   require(c.targets.pore_psd.size() + 1 == c.targets.pore_edges.size(), "pore PSD target and its edges differ in length");
   const Weights& w = c.weights;
   require(w.pore_psd >= 0 && w.solid_psd >= 0 && w.s2 >= 0 && w.euler >= 0 && w.surface >= 0 && w.chords >= 0 &&
-              w.openings >= 0,
+              w.openings >= 0 && w.patterns >= 0 && w.local_porosity >= 0,
           "weights must not be negative");
-  require(w.pore_psd + w.solid_psd + w.s2 + w.euler + w.surface + w.chords + w.openings > 0,
+  require(w.pore_psd + w.solid_psd + w.s2 + w.euler + w.surface + w.chords + w.openings + w.patterns + w.local_porosity > 0,
           "at least one weight must be positive");
+  require(w.patterns == 0 || c.targets.pattern_shares.size() == std::size_t(kInterfacePatterns),
+          "a patterns weight needs the reference's interface patterns on the domain's grid: a 3D target image at "
+          "the domain's voxel size (descriptor files hold none)");
+  require(w.patterns == 0 || (c.shape.nx > 1 && c.shape.ny > 1 && c.shape.nz > 1),
+          "a patterns weight needs a 3D domain (the term counts the box's 2x2x2 cells)");
+  require(w.local_porosity == 0 || c.targets.local_porosity_shares.size() == std::size_t(kLocalPorosityBins),
+          "a local_porosity weight needs the reference's local porosity on the domain's grid: a 3D target image at "
+          "the domain's voxel size (descriptor files hold none)");
+  require(w.local_porosity == 0 || (c.shape.nx > 2 && c.shape.ny > 2 && c.shape.nz > 2),
+          "a local_porosity weight needs a domain of at least 3 voxels along each axis (the term counts 3x3x3 cells)");
   require(w.openings == 0 || c.targets.opening_euler_density.size() == c.targets.pore_edges.size(),
           "an openings weight needs the reference's Euler characteristic of its openings at the pore-PSD edges: a "
           "3D target image (descriptor files hold none)");
@@ -494,6 +530,8 @@ Step detail::step_of(const Config& c) {
   o.weight[kSurface] = w.surface;
   o.weight[kChords] = w.chords;
   o.weight[kOpenings] = w.openings;
+  o.weight[kPatterns] = w.patterns;
+  o.weight[kLocalPorosity] = w.local_porosity;
   o.chords = chord_layout(shape, w.chords > 0);
   o.openings.entries = w.openings > 0 ? int(t.pore_edges.size()) : 0;
   // The count terms' targets on this grid: the χ a box of this shape holds, or the reference's
@@ -507,6 +545,25 @@ Step detail::step_of(const Config& c) {
                                              : t.euler_density * volume;
   o.surface.entries = w.surface > 0 ? 1 : 0;
   o.surface.target = w.surface > 0 ? t.surface_density * interior_volume(shape, sp) / surface_quanta(sp).quantum : 0.0;
+  terms::Patterns& pt = o.patterns;
+  pt.entries = w.patterns > 0 ? kInterfacePatterns : 0;
+  for (int k = 0; k < 256; ++k) pt.class_of[k] = int8_t(interface_pattern(k));
+  if (w.patterns > 0) {
+    // The reference's shares of its interface cells, of its inner cells, times this box's.
+    const double cells = double(shape.nx - 1) * double(shape.ny - 1) * double(shape.nz - 1);
+    double sum = 0;
+    for (int k = 0; k < kInterfacePatterns; ++k)
+      sum += pt.target[k] = t.pattern_shares[std::size_t(k)] * t.interface_cell_share * cells;
+    pt.scale = sum > 0 ? sum : 1.0;
+  }
+  terms::LocalPorosity& lp = o.local_porosity;
+  lp.entries = w.local_porosity > 0 ? kLocalPorosityBins : 0;
+  if (w.local_porosity > 0) {
+    const double voxels = double(shape.nx - 2) * double(shape.ny - 2) * double(shape.nz - 2);
+    double sum = 0;
+    for (int b = 0; b < kLocalPorosityBins; ++b) sum += lp.target[b] = t.local_porosity_shares[std::size_t(b)] * voxels;
+    lp.scale = sum > 0 ? sum : 1.0;
+  }
   o.pore_psd.bins = int(t.pore_edges.size()) - 1;
   o.pore_psd.entries = w.pore_psd > 0 ? std::min(o.pore_psd.bins, int(t.pore_psd.size())) : 0;
   o.solid_psd.bins = t.solid_edges.empty() ? 0 : int(t.solid_edges.size()) - 1;
@@ -573,10 +630,8 @@ void Annealer::make_step() {
   o.s2.target = m_s2_target.data();
   m_surface_quanta = detail::surface_quanta(m_config.spacing).quanta;
   o.surface.quanta = m_surface_quanta.data();
-  const auto values = count_values(m_pore, o);
-  m_count_values.assign(values.begin(), values.end());
-  o.euler.value = o.euler.entries ? &m_count_values[0] : nullptr;
-  o.surface.value = o.surface.entries ? &m_count_values[1] : nullptr;
+  m_count_values = count_values(m_pore, o);
+  o.attach_counts(m_count_values.data());
   m_chord_counts = chord_counts(m_pore, o.chords);
   m_chord_target = detail::chord_target(m_config.targets, o.chords);
   o.chords.counts = m_chord_counts.empty() ? nullptr : m_chord_counts.data();
@@ -751,9 +806,8 @@ Energy Annealer::energy_from_scratch(const Mask& pore, const Norms& norm) const 
   // the structure.
   Objective o = m_step.objective;
   for (int k = 0; k < kTermCount; ++k) o.norm[k] = norm[k];
-  std::array<int64_t, 2> values = count_values(pore, o);
-  o.euler.value = &values[0];
-  o.surface.value = &values[1];
+  std::vector<int64_t> values = count_values(pore, o);
+  o.attach_counts(values.data());
   std::vector<int64_t> chords = chord_counts(pore, o.chords);
   o.chords.counts = chords.empty() ? nullptr : chords.data();
   const DirectionalCounts counts(pore);
@@ -881,8 +935,7 @@ std::unique_ptr<Annealer::Replica> Annealer::replica() const {
   Objective& o = st.objective;
   o.s2.counts = r->s2_counts.data();
   o.s2.delta = r->s2_delta.data();
-  o.euler.value = o.euler.entries ? &r->count_values[0] : nullptr;
-  o.surface.value = o.surface.entries ? &r->count_values[1] : nullptr;
+  o.attach_counts(r->count_values.data());
   o.chords.counts = r->chord_counts.empty() ? nullptr : r->chord_counts.data();
   o.openings.value = r->opening_values.data();
   o.pore_psd.counts = r->psd_counts[0].data();

@@ -41,6 +41,21 @@ CurveMeasure chord_curve(const std::string& name, const ChordLengths& chords, in
   return c;
 }
 
+// A distribution over numbered classes or bins (x the index), `weights` scaled to sum to 1.
+CurveMeasure shares_curve(const std::string& name, const std::string& x_unit, const std::vector<double>& weights) {
+  CurveMeasure c;
+  c.name = name;
+  c.x_unit = x_unit;
+  c.distance = CurveMeasure::Distance::l1;
+  double sum = 0;
+  for (double w : weights) sum += w;
+  for (std::size_t k = 0; k < weights.size(); ++k) {
+    c.x.push_back(double(k));
+    c.y.push_back(sum > 0 ? weights[k] / sum : 0.0);
+  }
+  return c;
+}
+
 CurveMeasure lineal_curve(const std::string& name, const std::vector<double>& along, double spacing,
                           const std::string& unit) {
   CurveMeasure c;
@@ -165,6 +180,15 @@ RealismProfile profile_in(const Mask& pore, const RealismOptions& options, Works
     p.curves.push_back(std::move(c));
   }
   stage("openings");
+  // Over the cells inside the box, as the annealer's patterns term counts them.
+  const auto patterns = interface_pattern_shares(interior_configuration_histogram(pore));
+  p.curves.push_back(shares_curve("interface_patterns", "class (interface_pattern)",
+                                  std::vector<double>(patterns.begin(), patterns.end())));
+  // The spikes of either phase: the voxels whose 3×3×3 cell holds both phases, by bin.
+  const LocalPorosityHistogram local = local_porosity_histogram(pore);
+  p.curves.push_back(shares_curve("local_porosity", "bin (local_porosity_bin)",
+                                  std::vector<double>(local.counts.begin(), local.counts.end())));
+  stage("patterns");
   return p;
 }
 

@@ -49,6 +49,8 @@ Config every_term_config(uint64_t seed, int64_t evaluations, Backend backend = B
   c.weights.euler = 0.3;
   c.weights.surface = 0.7;
   c.weights.chords = 0.6;
+  c.weights.patterns = 0.8;
+  c.weights.local_porosity = 0.9;
   if (backend == Backend::cpu) c.weights.openings = 0.4;
   c.moves.interface_bias = 1.0;
   c.moves.keep_pore_connected = true;
@@ -86,6 +88,53 @@ TEST_CASE("anneal.philox.known_answers") {
   }
   CHECK(lo == 0);
   CHECK(hi == 9);
+}
+
+// The patterns and local porosity terms' counts after many swaps, each moved as apply_swap moves
+// them before the phases are written and some taken back by the reverse swap as an undo does,
+// equal a recount: every class and bin, boxes thin enough that most cells meet a face.
+TEST_CASE("anneal.patterns_and_local_porosity.incremental_equals_recount") {
+  const uint64_t seed = testing::fresh_seed();
+  CAPTURE(seed);
+  for (const Shape shape : {Shape{14, 11, 9}, Shape{3, 7, 4}, Shape{5, 3, 3}}) {
+    CAPTURE(to_string(shape));
+    Mask m = testing::random_volume(shape, 0, 0.4, seed);
+    const int64_t extent[3] = {shape.nx, shape.ny, shape.nz};
+    terms::Patterns patterns;
+    terms::LocalPorosity local;
+    for (int c = 0; c < 256; ++c) patterns.class_of[c] = int8_t(interface_pattern(c));
+    auto recount = [](const Mask& pore) {
+      std::vector<int64_t> v(kInterfacePatterns + kLocalPorosityBins, 0);
+      const ConfigurationHistogram h = interior_configuration_histogram(pore);
+      for (int c = 1; c < 255; ++c) v[std::size_t(interface_pattern(c))] += h[std::size_t(c)];
+      const LocalPorosityHistogram l = local_porosity_histogram(pore);
+      std::copy(l.counts.begin(), l.counts.end(), v.begin() + kInterfacePatterns);
+      return v;
+    };
+    std::vector<int64_t> counts = recount(m);
+    patterns.counts = counts.data();
+    local.counts = counts.data() + kInterfacePatterns;
+    auto apply = [&](int64_t to_solid, int64_t to_pore) {
+      patterns.on_swap(terms::swap_cubes(m.data(), extent, to_solid, to_pore));
+      local.on_swap(m.data(), extent, to_solid, to_pore);
+      m[to_solid] = 0;
+      m[to_pore] = 1;
+    };
+    const Philox random(seed);
+    int64_t swaps = 0;
+    for (uint64_t k = 0; k < 10000; ++k) {
+      const auto w = random.draw(k, 0);
+      int64_t p = int64_t(Philox::below(w[0], w[1], uint64_t(m.voxels())));
+      int64_t q = int64_t(Philox::below(w[2], w[3], uint64_t(m.voxels())));
+      if (m[p] == m[q]) continue;
+      if (!m[p]) std::swap(p, q);  // p pore, q solid
+      apply(p, q);
+      if (k % 3 == 0) apply(q, p);  // rejected
+      ++swaps;
+    }
+    CHECK(swaps > 1000);
+    CHECK(counts == recount(m));
+  }
 }
 
 // The S2 term's counts after many swaps, each applied entry by entry as both loops apply it
@@ -678,6 +727,8 @@ PF_BACKEND_TEST("anneal", "resume_is_exact") {
     c.weights.euler = 0.5;  // the count and chord terms resume from recounts
     c.weights.surface = 0.5;
     c.weights.chords = 0.5;
+    c.weights.patterns = 0.5;
+    c.weights.local_porosity = 0.5;
     c.stopping.energy_tolerance = 0;
     c.stopping.stall_stages = 1000000;
     c.stopping.max_evaluations = 1000;

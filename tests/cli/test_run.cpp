@@ -18,6 +18,7 @@
 #include "poreforge/error.hpp"
 #include "poreforge/generators.hpp"
 #include "poreforge/io.hpp"
+#include "checkpoint.hpp"
 #include "run_config.hpp"
 #include "run_folder.hpp"
 #include "run_session.hpp"
@@ -783,13 +784,14 @@ TEST_CASE("cli.resume.schema4_checkpoint_from_an_earlier_poreforge") {
   REQUIRE(shell(std::string(POREFORGE_CLI) + " resume " + ckpt.string() + " --quiet > /dev/null") == 0);
   CHECK(read_hdf5((run / "final.h5").string(), "/volume").bytes ==
         read_hdf5((fixture / "final.h5").string(), "/volume").bytes);
-  // The earlier run's history row for row, with this poreforge's openings column (0: off).
+  // The earlier run's history row for row, with this poreforge's openings, patterns and local
+  // porosity columns (0: off).
   std::istringstream earlier(slurp(fixture / "energy.csv")), resumed(slurp(run / "energy.csv"));
   std::string want, got;
   int rows = 0;
   while (std::getline(earlier, want)) {
     REQUIRE(std::getline(resumed, got));
-    CHECK(got == want + (rows++ == 0 ? ",openings" : ",0"));
+    CHECK(got == want + (rows++ == 0 ? ",openings,patterns,local_porosity" : ",0,0,0"));
   }
   CHECK(rows == 6);  // the header and the evaluations 0, 25, 50, 75 and 100
   CHECK(!std::getline(resumed, got));
@@ -811,7 +813,7 @@ TEST_CASE("cli.resume.openings_term") {
   const fs::path rd = t.folder("o");
   const auto structure = read_hdf5((rd / "final.h5").string(), "/volume").bytes;
   const std::string energy = slurp(rd / "energy.csv");
-  REQUIRE(energy.find(",openings\n") != std::string::npos);
+  REQUIRE(energy.find(",openings,") != std::string::npos);
   CHECK(read_hdf5_vector((rd / "checkpoints" / "evaluation-000000000050.h5").string(),
                          "/targets/openings/euler_density").size() == 21);  // the default 20 bins' edges
   REQUIRE(shell(t.cli + " resume " + (rd / "checkpoints" / "evaluation-000000000050.h5").string() +
@@ -820,14 +822,16 @@ TEST_CASE("cli.resume.openings_term") {
   CHECK(slurp(rd / "energy.csv") == energy);
 }
 
-// The Euler term's target for the domain's box comes from the reference's occupancies, which
-// the checkpoint keeps: a resume goes on to the same structure and energies as the run.
-TEST_CASE("cli.resume.euler_target_for_the_box") {
+// The Euler term's target for the domain's box comes from the reference's occupancies, and the
+// patterns and local porosity terms' from its shares, which the checkpoint keeps: a resume goes
+// on to the same structure and energies as the run.
+TEST_CASE("cli.resume.euler_patterns_and_local_porosity_targets") {
   TinyRuns t("euler");
   std::ofstream(t.dir / "euler.yaml") << "name: e\nbackend: cpu\nseed: 4\ntarget:\n  image: ref.h5\n"
                                          "domain:\n  shape: [12, 12, 12]\nannealing:\n  trial_moves: 10\n"
                                          "  max_evaluations: 100\n  stage_length: 25\n  energy_tolerance: 0\n"
-                                         "descriptors:\n  weights:\n    euler: 1\n"
+                                         "descriptors:\n  weights:\n    euler: 1\n    patterns: 1\n"
+                                         "    local_porosity: 1\n"
                                          "checkpoint:\n  every_evaluations: 50\n  keep: 4\n";
   REQUIRE(shell(t.cli + " run " + (t.dir / "euler.yaml").string() + " --output " + (t.dir / "results").string() +
                 " --quiet > /dev/null") == 0);
@@ -835,8 +839,11 @@ TEST_CASE("cli.resume.euler_target_for_the_box") {
   const auto structure = read_hdf5((rd / "final.h5").string(), "/volume").bytes;
   const std::string energy = slurp(rd / "energy.csv");
   const fs::path middle = rd / "checkpoints" / "evaluation-000000000050.h5";
-  CHECK(read_hdf5_attribute(middle.string(), "schema") == 6);
+  CHECK(read_hdf5_attribute(middle.string(), "schema") == app::kCheckpointSchema);
   CHECK(read_hdf5_vector(middle.string(), "/targets/euler/occupancy").size() == 8);
+  CHECK(read_hdf5_vector(middle.string(), "/targets/patterns/shares").size() == kInterfacePatterns + 1);
+  CHECK(read_hdf5_vector(middle.string(), "/targets/local_porosity/shares").size() == kLocalPorosityBins);
+  CHECK(energy.find(",patterns,local_porosity\n") != std::string::npos);
   REQUIRE(shell(t.cli + " resume " + middle.string() + " --quiet > /dev/null") == 0);
   CHECK(read_hdf5((rd / "final.h5").string(), "/volume").bytes == structure);
   CHECK(slurp(rd / "energy.csv") == energy);

@@ -176,6 +176,8 @@ TEST_CASE("anneal.cuda.batches_take_the_same_chain" * PF_GPU_DECORATORS) {
     c.weights.euler = 0.3;
     c.weights.surface = 0.7;
     c.weights.chords = 0.6;
+    c.weights.patterns = 0.8;
+    c.weights.local_porosity = 0.9;
     c.moves.interface_bias = 1.0;
     c.stopping.max_evaluations = 4000;
     c.stopping.energy_tolerance = 0;

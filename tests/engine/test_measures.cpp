@@ -6,6 +6,7 @@
 #include <cmath>
 #include <functional>
 #include <random>
+#include <set>
 
 #include "poreforge/error.hpp"
 #include "poreforge/local_thickness.hpp"
@@ -536,4 +537,79 @@ PF_BACKEND_TEST("measures", "measure_structure_is_consistent") {
   CHECK(sm.lineal.along == lineal_path(m, 1).along);
   CHECK(sm.complement_lineal.along == lineal_path(m, 0).along);
   CHECK_THROWS_AS(measure_structure(Mask({0, 3, 3})), InputError);
+}
+
+// The 20 classes of the interface's 2×2×2 patterns: every mixed configuration in one, each
+// class closed under the cube's rotations and reflections, the uniform two in none; a plane's
+// interface is one class; a convex corner and a concave one are different classes.
+TEST_CASE("measures.cpu.interface_patterns") {
+  std::set<int> classes;
+  auto mirror_x = [](int c) {
+    int out = 0;
+    for (int v = 0; v < 8; ++v)
+      if ((c >> v) & 1) out |= 1 << (v ^ 1);
+    return out;
+  };
+  auto swap_xz = [](int c) {
+    int out = 0;
+    for (int v = 0; v < 8; ++v)
+      if ((c >> v) & 1) out |= 1 << (((v & 1) << 2) | (v & 2) | ((v >> 2) & 1));
+    return out;
+  };
+  for (int c = 1; c < 255; ++c) {
+    CAPTURE(c);
+    classes.insert(interface_pattern(c));
+    CHECK(interface_pattern(mirror_x(c)) == interface_pattern(c));
+    CHECK(interface_pattern(swap_xz(c)) == interface_pattern(c));
+  }
+  CHECK(classes.size() == std::size_t(kInterfacePatterns));
+  CHECK(*classes.begin() == 0);
+  CHECK(*classes.rbegin() == kInterfacePatterns - 1);
+  CHECK(interface_pattern(0) == -1);
+  CHECK(interface_pattern(255) == -1);
+  CHECK(interface_pattern(1) != interface_pattern(254));  // one voxel of pore, one of solid
+  CHECK(interface_pattern(1) == interface_pattern(128));
+
+  Mask half({10, 6, 7});  // pore below x = 4: a wall normal to x
+  for (int64_t z = 0; z < 7; ++z)
+    for (int64_t y = 0; y < 6; ++y)
+      for (int64_t x = 0; x < 4; ++x) half(x, y, z) = 1;
+  const auto shares = interface_pattern_shares(interior_configuration_histogram(half));
+  CHECK(shares[std::size_t(interface_pattern(0x55))] == 1.0);  // pore at dx = 0: bits 0, 2, 4, 6
+  double sum = 0;
+  for (double s : shares) sum += s;
+  CHECK(sum == doctest::Approx(1.0));
+  for (double s : interface_pattern_shares(interior_configuration_histogram(Mask({5, 5, 5})))) CHECK(s == 0.0);
+}
+
+// The local porosity histogram against a count voxel by voxel, on fresh random masks.
+TEST_CASE("measures.cpu.local_porosity_histogram") {
+  const uint64_t seed = testing::fresh_seed();
+  CAPTURE(seed);
+  std::mt19937_64 rng(seed);
+  for (const Shape s : {Shape{9, 8, 7}, Shape{3, 3, 3}, Shape{4, 13, 5}, Shape{2, 6, 6}}) {
+    CAPTURE(to_string(s));
+    const Mask m = random_mask(s, 0.2 + 0.6 * double(rng() % 100) / 100.0, rng());
+    std::array<int64_t, kLocalPorosityBins> expected{};
+    int64_t voxels = 0;
+    for (int64_t z = 1; z + 1 < s.nz; ++z)
+      for (int64_t y = 1; y + 1 < s.ny; ++y)
+        for (int64_t x = 1; x + 1 < s.nx; ++x) {
+          ++voxels;
+          int around = 0;
+          for (int dz = -1; dz <= 1; ++dz)
+            for (int dy = -1; dy <= 1; ++dy)
+              for (int dx = -1; dx <= 1; ++dx)
+                if (dx || dy || dz) around += m(x + dx, y + dy, z + dz) ? 1 : 0;
+          const int b = local_porosity_bin(m(x, y, z) ? 1 : 0, around);
+          if (b >= 0) ++expected[std::size_t(b)];
+        }
+    const LocalPorosityHistogram h = local_porosity_histogram(m);
+    CHECK(h.voxels == voxels);
+    CHECK(h.counts == expected);
+  }
+  CHECK(local_porosity_bin(1, 26) == -1);
+  CHECK(local_porosity_bin(0, 0) == -1);
+  CHECK(local_porosity_bin(1, 0) == 0);
+  CHECK(local_porosity_bin(0, 26) == kLocalPorosityBins - 1);
 }

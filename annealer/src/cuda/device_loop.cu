@@ -94,7 +94,7 @@ struct Batch {
   int64_t* psd_delta[2] = {}; // per scorer: the change of its counts, `psd_entries` a proposal
   int64_t* psd[2] = {};       // the candidate's PSD counts
   int64_t* s2 = nullptr;      // the candidate's S2 counts, count_entries a proposal
-  int64_t* values = nullptr;  // the candidate's Euler and surface counts
+  int64_t* values = nullptr;  // the candidate's count values, Objective::kCountValues a proposal
   int64_t* chords = nullptr;  // the candidate's chord histograms, 6·stride a proposal
   Energy* energy = nullptr;
   const int64_t* base_psd[2] = {};  // the scorers' committed counts
@@ -156,12 +156,22 @@ __global__ void candidate_terms(const __grid_constant__ Step st, Batch b) {
   __syncthreads();
   if (threadIdx.x != 0) return;
   chords.on_swap(st.pore, to_solid, to_pore);
-  int64_t* values = b.values + 2 * int64_t(k);
-  values[0] = values[1] = 0;
-  if (o.euler.value || o.surface.value) {
+  int64_t* values = b.values + Objective::kCountValues * int64_t(k);
+  for (int e = 0; e < Objective::kCountValues; ++e) values[e] = 0;
+  if (o.euler.value || o.surface.value || o.patterns.counts) {
     const terms::SwapCubes cubes = terms::swap_cubes(st.pore, st.extent, to_solid, to_pore);
     if (o.euler.value) values[0] = *o.euler.value + o.euler.change(cubes);
     if (o.surface.value) values[1] = *o.surface.value + o.surface.change(cubes);
+    if (o.patterns.counts) {
+      int64_t* out = values + Objective::kPatternsAt;
+      for (int e = 0; e < kInterfacePatterns; ++e) out[e] = o.patterns.counts[e];
+      o.patterns.add_swap(cubes, out);
+    }
+  }
+  if (o.local_porosity.counts) {
+    int64_t* out = values + Objective::kLocalPorosityAt;
+    for (int e = 0; e < kLocalPorosityBins; ++e) out[e] = o.local_porosity.counts[e];
+    o.local_porosity.add_swap(st.pore, st.extent, to_solid, to_pore, out);
   }
 }
 
@@ -180,8 +190,7 @@ __global__ void candidate_energy(const __grid_constant__ Step st, Batch b) {
     (which ? o.solid_psd : o.pore_psd).counts = out;
   }
   o.s2.counts = b.s2 + int64_t(k) * o.s2.count_entries;
-  if (o.euler.value) o.euler.value = b.values + 2 * int64_t(k);
-  if (o.surface.value) o.surface.value = b.values + 2 * int64_t(k) + 1;
+  o.attach_counts(b.values + Objective::kCountValues * int64_t(k));
   if (o.chords.counts) o.chords.counts = b.chords + int64_t(k) * 6 * o.chords.stride;
   __syncthreads();
   const int entries = o.entries();
@@ -223,8 +232,13 @@ __global__ void take_batch(const __grid_constant__ Step st, StepState* state, Ba
     for (int e = int(threadIdx.x); e < 6 * o.chords.stride; e += int(blockDim.x)) o.chords.counts[e] = chords[e];
   }
   if (threadIdx.x == 0) {
-    if (o.euler.value) *o.euler.value = b.values[2 * chosen];
-    if (o.surface.value) *o.surface.value = b.values[2 * chosen + 1];
+    const int64_t* values = b.values + Objective::kCountValues * int64_t(chosen);
+    if (o.euler.value) *o.euler.value = values[0];
+    if (o.surface.value) *o.surface.value = values[1];
+    if (o.patterns.counts)
+      for (int e = 0; e < kInterfacePatterns; ++e) o.patterns.counts[e] = values[Objective::kPatternsAt + e];
+    if (o.local_porosity.counts)
+      for (int e = 0; e < kLocalPorosityBins; ++e) o.local_porosity.counts[e] = values[Objective::kLocalPorosityAt + e];
   }
 }
 
@@ -353,7 +367,8 @@ struct DeviceLoop::Impl {
       b.swaps[0] = batch_swaps[0].data();
     }
     batch_s2 = DeviceBuffer<int64_t>(std::size_t(k) * std::size_t(o.s2.count_entries), s, "the batch's S2 counts");
-    batch_values = DeviceBuffer<int64_t>(2 * std::size_t(k), s, "the batch's count terms");
+    batch_values = DeviceBuffer<int64_t>(std::size_t(Objective::kCountValues) * std::size_t(k), s,
+                                         "the batch's count terms");
     batch_chords = DeviceBuffer<int64_t>(o.chords.counts ? std::size_t(k) * 6 * std::size_t(o.chords.stride) : 0, s,
                                          "the batch's chord histograms");
     batch_energy = DeviceBuffer<Energy>(std::size_t(k), s, "the batch's energies");
@@ -401,8 +416,15 @@ DeviceLoop::DeviceLoop(const Config& config, const Snapshot& start, const Direct
   m.s2_counts = upload_async(host_counts.data(), host_counts.size(), s, "the S2 counts");
   m.s2_delta = DeviceBuffer<int64_t>(host_counts.size(), s, "the S2 change of a swap");
   const Objective& ho = host.objective;
-  const int64_t count_values[2] = {ho.euler.value ? *ho.euler.value : 0, ho.surface.value ? *ho.surface.value : 0};
-  m.count_values = upload_async(count_values, 2, s, "the Euler and surface counts");
+  std::vector<int64_t> count_values(Objective::kCountValues, 0);
+  if (ho.euler.value) count_values[0] = *ho.euler.value;
+  if (ho.surface.value) count_values[1] = *ho.surface.value;
+  if (ho.patterns.counts)
+    std::copy(ho.patterns.counts, ho.patterns.counts + kInterfacePatterns, count_values.begin() + Objective::kPatternsAt);
+  if (ho.local_porosity.counts)
+    std::copy(ho.local_porosity.counts, ho.local_porosity.counts + kLocalPorosityBins,
+              count_values.begin() + Objective::kLocalPorosityAt);
+  m.count_values = upload_async(count_values.data(), count_values.size(), s, "the count terms' values");
   m.surface_quanta = upload_async(ho.surface.quanta, ho.surface.quanta ? std::size_t(256) : 0, s, "the surface quanta");
   const std::vector<double> chord_target = detail::chord_target(config.targets, o.chords);
   m.chord_counts = upload_async(ho.chords.counts, ho.chords.counts ? std::size_t(6 * ho.chords.stride) : 0, s,
@@ -457,8 +479,7 @@ DeviceLoop::DeviceLoop(const Config& config, const Snapshot& start, const Direct
   o.s2.counts = m.s2_counts.data();
   o.s2.delta = m.s2_delta.data();
   o.s2.target = m.s2_target.data();
-  o.euler.value = o.euler.entries ? m.count_values.data() : nullptr;
-  o.surface.value = o.surface.entries ? m.count_values.data() + 1 : nullptr;
+  o.attach_counts(m.count_values.data());
   o.surface.quanta = m.surface_quanta.data();
   o.chords.counts = o.chords.entries ? m.chord_counts.data() : nullptr;
   o.chords.target = m.chord_target.data();

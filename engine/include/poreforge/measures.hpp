@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "poreforge/backend.hpp"
+#include "poreforge/host_device.hpp"
 #include "poreforge/volume.hpp"
 
 namespace poreforge {
@@ -73,6 +74,46 @@ PatternOccupancy pattern_occupancy(const Mask& phase);
 /// cut loops, so a small box holds a less negative χ per volume than a large one: this is
 /// the χ a real sub-volume of that shape holds on average, as `compare` samples them.
 double expected_euler_characteristic(const PatternOccupancy& occupancy, const Shape& box);
+
+/// The 2×2×2 configurations that hold both phases (the interface's cells) fall into 20 classes
+/// under the cube's 48 rotations and reflections: a flat wall normal to an axis, an oblique or
+/// a diagonal one, a step, a corner of the phase or of its complement, a one-voxel tip, …
+/// Their shares hold how the interface bends and turns at the voxel scale, which the surface's
+/// area, the chords along the axes and S2 leave free: a wall of one-voxel stairs and a smooth
+/// oblique one can hold the same area and chords. Complementing the phase maps a class to
+/// another (a convex corner to a concave one).
+constexpr int kInterfacePatterns = 20;
+
+/// The class (0 … kInterfacePatterns − 1) of a configuration (bits as in
+/// ConfigurationHistogram), −1 for the two uniform ones (0 and 255). Classes are numbered in
+/// the order of their smallest member.
+int interface_pattern(int configuration);
+
+/// The interface cells' shares by class (summing to 1; all 0 when no cell holds both phases).
+std::array<double, kInterfacePatterns> interface_pattern_shares(const ConfigurationHistogram& histogram);
+
+/// The local porosity distribution of the 3×3×3 cells (Hilfer's local porosity theory at the
+/// smallest cell), split by the centre's phase: each voxel whose cell lies inside the box,
+/// binned by its phase and the pore voxels among its 26 neighbours. A pore voxel with few pore
+/// neighbours is a spike of pore into solid, a solid one with many a spike of solid into pore:
+/// how ragged an outline is one voxel beyond the 2×2×2 patterns. The two uniform bins (a pore
+/// voxel among pore only, a solid one among solid only) are not among the bins.
+constexpr int kLocalPorosityBins = 52;
+
+/// The bin of a voxel of phase `centre` (1 pore) with `around` pore voxels among its 26
+/// neighbours: a pore voxel's 0 … 25 in bins 0 … 25, a solid voxel's 1 … 26 in bins 26 … 51;
+/// −1 for the uniform two.
+PF_HD constexpr int local_porosity_bin(int centre, int around) {
+  return centre ? (around < 26 ? around : -1) : (around > 0 ? 25 + around : -1);
+}
+
+struct LocalPorosityHistogram {
+  std::array<int64_t, kLocalPorosityBins> counts{};  ///< voxels by bin
+  int64_t voxels = 0;  ///< voxels whose 3×3×3 cell lies inside the box, the uniform ones included
+};
+
+/// The histogram of `pore` (pore = 1). O(N), OpenMP over z. CPU.
+LocalPorosityHistogram local_porosity_histogram(const Mask& pore);
 
 /// Updates `histogram` (of `phase`) for the flip of voxel (x, y, z), which has not been
 /// applied to `phase` yet: the 8 configurations containing the voxel move bins. O(1).

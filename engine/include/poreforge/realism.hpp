@@ -40,7 +40,8 @@ struct RealismProfile {
   /// settle within its step cap (its value then is the last one, as far off as it says).
   std::vector<std::string> warnings;
   /// Wall seconds of each stage ("structure", "thickness", "formation_factor",
-  /// "permeability", "psd", "s2", "openings"), in the order run: where a comparison's time goes.
+  /// "permeability", "psd", "s2", "openings", "patterns"), in the order run: where a
+  /// comparison's time goes.
   std::vector<std::pair<std::string, double>> seconds;
 };
 
@@ -107,7 +108,9 @@ struct EnvelopeComparison {
 /// The profile of one structure (pore = 1): porosity, specific surface, Euler characteristic
 /// density, χ(r) of the openings, connected components (6 and 26), spanning and speck shares,
 /// formation factors and, if asked, permeabilities along x, y, z, chord lengths and lineal
-/// paths of both phases, directional S2 and the pore PSD on `options.psd_bins`. Boundary:
+/// paths of both phases, directional S2, the pore PSD on `options.psd_bins`, the shares of the
+/// interface's 2×2×2 patterns (interface_pattern) over the cells inside the box and of the
+/// mixed 3×3×3 cells' local porosity bins (local_porosity_bin). Boundary:
 /// open (the sample ends at its faces), as for measured images.
 RealismProfile realism_profile(const Mask& pore, const RealismOptions& options);
 

@@ -10,6 +10,8 @@
 #include <cmath>
 #include <limits>
 #include <mutex>
+#include <stdexcept>
+#include <string>
 
 #include "poreforge/euler.hpp"
 #include "../measures_detail.hpp"
@@ -383,6 +385,107 @@ int64_t euler_characteristic(const ConfigurationHistogram& histogram) {
 }
 
 int64_t euler_characteristic(const Mask& phase) { return euler_characteristic(configuration_histogram(phase)); }
+
+namespace {
+// Configuration (bit dx + 2·dy + 4·dz) after a symmetry of the cube: the axes permuted by
+// `perm` (new axis a is old axis perm[a]) and those in `flip` mirrored.
+unsigned transformed(unsigned c, const int perm[3], unsigned flip) {
+  unsigned out = 0;
+  for (unsigned v = 0; v < 8; ++v) {
+    if (!((c >> v) & 1u)) continue;
+    unsigned w = 0;
+    for (int a = 0; a < 3; ++a) w |= (((v >> perm[a]) & 1u) ^ ((flip >> a) & 1u)) << a;
+    out |= 1u << w;
+  }
+  return out;
+}
+
+const std::array<int, 256>& interface_pattern_table() {
+  static const std::array<int, 256> table = [] {
+    static const int perms[6][3] = {{0, 1, 2}, {0, 2, 1}, {1, 0, 2}, {1, 2, 0}, {2, 0, 1}, {2, 1, 0}};
+    std::array<unsigned, 256> smallest{};
+    for (unsigned c = 0; c < 256; ++c) {
+      smallest[c] = c;
+      for (const auto& perm : perms)
+        for (unsigned flip = 0; flip < 8; ++flip) smallest[c] = std::min(smallest[c], transformed(c, perm, flip));
+    }
+    std::array<int, 256> t{};
+    int next = 0;
+    std::array<int, 256> class_of_smallest;
+    class_of_smallest.fill(-1);
+    for (unsigned c = 0; c < 256; ++c) {
+      if (c == 0 || c == 255) {
+        t[c] = -1;
+        continue;
+      }
+      int& k = class_of_smallest[smallest[c]];
+      if (k < 0) k = next++;  // the smallest member comes first, so classes go in its order
+      t[c] = k;
+    }
+    if (next != kInterfacePatterns) throw std::logic_error("interface patterns: " + std::to_string(next) + " classes");
+    return t;
+  }();
+  return table;
+}
+}  // namespace
+
+int interface_pattern(int configuration) { return interface_pattern_table()[std::size_t(configuration & 0xFF)]; }
+
+std::array<double, kInterfacePatterns> interface_pattern_shares(const ConfigurationHistogram& h) {
+  std::array<double, kInterfacePatterns> out{};
+  double cells = 0;
+  for (std::size_t c = 1; c < 255; ++c) {
+    out[std::size_t(interface_pattern(int(c)))] += double(h[c]);
+    cells += double(h[c]);
+  }
+  if (cells > 0)
+    for (double& x : out) x /= cells;
+  return out;
+}
+
+LocalPorosityHistogram local_porosity_histogram(const Mask& pore) {
+  const Shape s = pore.shape();
+  validate_shape(s);
+  LocalPorosityHistogram out;
+  if (s.nx < 3 || s.ny < 3 || s.nz < 3) return out;
+  // The 3×3×3 sums by three passes of 3-sums (x, then y, then z), each at the voxels it can
+  // centre inside the box.
+  const int64_t nx = s.nx, ny = s.ny, nz = s.nz;
+  std::vector<uint8_t> along_x(std::size_t(s.voxels()), 0), along_xy(std::size_t(s.voxels()), 0);
+#pragma omp parallel for schedule(static)
+  for (int64_t z = 0; z < nz; ++z)
+    for (int64_t y = 0; y < ny; ++y)
+      for (int64_t x = 1; x + 1 < nx; ++x) {
+        const int64_t i = x + nx * (y + ny * z);
+        along_x[std::size_t(i)] = uint8_t(pore[i - 1] + pore[i] + pore[i + 1]);
+      }
+#pragma omp parallel for schedule(static)
+  for (int64_t z = 0; z < nz; ++z)
+    for (int64_t y = 1; y + 1 < ny; ++y)
+      for (int64_t x = 1; x + 1 < nx; ++x) {
+        const std::size_t i = std::size_t(x + nx * (y + ny * z));
+        along_xy[i] = uint8_t(along_x[i - std::size_t(nx)] + along_x[i] + along_x[i + std::size_t(nx)]);
+      }
+  std::mutex lock;
+#pragma omp parallel
+  {
+    std::array<int64_t, kLocalPorosityBins> mine{};
+#pragma omp for schedule(static)
+    for (int64_t z = 1; z < nz - 1; ++z)
+      for (int64_t y = 1; y + 1 < ny; ++y)
+        for (int64_t x = 1; x + 1 < nx; ++x) {
+          const std::size_t i = std::size_t(x + nx * (y + ny * z)), plane = std::size_t(nx * ny);
+          const int centre = pore[int64_t(i)] ? 1 : 0;
+          const int around = along_xy[i - plane] + along_xy[i] + along_xy[i + plane] - centre;
+          const int b = local_porosity_bin(centre, around);
+          if (b >= 0) ++mine[std::size_t(b)];
+        }
+    std::lock_guard<std::mutex> guard(lock);
+    for (std::size_t b = 0; b < mine.size(); ++b) out.counts[b] += mine[b];
+  }
+  out.voxels = (nx - 2) * (ny - 2) * (nz - 2);
+  return out;
+}
 
 PatternOccupancy pattern_occupancy(const Mask& phase) {
   PatternOccupancy o;

@@ -63,6 +63,16 @@ struct Targets {
   /// over 8), from the reference's pore thickness map. Empty: not known (a 2D image, or a
   /// descriptor file).
   std::vector<double> opening_euler_density;
+  /// The patterns term's target: the shares of the reference's interface cells inside its box
+  /// in each class (interface_pattern_shares), and the share of its inner cells that are
+  /// interface cells. Empty: not known (a 2D image, a descriptor file, or another grid:
+  /// at_spacing drops them, a cell is a cube of the reference's voxels).
+  std::vector<double> pattern_shares;
+  double interface_cell_share = 0;
+  /// The local porosity term's target: the shares of the reference's voxels whose 3×3×3 cell
+  /// lies inside its box in each bin (local_porosity_histogram's counts over its voxels). Empty:
+  /// not known, as pattern_shares.
+  std::vector<double> local_porosity_shares;
 
   /// From a reference image (pore = 1): PSDs by the engine on `bins` bins of each phase's
   /// range (log-spaced if `log`), S2 by FFT, the largest cluster's share by labelling, χ and
@@ -96,6 +106,8 @@ struct Weights {
   double euler = 0.0, surface = 0.0;  ///< terms/counts.hpp
   double chords = 0.0;                ///< terms/chords.hpp
   double openings = 0.0;              ///< terms/openings.hpp (the CPU backend only)
+  double patterns = 0.0;              ///< terms/patterns.hpp
+  double local_porosity = 0.0;        ///< terms/local_porosity.hpp
 };
 
 struct Schedule {
@@ -357,7 +369,7 @@ class Annealer {
   Bins m_pore_bins;
   std::optional<Bins> m_solid_bins;
   Norms m_random_norm = unit_norms();  // the normalisers of random_start()
-  std::vector<int64_t> m_count_values;  // the count terms' values (Euler, surface)
+  std::vector<int64_t> m_count_values;  // the count terms' values (Objective::attach_counts)
   std::vector<int64_t> m_opening_values;  // terms::Openings's χ per opening (from the pore evaluator)
   std::vector<double> m_opening_target;
   std::vector<int64_t> m_surface_quanta;  // the surface term's quanta by configuration

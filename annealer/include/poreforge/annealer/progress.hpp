@@ -16,9 +16,11 @@ std::string to_string(StopReason r);
 
 /// Energy and its terms, each normalised by its error at the start.
 struct Energy {
-  double total = 0, pore_psd = 0, solid_psd = 0, s2 = 0, euler = 0, surface = 0, chords = 0, openings = 0;
+  double total = 0, pore_psd = 0, solid_psd = 0, s2 = 0, euler = 0, surface = 0, chords = 0, openings = 0, patterns = 0,
+         local_porosity = 0;
   /// Term k of the registered list (terms/terms.hpp): 0 pore PSD, 1 solid PSD, 2 S2, 3 Euler
-  /// characteristic, 4 surface, 5 chords, 6 openings.
+  /// characteristic, 4 surface, 5 chords, 6 openings, 7 interface patterns,
+  /// 8 local porosity.
   PF_HD double& term(int k) {
     return k == 0 ? pore_psd
            : k == 1 ? solid_psd
@@ -26,7 +28,9 @@ struct Energy {
            : k == 3 ? euler
            : k == 4 ? surface
            : k == 5 ? chords
-                    : openings;
+           : k == 6 ? openings
+           : k == 7 ? patterns
+                    : local_porosity;
   }
   PF_HD double term(int k) const { return const_cast<Energy*>(this)->term(k); }
 };

@@ -120,11 +120,13 @@ PF_HD void swap_phases(const Step& st, int64_t to_solid, int64_t to_pore) {
 /// count terms take the swap's change.
 PF_HD void apply_swap(const Step& st, int64_t to_solid, int64_t to_pore) {
   const Objective& o = st.objective;
-  if (o.euler.value || o.surface.value) {
+  if (o.euler.value || o.surface.value || o.patterns.counts) {
     const terms::SwapCubes cubes = terms::swap_cubes(st.pore, st.extent, to_solid, to_pore);
     o.euler.on_swap(cubes);
     o.surface.on_swap(cubes);
+    o.patterns.on_swap(cubes);
   }
+  o.local_porosity.on_swap(st.pore, st.extent, to_solid, to_pore);
   o.chords.on_swap(st.pore, to_solid, to_pore);
   swap_phases(st, to_solid, to_pore);
 }

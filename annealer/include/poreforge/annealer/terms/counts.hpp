@@ -21,13 +21,13 @@
 
 namespace poreforge::anneal::terms {
 
-/// Change of the surface term's count when the centre of `bits` (pore bits of a 3×3×3 cube, the
-/// centre's included) flips: over the eight 2×2×2 cells that hold the centre and lie inside the
-/// box (all their voxels in `inside`, the centre's bit aside), each cell's `quanta` (indexed by
-/// configuration: bit dx + 2·dy + 4·dz of the cell's pore voxels) after less before.
-PF_HD int64_t area_flip_delta(uint32_t bits, uint32_t inside, const int64_t* quanta) {
+/// Calls f(before, after) for each of the eight 2×2×2 cells that hold the centre of `bits`
+/// (pore bits of a 3×3×3 cube, the centre's included) and lie inside the box (all their voxels
+/// in `inside`, the centre's bit aside): the cell's configuration (bit dx + 2·dy + 4·dz of its
+/// pore voxels) before and after the centre flips.
+template <class F>
+PF_HD void for_each_flipped_cell(uint32_t bits, uint32_t inside, F&& f) {
   inside |= kCentreBit;
-  int64_t delta = 0;
   for (int corner = 0; corner < 8; ++corner) {
     const int i = corner & 1, j = (corner >> 1) & 1, k = (corner >> 2) & 1;
     unsigned configuration = 0, centre = 0;
@@ -39,8 +39,15 @@ PF_HD int64_t area_flip_delta(uint32_t bits, uint32_t inside, const int64_t* qua
       if ((bits >> bit) & 1u) configuration |= 1u << v;
       if (bit == 13) centre = 1u << v;
     }
-    if (in_box) delta += quanta[configuration ^ centre] - quanta[configuration];
+    if (in_box) f(configuration, configuration ^ centre);
   }
+}
+
+/// Change of the surface term's count when the centre of `bits` flips: each cell's `quanta`
+/// (indexed by configuration) after less before (for_each_flipped_cell).
+PF_HD int64_t area_flip_delta(uint32_t bits, uint32_t inside, const int64_t* quanta) {
+  int64_t delta = 0;
+  for_each_flipped_cell(bits, inside, [&](unsigned before, unsigned after) { delta += quanta[after] - quanta[before]; });
   return delta;
 }
 

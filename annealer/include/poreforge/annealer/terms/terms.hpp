@@ -8,7 +8,9 @@
 #include "poreforge/annealer/progress.hpp"
 #include "poreforge/annealer/terms/chords.hpp"
 #include "poreforge/annealer/terms/counts.hpp"
+#include "poreforge/annealer/terms/local_porosity.hpp"
 #include "poreforge/annealer/terms/openings.hpp"
+#include "poreforge/annealer/terms/patterns.hpp"
 #include "poreforge/annealer/terms/psd.hpp"
 #include "poreforge/annealer/terms/s2.hpp"
 
@@ -22,7 +24,9 @@ enum TermIndex : int {
   kSurface = 4,
   kChords = 5,
   kOpenings = 6,
-  kTermCount = 7
+  kPatterns = 7,
+  kLocalPorosity = 8,
+  kTermCount = 9
 };
 
 struct Objective {
@@ -31,8 +35,25 @@ struct Objective {
   terms::Count euler{terms::Count::euler}, surface{terms::Count::surface};
   terms::Chords chords;
   terms::Openings openings;
-  double weight[kTermCount] = {0, 0, 0, 0, 0, 0, 0};
-  double norm[kTermCount] = {1, 1, 1, 1, 1, 1, 1};  ///< each term's squared error at the start (1 if 0)
+  terms::Patterns patterns;
+  terms::LocalPorosity local_porosity;
+  double weight[kTermCount] = {0, 0, 0, 0, 0, 0, 0, 0, 0};
+  double norm[kTermCount] = {1, 1, 1, 1, 1, 1, 1, 1, 1};  ///< each term's squared error at the start (1 if 0)
+
+  /// The count terms' values laid end to end — χ, the surface's quanta, the interface
+  /// patterns' classes, the local porosity's bins — in one block that every loop copies and
+  /// restores as one.
+  static constexpr int kPatternsAt = 2, kLocalPorosityAt = kPatternsAt + kInterfacePatterns;
+  static constexpr int kCountValues = kLocalPorosityAt + kLocalPorosityBins;
+
+  /// Points the count terms that are weighted at `values` (kCountValues of them), the others at
+  /// nothing.
+  PF_HD void attach_counts(int64_t* values) {
+    euler.value = euler.entries ? values : nullptr;
+    surface.value = surface.entries ? values + 1 : nullptr;
+    patterns.counts = patterns.entries ? values + kPatternsAt : nullptr;
+    local_porosity.counts = local_porosity.entries ? values + kLocalPorosityAt : nullptr;
+  }
 
   /// The list: f(index, term) for every term, in the order of the energy's entries.
   template <class F>
@@ -44,6 +65,8 @@ struct Objective {
     f(kSurface, surface);
     f(kChords, chords);
     f(kOpenings, openings);
+    f(kPatterns, patterns);
+    f(kLocalPorosity, local_porosity);
   }
 
   /// Squared differences of all terms together.
