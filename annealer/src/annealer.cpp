@@ -271,12 +271,14 @@ void validate(const Config& c) {
           "at least one weight must be positive");
   require(w.patterns == 0 || c.targets.pattern_shares.size() == std::size_t(kInterfacePatterns),
           "a patterns weight needs the reference's interface patterns on the domain's grid: a 3D target image at "
-          "the domain's voxel size (descriptor files hold none)");
+          "the domain's voxel size (the domain has " + to_string(c.spacing) +
+              "; descriptor files hold none, and a domain at another voxel size has none to count)");
   require(w.patterns == 0 || (c.shape.nx > 1 && c.shape.ny > 1 && c.shape.nz > 1),
           "a patterns weight needs a 3D domain (the term counts the box's 2x2x2 cells)");
   require(w.local_porosity == 0 || c.targets.local_porosity_shares.size() == std::size_t(kLocalPorosityBins),
           "a local_porosity weight needs the reference's local porosity on the domain's grid: a 3D target image at "
-          "the domain's voxel size (descriptor files hold none)");
+          "the domain's voxel size (the domain has " + to_string(c.spacing) +
+              "; descriptor files hold none, and a domain at another voxel size has none to count)");
   require(w.local_porosity == 0 || (c.shape.nx > 2 && c.shape.ny > 2 && c.shape.nz > 2),
           "a local_porosity weight needs a domain of at least 3 voxels along each axis (the term counts 3x3x3 cells)");
   require(w.openings == 0 || c.targets.opening_euler_density.size() == c.targets.pore_edges.size(),

@@ -40,8 +40,8 @@ struct RealismProfile {
   /// settle within its step cap (its value then is the last one, as far off as it says).
   std::vector<std::string> warnings;
   /// Wall seconds of each stage ("structure", "thickness", "formation_factor",
-  /// "permeability", "psd", "s2", "openings", "patterns"), in the order run: where a
-  /// comparison's time goes.
+  /// "permeability", "psd", "s2", "openings", "patterns": the interface patterns and the local
+  /// porosity), in the order run: where a comparison's time goes.
   std::vector<std::pair<std::string, double>> seconds;
 };
 

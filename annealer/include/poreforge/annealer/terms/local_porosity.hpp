@@ -1,17 +1,18 @@
 #pragma once
-/// Objective term: the local porosity distribution of the 3×3×3 cells (Hilfer's local porosity
-/// theory at the smallest cell), split by the centre's phase — how many voxels inside the box
-/// (their whole cell in it) are pore or solid with each number of pore voxels among their 26
-/// neighbours (measures.hpp's local_porosity_histogram) — against the reference's shares of
-/// them times this box's such voxels. The 2×2×2 patterns fix how the interface turns within a
-/// cell of eight voxels, but not the one-voxel spikes of either phase that a wall of such
-/// cells can carry: swaps scored by the other terms leave pore and solid voxels with few of
-/// their own phase around them two to four times as often as the rock has them, a ragged
-/// outline where the grains leave a smooth one (compare's local porosity measure). The two
-/// uniform bins (a pore voxel in pore, a solid one in solid) are left out: porosity and the
-/// surface fix them. Squares ((count_b − target_b) / Σ target)², as the patterns term's.
-/// apply_swap (step.hpp) moves each flipped voxel's 27 cells between bins before it writes the
-/// phases; the counts live beside the count terms' (Objective::attach_counts).
+/// Objective term: the local porosity distribution of the 3×3×3 neighbourhoods (Hilfer's local
+/// porosity theory at the smallest measurement cell), split by the centre's phase — how many
+/// voxels inside the box (their whole neighbourhood in it) are pore or solid with each number
+/// of pore voxels among their 26 neighbours (measures.hpp's local_porosity_histogram) — against
+/// the reference's shares of them times this box's such voxels. The 2×2×2 patterns fix how the
+/// interface turns within a cell of eight voxels, but not the one-voxel spikes of either phase
+/// that a wall of such cells can carry: swaps scored by the other terms leave pore and solid
+/// voxels with few of their own phase around them two to four times as often as the rock has
+/// them, a ragged outline where the grains leave a smooth one (compare's local porosity
+/// measure). The two uniform bins (a pore voxel in pore, a solid one in solid) are left out:
+/// porosity and the surface fix them. Squares ((count_b − target_b) / Σ target)², as the
+/// patterns term's. apply_swap (step.hpp) moves the 27 neighbourhoods around each flipped voxel
+/// between bins before it writes the phases; the counts live in the count terms' block
+/// (Objective::attach_counts).
 #include <cstdint>
 
 #include "poreforge/host_device.hpp"
@@ -30,13 +31,14 @@ struct LocalPorosity {
     return d * d;
   }
 
-  /// Moves the cells around voxel v to the bins they take when v flips, in `out`
+  /// Moves the neighbourhoods around voxel v to the bins they take when v flips, in `out`
   /// (kLocalPorosityBins counts). The phases are read from `pore`, with voxel `flipped` (−1:
   /// none) read as already flipped: the second voxel of a swap sees the first's change.
   PF_HD void add_flip(const uint8_t* pore, const int64_t* extent, int64_t v, int64_t flipped, int64_t* out) const {
     const int64_t nx = extent[0], ny = extent[1], nz = extent[2];
     const int64_t x = v % nx, y = (v / nx) % ny, z = v / (nx * ny);
-    // The 5×5×5 block around v, outside the box read as solid (no cell reaching there counts).
+    // The 5×5×5 block around v, outside the box read as solid (no neighbourhood reaching there
+    // counts).
     uint8_t block[125];
     for (int k = 0; k < 125; ++k) {
       const int64_t bx = x + k % 5 - 2, by = y + (k / 5) % 5 - 2, bz = z + k / 25 - 2;

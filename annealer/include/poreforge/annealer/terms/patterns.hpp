@@ -9,7 +9,7 @@
 /// it. Squares ((count_k − target_k) / Σ target)²: each class's share of the interface aimed
 /// at, on the scale of the whole interface, so that classes too rare to matter stay small.
 /// apply_swap (step.hpp) moves the swap's 16 cells between classes before it writes the
-/// phases; the counts live beside the count terms' (Annealer's count values).
+/// phases; the counts live in the count terms' block (Objective::attach_counts).
 #include <cstdint>
 
 #include "poreforge/annealer/terms/counts.hpp"
