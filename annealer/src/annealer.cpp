@@ -269,18 +269,22 @@ void validate(const Config& c) {
           "weights must not be negative");
   require(w.pore_psd + w.solid_psd + w.s2 + w.euler + w.surface + w.chords + w.openings + w.patterns + w.local_porosity > 0,
           "at least one weight must be positive");
-  require(w.patterns == 0 || c.targets.pattern_shares.size() == std::size_t(kInterfacePatterns),
-          "a patterns weight needs the reference's interface patterns on the domain's grid: a 3D target image at "
-          "the domain's voxel size (the domain has " + to_string(c.spacing) +
-              "; descriptor files hold none, and a domain at another voxel size has none to count)");
-  require(w.patterns == 0 || (c.shape.nx > 1 && c.shape.ny > 1 && c.shape.nz > 1),
-          "a patterns weight needs a 3D domain (the term counts the box's 2x2x2 cells)");
-  require(w.local_porosity == 0 || c.targets.local_porosity_shares.size() == std::size_t(kLocalPorosityBins),
-          "a local_porosity weight needs the reference's local porosity on the domain's grid: a 3D target image at "
-          "the domain's voxel size (the domain has " + to_string(c.spacing) +
-              "; descriptor files hold none, and a domain at another voxel size has none to count)");
-  require(w.local_porosity == 0 || (c.shape.nx > 2 && c.shape.ny > 2 && c.shape.nz > 2),
-          "a local_porosity weight needs a domain of at least 3 voxels along each axis (the term counts 3x3x3 cells)");
+  // The texture terms: targets counted on the reference's grid, windows of `least` voxels a side.
+  auto require_texture = [&](double weight, bool known, const std::string& name, const std::string& what,
+                             int64_t least, const std::string& window) {
+    require(weight == 0 || known, "a " + name + " weight needs the reference's " + what +
+                                      " on the domain's grid: a 3D target image at the domain's voxel size (the "
+                                      "domain has " + to_string(c.spacing) +
+                                      "; descriptor files hold none, and a domain at another voxel size has none "
+                                      "to count)");
+    require(weight == 0 || (c.shape.nx >= least && c.shape.ny >= least && c.shape.nz >= least),
+            "a " + name + " weight needs a domain of at least " + std::to_string(least) +
+                " voxels along each axis (the term counts the box's " + window + ")");
+  };
+  require_texture(w.patterns, c.targets.pattern_shares.size() == std::size_t(kInterfacePatterns), "patterns",
+                  "interface patterns", 2, "2x2x2 cells");
+  require_texture(w.local_porosity, c.targets.local_porosity_shares.size() == std::size_t(kLocalPorosityBins),
+                  "local_porosity", "local porosity", 3, "3x3x3 neighbourhoods");
   require(w.openings == 0 || c.targets.opening_euler_density.size() == c.targets.pore_edges.size(),
           "an openings weight needs the reference's Euler characteristic of its openings at the pore-PSD edges: a "
           "3D target image (descriptor files hold none)");

@@ -158,21 +158,15 @@ __global__ void candidate_terms(const __grid_constant__ Step st, Batch b) {
   chords.on_swap(st.pore, to_solid, to_pore);
   int64_t* values = b.values + Objective::kCountValues * int64_t(k);
   for (int e = 0; e < Objective::kCountValues; ++e) values[e] = 0;
+  o.read_counts(values);
   if (o.euler.value || o.surface.value || o.patterns.counts) {
     const terms::SwapCubes cubes = terms::swap_cubes(st.pore, st.extent, to_solid, to_pore);
-    if (o.euler.value) values[0] = *o.euler.value + o.euler.change(cubes);
-    if (o.surface.value) values[1] = *o.surface.value + o.surface.change(cubes);
-    if (o.patterns.counts) {
-      int64_t* out = values + Objective::kPatternsAt;
-      for (int e = 0; e < kInterfacePatterns; ++e) out[e] = o.patterns.counts[e];
-      o.patterns.add_swap(cubes, out);
-    }
+    if (o.euler.value) values[0] += o.euler.change(cubes);
+    if (o.surface.value) values[1] += o.surface.change(cubes);
+    if (o.patterns.counts) o.patterns.add_swap(cubes, values + Objective::kPatternsAt);
   }
-  if (o.local_porosity.counts) {
-    int64_t* out = values + Objective::kLocalPorosityAt;
-    for (int e = 0; e < kLocalPorosityBins; ++e) out[e] = o.local_porosity.counts[e];
-    o.local_porosity.add_swap(st.pore, st.extent, to_solid, to_pore, out);
-  }
+  if (o.local_porosity.counts)
+    o.local_porosity.add_swap(st.pore, st.extent, to_solid, to_pore, values + Objective::kLocalPorosityAt);
 }
 
 // Proposal k's energy: the objective over its candidate counts (squares by every thread, added
@@ -231,15 +225,7 @@ __global__ void take_batch(const __grid_constant__ Step st, StepState* state, Ba
     const int64_t* chords = b.chords + int64_t(chosen) * 6 * o.chords.stride;
     for (int e = int(threadIdx.x); e < 6 * o.chords.stride; e += int(blockDim.x)) o.chords.counts[e] = chords[e];
   }
-  if (threadIdx.x == 0) {
-    const int64_t* values = b.values + Objective::kCountValues * int64_t(chosen);
-    if (o.euler.value) *o.euler.value = values[0];
-    if (o.surface.value) *o.surface.value = values[1];
-    if (o.patterns.counts)
-      for (int e = 0; e < kInterfacePatterns; ++e) o.patterns.counts[e] = values[Objective::kPatternsAt + e];
-    if (o.local_porosity.counts)
-      for (int e = 0; e < kLocalPorosityBins; ++e) o.local_porosity.counts[e] = values[Objective::kLocalPorosityAt + e];
-  }
+  if (threadIdx.x == 0) o.write_counts(b.values + Objective::kCountValues * int64_t(chosen));
 }
 
 template <class T>
@@ -417,13 +403,7 @@ DeviceLoop::DeviceLoop(const Config& config, const Snapshot& start, const Direct
   m.s2_delta = DeviceBuffer<int64_t>(host_counts.size(), s, "the S2 change of a swap");
   const Objective& ho = host.objective;
   std::vector<int64_t> count_values(Objective::kCountValues, 0);
-  if (ho.euler.value) count_values[0] = *ho.euler.value;
-  if (ho.surface.value) count_values[1] = *ho.surface.value;
-  if (ho.patterns.counts)
-    std::copy(ho.patterns.counts, ho.patterns.counts + kInterfacePatterns, count_values.begin() + Objective::kPatternsAt);
-  if (ho.local_porosity.counts)
-    std::copy(ho.local_porosity.counts, ho.local_porosity.counts + kLocalPorosityBins,
-              count_values.begin() + Objective::kLocalPorosityAt);
+  ho.read_counts(count_values.data());
   m.count_values = upload_async(count_values.data(), count_values.size(), s, "the count terms' values");
   m.surface_quanta = upload_async(ho.surface.quanta, ho.surface.quanta ? std::size_t(256) : 0, s, "the surface quanta");
   const std::vector<double> chord_target = detail::chord_target(config.targets, o.chords);

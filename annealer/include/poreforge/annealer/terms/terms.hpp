@@ -55,6 +55,25 @@ struct Objective {
     local_porosity.counts = local_porosity.entries ? values + kLocalPorosityAt : nullptr;
   }
 
+  /// Copies the attached count terms' values into `block` (attach_counts's layout; the slots
+  /// of terms that are off are left as they are).
+  PF_HD void read_counts(int64_t* block) const {
+    if (euler.value) block[0] = *euler.value;
+    if (surface.value) block[1] = *surface.value;
+    for (int e = 0; patterns.counts && e < kInterfacePatterns; ++e) block[kPatternsAt + e] = patterns.counts[e];
+    for (int e = 0; local_porosity.counts && e < kLocalPorosityBins; ++e)
+      block[kLocalPorosityAt + e] = local_porosity.counts[e];
+  }
+
+  /// Writes `block` (attach_counts's layout) into the attached count terms.
+  PF_HD void write_counts(const int64_t* block) const {
+    if (euler.value) *euler.value = block[0];
+    if (surface.value) *surface.value = block[1];
+    for (int e = 0; patterns.counts && e < kInterfacePatterns; ++e) patterns.counts[e] = block[kPatternsAt + e];
+    for (int e = 0; local_porosity.counts && e < kLocalPorosityBins; ++e)
+      local_porosity.counts[e] = block[kLocalPorosityAt + e];
+  }
+
   /// The list: f(index, term) for every term, in the order of the energy's entries.
   template <class F>
   PF_HD void for_each(F&& f) const {
