@@ -330,7 +330,9 @@ Checkpoint read_checkpoint(const std::string& path) {
   }
   if (hdf5_has_object(path, kLocalPorosityTarget)) {
     c.targets.local_porosity_shares = in.vector(kLocalPorosityTarget);
-    if (c.targets.local_porosity_shares.size() != std::size_t(kLocalPorosityBins))
+    if (schema < 8 && c.targets.local_porosity_shares.size() == std::size_t(kLocalPorosityCubeBins))
+      c.targets.local_porosity_shares.clear();  // the cubes inside the box alone: aims at nothing now
+    else if (c.targets.local_porosity_shares.size() != std::size_t(kLocalPorosityBins))
       throw InputError("'" + path + "': " + kLocalPorosityTarget + " must hold " + std::to_string(kLocalPorosityBins) +
                        " values");
   }

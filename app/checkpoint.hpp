@@ -22,7 +22,10 @@ namespace poreforge::app {
 /// 7: the interface patterns and local porosity terms — their energies, normalisers, targets
 /// (/targets/patterns, /targets/local_porosity) and history columns (read as 0 and off where a
 /// file holds none of them).
-constexpr int kCheckpointSchema = 7;
+/// 8: the local porosity term counts every voxel (neighbours beyond a face the nearest inside)
+/// and the 3×3 squares through it too (kLocalPorosityBins); a 7's target of the cubes inside the
+/// box alone is dropped, and a run that weighs the term cannot resume from it.
+constexpr int kCheckpointSchema = 8;
 
 /// One row of energy.csv: evaluations, stage, temperature, energy, pore_psd, solid_psd, s2,
 /// accepted, rejected, euler, surface, chords, openings, patterns, local_porosity.

@@ -875,6 +875,10 @@ int resume_run(const ResumeOptions& o, const std::string& command_line) {
   if (ck.schema < 4 && run.rc.loop.weights.surface > 0)
     throw InputError("'" + o.checkpoint + "' was written by a poreforge whose surface term counted voxel faces; this " +
                      "one measures the interface's marching-cubes area, so the run cannot go on: start it again");
+  if (ck.schema < 8 && run.rc.loop.weights.local_porosity > 0)
+    throw InputError("'" + o.checkpoint + "' was written by a poreforge whose local porosity term counted the 3x3x3 " +
+                     "neighbourhoods inside the box alone; this one counts every voxel's and the 3x3 squares through " +
+                     "it, so the run cannot go on: start it again");
   run.history = ck.history;
   run.run_start = ck.run_start;
   anneal::Annealer annealer(run.rc.loop, std::move(ck.snapshot));

@@ -565,7 +565,7 @@ Step detail::step_of(const Config& c) {
   terms::LocalPorosity& lp = o.local_porosity;
   lp.entries = w.local_porosity > 0 ? kLocalPorosityBins : 0;
   if (w.local_porosity > 0) {
-    const double voxels = double(shape.nx - 2) * double(shape.ny - 2) * double(shape.nz - 2);
+    const double voxels = double(shape.voxels());
     double sum = 0;
     for (int b = 0; b < kLocalPorosityBins; ++b) sum += lp.target[b] = t.local_porosity_shares[std::size_t(b)] * voxels;
     lp.scale = sum > 0 ? sum : 1.0;

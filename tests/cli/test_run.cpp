@@ -844,6 +844,16 @@ TEST_CASE("cli.resume.euler_patterns_and_local_porosity_targets") {
   CHECK(read_hdf5_vector(middle.string(), "/targets/patterns/shares").size() == kInterfacePatterns + 1);
   CHECK(read_hdf5_vector(middle.string(), "/targets/local_porosity/shares").size() == kLocalPorosityBins);
   CHECK(energy.find(",patterns,local_porosity\n") != std::string::npos);
+  {  // an earlier poreforge's local porosity term counted other cells: its runs cannot go on
+    const fs::path older = rd / "checkpoints" / "older.h5";
+    fs::copy_file(middle, older);
+    testing::set_hdf5_attribute(older.string(), "schema", 7);
+    const auto [status, err] = failing(t.cli + " resume " + older.string() + " --quiet", t.dir);
+    CHECK(status == 2);
+    CHECK(err.find("whose local porosity term counted the 3x3x3 neighbourhoods inside the box alone") !=
+          std::string::npos);
+    fs::remove(older);
+  }
   REQUIRE(shell(t.cli + " resume " + middle.string() + " --quiet > /dev/null") == 0);
   CHECK(read_hdf5((rd / "final.h5").string(), "/volume").bytes == structure);
   CHECK(slurp(rd / "energy.csv") == energy);

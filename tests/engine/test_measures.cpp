@@ -587,22 +587,38 @@ TEST_CASE("measures.cpu.local_porosity_histogram") {
   const uint64_t seed = testing::fresh_seed();
   CAPTURE(seed);
   std::mt19937_64 rng(seed);
-  for (const Shape s : {Shape{9, 8, 7}, Shape{3, 3, 3}, Shape{4, 13, 5}, Shape{2, 6, 6}}) {
+  for (const Shape s : {Shape{9, 8, 7}, Shape{3, 3, 3}, Shape{4, 13, 5}, Shape{2, 6, 6}, Shape{1, 5, 4}}) {
     CAPTURE(to_string(s));
     const Mask m = random_mask(s, 0.2 + 0.6 * double(rng() % 100) / 100.0, rng());
     std::array<int64_t, kLocalPorosityBins> expected{};
     int64_t voxels = 0;
-    for (int64_t z = 1; z + 1 < s.nz; ++z)
-      for (int64_t y = 1; y + 1 < s.ny; ++y)
-        for (int64_t x = 1; x + 1 < s.nx; ++x) {
+    // A neighbour beyond a face is the nearest voxel inside.
+    const auto at = [&](int64_t x, int64_t y, int64_t z) {
+      return m(std::clamp<int64_t>(x, 0, s.nx - 1), std::clamp<int64_t>(y, 0, s.ny - 1),
+               std::clamp<int64_t>(z, 0, s.nz - 1)) ? 1 : 0;
+    };
+    for (int64_t z = 0; z < s.nz; ++z)
+      for (int64_t y = 0; y < s.ny; ++y)
+        for (int64_t x = 0; x < s.nx; ++x) {
           ++voxels;
-          int around = 0;
+          int around = 0, in_plane[3] = {0, 0, 0};  // in the planes normal to x, y, z
           for (int dz = -1; dz <= 1; ++dz)
             for (int dy = -1; dy <= 1; ++dy)
-              for (int dx = -1; dx <= 1; ++dx)
-                if (dx || dy || dz) around += m(x + dx, y + dy, z + dz) ? 1 : 0;
-          const int b = local_porosity_bin(m(x, y, z) ? 1 : 0, around);
+              for (int dx = -1; dx <= 1; ++dx) {
+                if (!(dx || dy || dz)) continue;
+                const int p = at(x + dx, y + dy, z + dz);
+                around += p;
+                if (dx == 0) in_plane[0] += p;
+                if (dy == 0) in_plane[1] += p;
+                if (dz == 0) in_plane[2] += p;
+              }
+          const int centre = m(x, y, z) ? 1 : 0;
+          const int b = local_porosity_bin(centre, around);
           if (b >= 0) ++expected[std::size_t(b)];
+          for (int axis = 0; axis < 3; ++axis) {
+            const int q = local_porosity_square_bin(axis, centre, in_plane[axis]);
+            if (q >= 0) ++expected[std::size_t(q)];
+          }
         }
     const LocalPorosityHistogram h = local_porosity_histogram(m);
     CHECK(h.voxels == voxels);
@@ -611,5 +627,9 @@ TEST_CASE("measures.cpu.local_porosity_histogram") {
   CHECK(local_porosity_bin(1, 26) == -1);
   CHECK(local_porosity_bin(0, 0) == -1);
   CHECK(local_porosity_bin(1, 0) == 0);
-  CHECK(local_porosity_bin(0, 26) == kLocalPorosityBins - 1);
+  CHECK(local_porosity_bin(0, 26) == kLocalPorosityCubeBins - 1);
+  CHECK(local_porosity_square_bin(0, 1, 8) == -1);
+  CHECK(local_porosity_square_bin(2, 0, 0) == -1);
+  CHECK(local_porosity_square_bin(0, 1, 0) == kLocalPorosityCubeBins);
+  CHECK(local_porosity_square_bin(2, 0, 8) == kLocalPorosityBins - 1);
 }

@@ -447,43 +447,54 @@ LocalPorosityHistogram local_porosity_histogram(const Mask& pore) {
   const Shape s = pore.shape();
   validate_shape(s);
   LocalPorosityHistogram out;
-  if (s.nx < 3 || s.ny < 3 || s.nz < 3) return out;
-  // The 3×3×3 sums by three passes of 3-sums (x, then y, then z), each at the voxels it can
-  // centre inside the box.
+  // Every voxel is a centre; a neighbour beyond a face is the nearest voxel inside, so the
+  // faces' voxels are counted as the others are (an annealer left free there piles spikes on
+  // them). Sums of three along one axis at a time, each on the sums before: x, then y, then z
+  // (the cube), z of the x-sums (the square normal to y) and z of the y-sums (normal to x).
   const int64_t nx = s.nx, ny = s.ny, nz = s.nz;
-  std::vector<uint8_t> along_x(std::size_t(s.voxels()), 0), along_xy(std::size_t(s.voxels()), 0);
+  const auto index = [&](int64_t x, int64_t y, int64_t z) {
+    return std::size_t(std::clamp<int64_t>(x, 0, nx - 1) +
+                        nx * (std::clamp<int64_t>(y, 0, ny - 1) + ny * std::clamp<int64_t>(z, 0, nz - 1)));
+  };
+  const std::size_t n = std::size_t(s.voxels());
+  std::vector<uint8_t> sx(n), sy(n), sxy(n);
 #pragma omp parallel for schedule(static)
   for (int64_t z = 0; z < nz; ++z)
     for (int64_t y = 0; y < ny; ++y)
-      for (int64_t x = 1; x + 1 < nx; ++x) {
-        const int64_t i = x + nx * (y + ny * z);
-        along_x[std::size_t(i)] = uint8_t(pore[i - 1] + pore[i] + pore[i + 1]);
+      for (int64_t x = 0; x < nx; ++x) {
+        const std::size_t i = index(x, y, z);
+        sx[i] = uint8_t(pore[int64_t(index(x - 1, y, z))] + pore[int64_t(i)] + pore[int64_t(index(x + 1, y, z))]);
+        sy[i] = uint8_t(pore[int64_t(index(x, y - 1, z))] + pore[int64_t(i)] + pore[int64_t(index(x, y + 1, z))]);
       }
 #pragma omp parallel for schedule(static)
   for (int64_t z = 0; z < nz; ++z)
-    for (int64_t y = 1; y + 1 < ny; ++y)
-      for (int64_t x = 1; x + 1 < nx; ++x) {
-        const std::size_t i = std::size_t(x + nx * (y + ny * z));
-        along_xy[i] = uint8_t(along_x[i - std::size_t(nx)] + along_x[i] + along_x[i + std::size_t(nx)]);
-      }
+    for (int64_t y = 0; y < ny; ++y)
+      for (int64_t x = 0; x < nx; ++x)
+        sxy[index(x, y, z)] = uint8_t(sx[index(x, y - 1, z)] + sx[index(x, y, z)] + sx[index(x, y + 1, z)]);
   std::mutex lock;
 #pragma omp parallel
   {
     std::array<int64_t, kLocalPorosityBins> mine{};
 #pragma omp for schedule(static)
-    for (int64_t z = 1; z < nz - 1; ++z)
-      for (int64_t y = 1; y + 1 < ny; ++y)
-        for (int64_t x = 1; x + 1 < nx; ++x) {
-          const std::size_t i = std::size_t(x + nx * (y + ny * z)), plane = std::size_t(nx * ny);
+    for (int64_t z = 0; z < nz; ++z)
+      for (int64_t y = 0; y < ny; ++y)
+        for (int64_t x = 0; x < nx; ++x) {
+          const std::size_t i = index(x, y, z), below = index(x, y, z - 1), above = index(x, y, z + 1);
           const int centre = pore[int64_t(i)] ? 1 : 0;
-          const int around = along_xy[i - plane] + along_xy[i] + along_xy[i + plane] - centre;
-          const int b = local_porosity_bin(centre, around);
+          const int b = local_porosity_bin(centre, sxy[below] + sxy[i] + sxy[above] - centre);
           if (b >= 0) ++mine[std::size_t(b)];
+          const int in_plane[3] = {sy[below] + sy[i] + sy[above] - centre,  // normal to x
+                                   sx[below] + sx[i] + sx[above] - centre,  // normal to y
+                                   sxy[i] - centre};                        // normal to z
+          for (int axis = 0; axis < 3; ++axis) {
+            const int q = local_porosity_square_bin(axis, centre, in_plane[axis]);
+            if (q >= 0) ++mine[std::size_t(q)];
+          }
         }
     std::lock_guard<std::mutex> guard(lock);
     for (std::size_t b = 0; b < mine.size(); ++b) out.counts[b] += mine[b];
   }
-  out.voxels = (nx - 2) * (ny - 2) * (nz - 2);
+  out.voxels = s.voxels();
   return out;
 }
 

@@ -69,9 +69,8 @@ struct Targets {
   /// at_spacing drops them, a cell is a cube of the reference's voxels).
   std::vector<double> pattern_shares;
   double interface_cell_share = 0;
-  /// The local porosity term's target: the shares of the reference's voxels whose 3×3×3 cell
-  /// lies inside its box in each bin (local_porosity_histogram's counts over its voxels). Empty:
-  /// not known, as pattern_shares.
+  /// The local porosity term's target: the shares of the reference's voxels in each bin
+  /// (local_porosity_histogram's counts over its voxels). Empty: not known, as pattern_shares.
   std::vector<double> local_porosity_shares;
 
   /// From a reference image (pore = 1): PSDs by the engine on `bins` bins of each phase's

@@ -1,18 +1,24 @@
 #pragma once
-/// Objective term: the local porosity distribution of the 3×3×3 neighbourhoods (Hilfer's local
-/// porosity theory at the smallest measurement cell), split by the centre's phase — how many
-/// voxels inside the box (their whole neighbourhood in it) are pore or solid with each number
-/// of pore voxels among their 26 neighbours (measures.hpp's local_porosity_histogram) — against
-/// the reference's shares of them times this box's such voxels. The 2×2×2 patterns fix how the
-/// interface turns within a cell of eight voxels, but not the one-voxel spikes of either phase
-/// that a wall of such cells can carry: swaps scored by the other terms leave pore and solid
-/// voxels with few of their own phase around them two to four times as often as the rock has
-/// them, a ragged outline where the grains leave a smooth one (compare's local porosity
-/// measure). The two uniform bins (a pore voxel in pore, a solid one in solid) are left out:
-/// porosity and the surface fix them. Squares ((count_b − target_b) / Σ target)², as the
-/// patterns term's. apply_swap (step.hpp) moves the 27 neighbourhoods around each flipped voxel
-/// between bins before it writes the phases; the counts live in the count terms' block
-/// (Objective::attach_counts).
+/// Objective term: the local porosity distribution of the 3×3×3 neighbourhoods and of the 3×3
+/// squares through their centre normal to x, y and z (Hilfer's local porosity theory at the
+/// smallest measurement cells), split by the centre's phase — how many voxels of the box are
+/// pore or solid with each number of pore voxels among their 26 neighbours, and among their 8 in
+/// each plane (measures.hpp's local_porosity_histogram; a neighbour beyond a face is the nearest
+/// voxel inside) — against the reference's shares of them times this box's voxels. The 2×2×2
+/// patterns fix how the interface turns within a cell of eight voxels, but not the one-voxel
+/// spikes of either phase that a wall of such cells can carry: swaps scored by the other terms
+/// leave pore and solid voxels with few of their own phase around them two to four times as
+/// often as the rock has them, a ragged outline where the grains leave a smooth one (compare's
+/// local porosity measure). The squares see what a section shows and the cube averages away:
+/// fins and strands of solid one voxel thick, spurs and pinholes on the slices. Counting the
+/// faces' voxels as the others keeps the swaps from piling such spikes on the faces, where
+/// cells inside the box alone would not see them. The two uniform bins of each cell (a pore
+/// voxel in pore, a solid one in solid) are left out: porosity and the surface fix them.
+/// Each bin's error is Pearson's, (count_b − target_b)² / (target_b + 1), over Σ target: the
+/// spikes that give a section away are rare bins, which squares on the scale of the whole
+/// distribution (the patterns term's) leave free. apply_swap (step.hpp) moves the cells around
+/// each flipped voxel between bins before it writes the phases; the counts live in the count
+/// terms' block (Objective::attach_counts).
 #include <cstdint>
 
 #include "poreforge/host_device.hpp"
@@ -26,9 +32,17 @@ struct LocalPorosity {
   double target[kLocalPorosityBins] = {};
   double scale = 1;  ///< Σ target (1 when it is 0)
 
+  PF_HD static int64_t clamp_to(int64_t i, int64_t n) { return i < 0 ? 0 : i >= n ? n - 1 : i; }
+
+  PF_HD static void move(int from, int to, int64_t* out) {
+    if (from == to) return;
+    if (from >= 0) --out[from];
+    if (to >= 0) ++out[to];
+  }
+
   PF_HD double square(int b) const {
-    const double d = (double(counts[b]) - target[b]) / scale;
-    return d * d;
+    const double d = double(counts[b]) - target[b];
+    return d * d / ((target[b] + 1) * scale);
   }
 
   /// Moves the neighbourhoods around voxel v to the bins they take when v flips, in `out`
@@ -37,36 +51,42 @@ struct LocalPorosity {
   PF_HD void add_flip(const uint8_t* pore, const int64_t* extent, int64_t v, int64_t flipped, int64_t* out) const {
     const int64_t nx = extent[0], ny = extent[1], nz = extent[2];
     const int64_t x = v % nx, y = (v / nx) % ny, z = v / (nx * ny);
-    // The 5×5×5 block around v, outside the box read as solid (no neighbourhood reaching there
-    // counts).
-    uint8_t block[125];
+    // The 5×5×5 block around v before and after the flip, read as local_porosity_histogram
+    // reads the box: a position beyond a face takes the nearest voxel inside, so v may stand
+    // at several positions of the block near a face.
+    uint8_t before[125], after[125];
     for (int k = 0; k < 125; ++k) {
-      const int64_t bx = x + k % 5 - 2, by = y + (k / 5) % 5 - 2, bz = z + k / 25 - 2;
-      uint8_t p = 0;
-      if (bx >= 0 && by >= 0 && bz >= 0 && bx < nx && by < ny && bz < nz) {
-        const int64_t u = bx + nx * (by + ny * bz);
-        p = pore[u];
-        if (u == flipped) p ^= 1u;
-      }
-      block[k] = p;
+      const int64_t bx = clamp_to(x + k % 5 - 2, nx), by = clamp_to(y + (k / 5) % 5 - 2, ny),
+                    bz = clamp_to(z + k / 25 - 2, nz);
+      const int64_t u = bx + nx * (by + ny * bz);
+      const uint8_t p = uint8_t(pore[u] ^ (u == flipped ? 1u : 0u));
+      before[k] = p;
+      after[k] = uint8_t(p ^ (u == v ? 1u : 0u));
     }
+    // Only the voxels of the box within one of v hold it in their cells.
     for (int c = 0; c < 27; ++c) {
-      const int cx = c % 3 + 1, cy = (c / 3) % 3 + 1, cz = c / 9 + 1;  // the cell's centre in the block
+      const int cx = c % 3 + 1, cy = (c / 3) % 3 + 1, cz = c / 9 + 1;  // the centre's place in the block
       const int64_t ux = x + cx - 2, uy = y + cy - 2, uz = z + cz - 2;
-      if (ux < 1 || uy < 1 || uz < 1 || ux > nx - 2 || uy > ny - 2 || uz > nz - 2) continue;
-      int around = 0;  // pore voxels among the centre's 26 neighbours, before the flip
-      for (int d = 0; d < 27; ++d)
-        if (d != 13) around += block[(cx + d % 3 - 1) + 5 * (cy + (d / 3) % 3 - 1) + 25 * (cz + d / 9 - 1)];
-      const int centre = block[cx + 5 * cy + 25 * cz];
-      const int from = local_porosity_bin(centre, around);
-      int to;
-      if (c == 13) {
-        to = local_porosity_bin(centre ^ 1, around);  // v itself: its phase flips, its neighbours stay
-      } else {
-        to = local_porosity_bin(centre, around + (block[62] ? -1 : 1));  // v is among its neighbours
+      if (ux < 0 || uy < 0 || uz < 0 || ux >= nx || uy >= ny || uz >= nz) continue;
+      int cube[2] = {0, 0}, square[2][3] = {{0, 0, 0}, {0, 0, 0}};  // pore neighbours, before and after
+      for (int d = 0; d < 27; ++d) {
+        if (d == 13) continue;
+        const int dx = d % 3 - 1, dy = (d / 3) % 3 - 1, dz = d / 9 - 1;
+        const int k = (cx + dx) + 5 * (cy + dy) + 25 * (cz + dz);
+        cube[0] += before[k];
+        cube[1] += after[k];
+        const int level[3] = {dx, dy, dz};
+        for (int axis = 0; axis < 3; ++axis)
+          if (level[axis] == 0) {
+            square[0][axis] += before[k];
+            square[1][axis] += after[k];
+          }
       }
-      if (from >= 0) --out[from];
-      if (to >= 0) ++out[to];
+      const int k = cx + 5 * cy + 25 * cz;
+      move(local_porosity_bin(before[k], cube[0]), local_porosity_bin(after[k], cube[1]), out);
+      for (int axis = 0; axis < 3; ++axis)
+        move(local_porosity_square_bin(axis, before[k], square[0][axis]),
+             local_porosity_square_bin(axis, after[k], square[1][axis]), out);
     }
   }
 
