@@ -283,6 +283,8 @@ void validate(const Config& c) {
   };
   require_texture(w.patterns, c.targets.pattern_shares.size() == std::size_t(kInterfacePatterns), "patterns",
                   "interface patterns", 2, "2x2x2 cells");
+  // A box thinner than the neighbourhoods is counted too (its faces' voxels read again), but it
+  // holds no cell of the reference's kind to aim at.
   require_texture(w.local_porosity, c.targets.local_porosity_shares.size() == std::size_t(kLocalPorosityBins),
                   "local_porosity", "local porosity", 3, "3x3x3 neighbourhoods");
   require(w.openings == 0 || c.targets.opening_euler_density.size() == c.targets.pore_edges.size(),

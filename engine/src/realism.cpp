@@ -186,7 +186,7 @@ RealismProfile profile_in(const Mask& pore, const RealismOptions& options, Works
                                   std::vector<double>(patterns.begin(), patterns.end())));
   // The spikes of either phase: the voxels whose 3×3×3 cell or 3×3 squares hold both phases, by bin.
   const LocalPorosityHistogram local = local_porosity_histogram(pore);
-  p.curves.push_back(shares_curve("local_porosity", "bin (local_porosity_bin)",
+  p.curves.push_back(shares_curve("local_porosity", "bin (local_porosity_bin, local_porosity_square_bin)",
                                   std::vector<double>(local.counts.begin(), local.counts.end())));
   stage("patterns");
   return p;
