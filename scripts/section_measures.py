@@ -32,12 +32,13 @@ import json
 import sys
 
 try:
-    import h5py
     import numpy as np
     from scipy import ndimage
     from scipy.spatial import ConvexHull
 except ImportError as e:
     sys.exit(f"section_measures.py: {e}; run scripts/setup (python3-h5py, python3-scipy)")
+
+from plot_slices import volume as stored_volume  # noqa: E402  (the one 3D dataset of an HDF5 file)
 
 EIGHT = np.ones((3, 3), int)
 
@@ -51,12 +52,7 @@ def fail(message):
 
 def volume(path):
     try:
-        with h5py.File(path, "r") as f:
-            sets = []
-            f.visititems(lambda name, obj: sets.append(name) if isinstance(obj, h5py.Dataset) and obj.ndim == 3 else None)
-            if len(sets) != 1:
-                fail(f"'{path}' holds {len(sets)} 3D datasets; one expected")
-            v = f[sets[0]][...]
+        v = stored_volume(path)
     except OSError as e:
         fail(f"'{path}': {e}")
     if not np.isin(np.unique(v), (0, 1)).all():

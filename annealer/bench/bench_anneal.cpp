@@ -11,8 +11,9 @@
 // --energy reconstruct: configs/reconstruct.yaml's energy and moves — pore PSD, S2, Euler
 // characteristic, specific surface, chord lengths, interface patterns and local porosity
 // against the Berea 400³ image (--reference) at its voxel size, the domain's faces open,
-// interface-biased moves that keep the pore connected, T0 1e-6. --initial berea starts from the real image itself (its centre at the size, mirrored
-// at its faces beyond 400), a rock-like structure where a swap's region is a rock's.
+// interface-biased moves that keep the pore connected, T0 1e-6. --initial berea starts from the
+// real image itself (its centre at the size, mirrored at its faces beyond 400), a rock-like
+// structure where a swap's region is a rock's.
 // --openings W (reconstruct, the CPU backend): the openings term weighted W as well.
 // --evaluation local: the device loop scores swaps in speculative batches, each swap's PSD
 // re-evaluated around it (Config::local_evaluation); full, the default: over the whole
