@@ -330,8 +330,8 @@ Checkpoint read_checkpoint(const std::string& path) {
   }
   if (hdf5_has_object(path, kLocalPorosityTarget)) {
     c.targets.local_porosity_shares = in.vector(kLocalPorosityTarget);
-    if (schema < 8 && c.targets.local_porosity_shares.size() == std::size_t(kLocalPorosityCubeBins))
-      c.targets.local_porosity_shares.clear();  // the cubes inside the box alone: aims at nothing now
+    if (schema < 9 && c.targets.local_porosity_shares.size() != std::size_t(kLocalPorosityBins))
+      c.targets.local_porosity_shares.clear();  // counted over other cells: aims at nothing now
     else if (c.targets.local_porosity_shares.size() != std::size_t(kLocalPorosityBins))
       throw InputError("'" + path + "': " + kLocalPorosityTarget + " must hold " + std::to_string(kLocalPorosityBins) +
                        " values");

@@ -25,7 +25,9 @@ namespace poreforge::app {
 /// 8: the local porosity term counts every voxel (neighbours beyond a face the nearest inside)
 /// and the 3×3 squares through it too (kLocalPorosityBins); a 7's target of the cubes inside the
 /// box alone is dropped, and a run that weighs the term cannot resume from it.
-constexpr int kCheckpointSchema = 8;
+/// 9: the local porosity term counts the 5×5 squares through every voxel too; an 8's target
+/// (without them) is dropped, and a run that weighs the term cannot resume from it.
+constexpr int kCheckpointSchema = 9;
 
 /// One row of energy.csv: evaluations, stage, temperature, energy, pore_psd, solid_psd, s2,
 /// accepted, rejected, euler, surface, chords, openings, patterns, local_porosity.

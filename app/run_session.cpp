@@ -371,12 +371,12 @@ struct Session {
 
 // What a connected start placed of the reference's small clusters, for the run's log.
 std::string placed_clusters(const anneal::ConnectedStart& cs, const anneal::ClusterSample& sample) {
-  char text[200];
+  char text[240];
   std::snprintf(text, sizeof text,
-                "%lld of the reference's small clusters placed, %lld of them touching the largest at an edge or "
-                "corner (it has %.1f on average, %.1f touching)",
-                static_cast<long long>(cs.clusters_placed), static_cast<long long>(cs.clusters_touching), sample.others,
-                sample.touching);
+                "%lld of the reference's small clusters placed (%lld in its own shapes), %lld of them touching the "
+                "largest at an edge or corner (it has %.1f on average, %.1f touching)",
+                static_cast<long long>(cs.clusters_placed), static_cast<long long>(cs.clusters_as_sampled),
+                static_cast<long long>(cs.clusters_touching), sample.others, sample.touching);
   return text;
 }
 
@@ -406,6 +406,7 @@ std::optional<anneal::ClusterSample> cluster_sample(Session& run, const anneal::
         clusters->touching *= kept;
       }
       clusters->other_sizes = std::move(shown);
+      clusters->other_shapes.clear();  // drawn on the reference's grid: grown compact on this one
       if (clusters->other_sizes.empty()) clusters->others = clusters->touching = 0;
     }
   } else if (run.rc.initial_connect && loop.targets.largest_cluster_share > 0) {
@@ -875,10 +876,10 @@ int resume_run(const ResumeOptions& o, const std::string& command_line) {
   if (ck.schema < 4 && run.rc.loop.weights.surface > 0)
     throw InputError("'" + o.checkpoint + "' was written by a poreforge whose surface term counted voxel faces; this " +
                      "one measures the interface's marching-cubes area, so the run cannot go on: start it again");
-  if (ck.schema < 8 && run.rc.loop.weights.local_porosity > 0)
-    throw InputError("'" + o.checkpoint + "' was written by a poreforge whose local porosity term counted the 3x3x3 " +
-                     "neighbourhoods inside the box alone; this one counts every voxel's and the 3x3 squares through " +
-                     "it, so the run cannot go on: start it again");
+  if (ck.schema < 9 && run.rc.loop.weights.local_porosity > 0)
+    throw InputError("'" + o.checkpoint + "' was written by a poreforge whose local porosity term counted other " +
+                     "neighbourhoods; this one counts every voxel's 3x3x3 cell and its 3x3 and 5x5 squares, so the " +
+                     "run cannot go on: start it again");
   run.history = ck.history;
   run.run_start = ck.run_start;
   anneal::Annealer annealer(run.rc.loop, std::move(ck.snapshot));

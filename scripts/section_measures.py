@@ -19,8 +19,8 @@ plane normal to z, y and x (the stored volume's axes, z slowest), per 10⁴ pixe
 The real sub-volumes are cut at random corners (`--seed`) from the reference, of the first
 reconstruction's shape; each measure prints the real min, mean and max and each
 reconstruction's value, marked OUT where it falls outside the real range. None of these is an
-energy term; the local porosity term's 3×3 squares weigh the spurs' neighbour counts, not the
-specks or the convexity.
+energy term; the local porosity term's 3×3 and 5×5 squares weigh the spurs' neighbour counts,
+not the specks or the convexity.
 
 `--panels` draws six sections of the first reconstruction and six of real sub-volumes, at
 random places and shuffled, as panels A–L for a blind test (show the PNG to someone who knows

@@ -364,6 +364,41 @@ ClusterSample sample_clusters(const Mask& reference, Shape sub, int count, uint6
     out.touching += weight * double(c.count - label_components(pore_mask, Adjacency::full26, backend).count);
     for (std::size_t k = 0; k < c.sizes.size(); ++k)
       if (k + 1 != largest) out.other_sizes.push_back(c.sizes[k]);
+    // Their shapes: bounding boxes first, then each voxel at its place in its cluster's box.
+    const Shape s = pore_mask.shape();
+    const std::size_t first = out.other_shapes.size();
+    std::vector<std::size_t> slot(std::size_t(c.count) + 1, 0);  // label -> other_shapes index + 1
+    std::vector<std::array<int64_t, 6>> box;                       // low x, y, z; high x, y, z
+    for (uint32_t k = 1; k <= uint32_t(c.count); ++k)
+      if (k != largest) {
+        slot[k] = first + box.size() + 1;
+        box.push_back({s.nx, s.ny, s.nz, -1, -1, -1});
+      }
+    for (int64_t i = 0; i < s.voxels(); ++i)
+      if (const std::size_t k = slot[c.labels[std::size_t(i)]]) {
+        const int64_t xyz[3] = {i % s.nx, (i / s.nx) % s.ny, i / (s.nx * s.ny)};
+        auto& b = box[k - 1 - first];
+        for (int a = 0; a < 3; ++a) {
+          b[std::size_t(a)] = std::min(b[std::size_t(a)], xyz[a]);
+          b[std::size_t(a) + 3] = std::max(b[std::size_t(a) + 3], xyz[a]);
+        }
+      }
+    for (const auto& b : box) {
+      ClusterShape shape;
+      for (int a = 0; a < 3; ++a) {
+        shape.extent[std::size_t(a)] = b[std::size_t(a) + 3] - b[std::size_t(a)] + 1;
+        if (b[std::size_t(a)] == 0) shape.faces |= 1u << (2 * a);
+        if (b[std::size_t(a) + 3] == s.extent(a) - 1) shape.faces |= 1u << (2 * a + 1);
+      }
+      out.other_shapes.push_back(std::move(shape));
+    }
+    for (int64_t i = 0; i < s.voxels(); ++i)
+      if (const std::size_t k = slot[c.labels[std::size_t(i)]]) {
+        const auto& b = box[k - 1 - first];
+        ClusterShape& shape = out.other_shapes[k - 1];
+        shape.voxels.push_back((i % s.nx - b[0]) +
+                               shape.extent[0] * ((i / s.nx) % s.ny - b[1] + shape.extent[1] * (i / (s.nx * s.ny) - b[2])));
+      }
   };
   const Shape whole = reference.shape();
   if (sub.nx <= whole.nx && sub.ny <= whole.ny && sub.nz <= whole.nz && count > 0) {
@@ -438,15 +473,20 @@ Mask connect_largest_cluster(const Mask& start, const std::vector<float>& field,
     const int64_t placing = std::llround(clusters.others);
     const int64_t room = (pore - want) * 3 / 2;
     std::vector<int64_t> sizes;
+    std::vector<const ClusterShape*> shapes;  // each size's cluster as it lies (null: none known)
+    const bool with_shapes = clusters.other_shapes.size() == clusters.other_sizes.size();
     int64_t drawn_total = 0;
     for (int64_t k = 0; k < placing; ++k) {
       int64_t size = 0;
+      std::size_t pick = 0;
       for (int tries = 0; tries < 8 && (size == 0 || drawn_total + size > room); ++tries) {
         const PhiloxBlock w = random.draw(draw++, 0);
-        size = clusters.other_sizes[std::size_t(Philox::below(w[0], w[1], clusters.other_sizes.size()))];
+        pick = std::size_t(Philox::below(w[0], w[1], clusters.other_sizes.size()));
+        size = clusters.other_sizes[pick];
       }
       if (drawn_total + size > room) continue;
       sizes.push_back(size);
+      shapes.push_back(with_shapes ? &clusters.other_shapes[pick] : nullptr);
       drawn_total += size;
     }
     // A largest holding more than the placed clusters leave gives the excess up, its voxels
@@ -488,6 +528,57 @@ Mask connect_largest_cluster(const Mask& start, const std::vector<float>& field,
       // so far (one that found no room hands its turn on).
       const bool touch = (k + 1) * touching / drawn > r.clusters_touching;
       std::vector<int64_t> grown;
+      // Apart from every other cluster, but one placed touching may meet the largest at edges
+      // and corners (not across a face).
+      auto apart = [&](int64_t v) {
+        bool ok = true;
+        for_cube(v, [&](int64_t u) {
+          const uint32_t l = owner[std::size_t(u)];
+          ok = ok && (!l || l == label || (touch && l == largest));
+        });
+        if (touch) for_faces(v, [&](int64_t u) { ok = ok && owner[std::size_t(u)] != largest; });
+        return ok;
+      };
+      // The sample's cluster as it lies, where it fits: the shape of a pore pressed between
+      // grains (sheets along contacts, tubes along edges), where one grown compact would be a
+      // ball no rock holds. One the sample's box cut lies against the same faces of this one.
+      if (const ClusterShape* sampled = shapes[std::size_t(k)]) {
+        std::array<int64_t, 3> room_along{};
+        bool fits = int64_t(sampled->voxels.size()) == size;
+        for (int a = 0; a < 3; ++a) {
+          const int64_t e = sampled->extent[std::size_t(a)];
+          room_along[std::size_t(a)] = e <= extent[a] ? extent[a] - e + 1 : 0;
+          fits = fits && room_along[std::size_t(a)] > 0;
+        }
+        for (int tries = 0; fits && tries < 256 && grown.empty(); ++tries) {
+          const PhiloxBlock w = random.draw(draw++, 0), w2 = random.draw(draw++, 0);
+          const uint32_t words[6] = {w[0], w[1], w[2], w[3], w2[0], w2[1]};
+          int64_t corner[3];
+          for (int a = 0; a < 3; ++a) {
+            corner[a] = int64_t(Philox::below(words[2 * a], words[2 * a + 1], uint64_t(room_along[std::size_t(a)])));
+            if (sampled->faces & (1u << (2 * a))) corner[a] = 0;
+            else if (sampled->faces & (1u << (2 * a + 1))) corner[a] = extent[a] - sampled->extent[std::size_t(a)];
+          }
+          const int64_t ex = sampled->extent[0], ey = sampled->extent[1];
+          auto at = [&](int64_t i) {
+            return (corner[0] + i % ex) + extent[0] * ((corner[1] + (i / ex) % ey) + extent[1] * (corner[2] + i / (ex * ey)));
+          };
+          bool clear = true, meets_largest = false;
+          for (std::size_t j = 0; clear && j < sampled->voxels.size(); ++j) {
+            const int64_t v = at(sampled->voxels[j]);
+            clear = !owner[std::size_t(v)] && apart(v);
+            if (touch) for_cube(v, [&](int64_t u) { meets_largest = meets_largest || owner[std::size_t(u)] == largest; });
+          }
+          if (!clear || meets_largest != touch) continue;
+          for (int64_t i : sampled->voxels) {
+            const int64_t v = at(i);
+            owner[std::size_t(v)] = label;
+            out[std::size_t(v)] = 1;
+            grown.push_back(v);
+          }
+          ++r.clusters_as_sampled;
+        }
+      }
       for (int attempt = 0; attempt < 8 && int64_t(grown.size()) < size; ++attempt) {
         for (int64_t v : grown) {
           owner[std::size_t(v)] = 0;
@@ -510,9 +601,9 @@ Mask connect_largest_cluster(const Mask& start, const std::vector<float>& field,
           if (clear && meets_largest == touch) origin = v;
         }
         if (origin < 0) break;
-        // Grown nearest the origin first, the field breaking ties: a compact pore, as a real
-        // sample's isolated ones are. Along the field's valleys it would creep round the
-        // largest at the one-voxel gap it must keep, a shell no rock has.
+        // Where the sample's shape does not fit, or none is known: grown nearest the origin
+        // first, the field breaking ties, a compact pore. Along the field's valleys it would
+        // creep round the largest at the one-voxel gap it must keep, a shell no rock has.
         const int64_t ox = origin % shape.nx, oy = (origin / shape.nx) % shape.ny, oz = origin / (shape.nx * shape.ny);
         auto priority = [&](int64_t v) {
           const int64_t dx = v % shape.nx - ox, dy = (v / shape.nx) % shape.ny - oy, dz = v / (shape.nx * shape.ny) - oz;
@@ -524,16 +615,7 @@ Mask connect_largest_cluster(const Mask& start, const std::vector<float>& field,
         while (int64_t(grown.size()) < size && !front.empty()) {
           const int64_t v = front.top().second;
           front.pop();
-          if (owner[std::size_t(v)]) continue;
-          // Apart from every other cluster, but one placed touching may meet the largest at
-          // edges and corners (not across a face) wherever it grows.
-          bool apart = true;
-          for_cube(v, [&](int64_t u) {
-            const uint32_t l = owner[std::size_t(u)];
-            apart = apart && (!l || l == label || (touch && l == largest));
-          });
-          if (touch) for_faces(v, [&](int64_t u) { apart = apart && owner[std::size_t(u)] != largest; });
-          if (!apart) continue;
+          if (owner[std::size_t(v)] || !apart(v)) continue;
           owner[std::size_t(v)] = label;
           out[std::size_t(v)] = 1;
           grown.push_back(v);

@@ -184,9 +184,11 @@ RealismProfile profile_in(const Mask& pore, const RealismOptions& options, Works
   const auto patterns = interface_pattern_shares(interior_configuration_histogram(pore));
   p.curves.push_back(shares_curve("interface_patterns", "class (interface_pattern)",
                                   std::vector<double>(patterns.begin(), patterns.end())));
-  // The spikes of either phase: the voxels whose 3×3×3 cell or 3×3 squares hold both phases, by bin.
+  // The spikes of either phase and how outlines bend: the voxels whose 3×3×3 cell or 3×3 or 5×5
+  // squares hold both phases, by bin.
   const LocalPorosityHistogram local = local_porosity_histogram(pore);
-  p.curves.push_back(shares_curve("local_porosity", "bin (local_porosity_bin, local_porosity_square_bin)",
+  p.curves.push_back(shares_curve("local_porosity",
+                                  "bin (local_porosity_bin, local_porosity_square_bin, local_porosity_wide_square_bin)",
                                   std::vector<double>(local.counts.begin(), local.counts.end())));
   stage("patterns");
   return p;

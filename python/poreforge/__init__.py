@@ -390,7 +390,7 @@ def realism_profile(image, *, phase=1, spacing=None, bins=20, permeability=False
     permeabilities along x, y, z (millidarcy when ``length_unit`` names the spacing's unit,
     else squared spacing units), besides curves (chords, lineal paths, S2, pore PSD, χ of the
     openings, the interface's 2×2×2 patterns and the local porosity of 3×3×3 neighbourhoods and
-    3×3 squares). ``bins``: PSD edges, or a number of bins from one voxel to the largest
+    3×3 and 5×5 squares). ``bins``: PSD edges, or a number of bins from one voxel to the largest
     inscribed radius. Names along x, y, z mean poreforge's axes: x is the last array axis.
     Returns ``{"scalars": {name: {"unit", "value"}}, "curves": {name: {...}}, "warnings": [...]}``;
     each warning (a permeability that did not settle) is also issued as a RuntimeWarning."""

@@ -1015,6 +1015,72 @@ TEST_CASE("anneal.connect_largest_cluster") {
   CHECK(connect_largest_cluster(out, field, share, seed).values() == out.values());
 }
 
+// A sample's clusters keep their shapes: each as it lies in its bounding box, with the box's
+// faces it meets; a start given them places each as it lies (a cluster the sample's box cut
+// against the same faces of the domain's), apart from every other.
+TEST_CASE("anneal.cluster_shapes_sampled_and_placed") {
+  const uint64_t seed = testing::fresh_seed();
+  CAPTURE(seed);
+  const Shape shape{24, 22, 20};
+  Mask reference(shape);
+  for (int64_t z = 0; z < shape.nz; ++z)  // the largest: a slab at x 0 … 5
+    for (int64_t y = 0; y < shape.ny; ++y)
+      for (int64_t x = 0; x < 6; ++x) reference(x, y, z) = 1;
+  // An L of 5 voxels inside, and a rod of 3 along z meeting the high y face.
+  for (const auto& [x, y, z] : std::vector<std::array<int64_t, 3>>{{12, 5, 5}, {13, 5, 5}, {14, 5, 5}, {14, 6, 5}, {14, 7, 5}})
+    reference(x, y, z) = 1;
+  for (int64_t z = 10; z < 13; ++z) reference(18, shape.ny - 1, z) = 1;
+  const ClusterSample sample = sample_clusters(reference, shape, 1, seed);
+  REQUIRE(sample.other_sizes.size() == 2);
+  REQUIRE(sample.other_shapes.size() == 2);
+  for (std::size_t k = 0; k < 2; ++k) {
+    const ClusterShape& c = sample.other_shapes[k];
+    CHECK(int64_t(c.voxels.size()) == sample.other_sizes[k]);
+    if (sample.other_sizes[k] == 5) {
+      CHECK(c.extent == std::array<int64_t, 3>{3, 3, 1});
+      CHECK(c.faces == 0u);
+      CHECK(std::set<int64_t>(c.voxels.begin(), c.voxels.end()) == std::set<int64_t>{0, 1, 2, 5, 8});
+    } else {
+      CHECK(sample.other_sizes[k] == 3);
+      CHECK(c.extent == std::array<int64_t, 3>{1, 1, 3});
+      CHECK(c.faces == (1u << 3));  // the high y face
+    }
+  }
+  // Placed in a start: every other cluster is one of the two shapes, translated, the rods
+  // against the high y face.
+  const Shape domain{40, 36, 30};
+  const std::vector<float> field = blob_field(domain, 1.0, seed);
+  const Mask start = lowest_values(field, domain, domain.voxels() / 6);
+  ClusterSample placing = sample;
+  placing.largest_share = 0.9;
+  placing.others = 8;
+  ConnectedStart r;
+  const Mask out = connect_largest_cluster(start, field, placing, seed, Backend::cpu, &r);
+  CHECK(count_phase(out) == count_phase(start));
+  CHECK(r.clusters_placed == 8);
+  CHECK(r.clusters_as_sampled == 8);
+  const ComponentLabels after = label_components(out, Adjacency::face6, Backend::cpu);
+  CHECK(after.count == 9);
+  CHECK(label_components(out, Adjacency::full26, Backend::cpu).count == 9);
+  const uint32_t largest = largest_component(after);
+  std::vector<std::vector<std::array<int64_t, 3>>> members(std::size_t(after.count) + 1);
+  for (int64_t i = 0; i < domain.voxels(); ++i)
+    if (const uint32_t l = after.labels[std::size_t(i)]; l && l != largest)
+      members[l].push_back({i % domain.nx, (i / domain.nx) % domain.ny, i / (domain.nx * domain.ny)});
+  const std::set<std::array<int64_t, 3>> ell{{0, 0, 0}, {1, 0, 0}, {2, 0, 0}, {2, 1, 0}, {2, 2, 0}},
+      rod{{0, 0, 0}, {0, 0, 1}, {0, 0, 2}};
+  for (uint32_t l = 1; l <= uint32_t(after.count); ++l) {
+    if (l == largest) continue;
+    std::array<int64_t, 3> low = members[l].front();
+    for (const auto& m : members[l])
+      for (std::size_t a = 0; a < 3; ++a) low[a] = std::min(low[a], m[a]);
+    std::set<std::array<int64_t, 3>> relative;
+    for (const auto& m : members[l]) relative.insert({m[0] - low[0], m[1] - low[1], m[2] - low[2]});
+    CHECK((relative == ell || relative == rod));
+    if (relative == rod) CHECK(low[1] == domain.ny - 1);
+  }
+}
+
 // A start given a real sample's small clusters: its own other clusters go, as many of the
 // sample's sizes as it names are placed apart from everything (those it names touching meet
 // the largest at an edge or a corner alone), and the pore count stays.

@@ -612,12 +612,22 @@ TEST_CASE("measures.cpu.local_porosity_histogram") {
                 if (dy == 0) in_plane[1] += p;
                 if (dz == 0) in_plane[2] += p;
               }
+          int wide[3] = {0, 0, 0};  // the 5×5 squares normal to x, y, z
+          for (int a = -2; a <= 2; ++a)
+            for (int b = -2; b <= 2; ++b) {
+              if (!(a || b)) continue;
+              wide[0] += at(x, y + a, z + b);
+              wide[1] += at(x + a, y, z + b);
+              wide[2] += at(x + a, y + b, z);
+            }
           const int centre = m(x, y, z) ? 1 : 0;
           const int b = local_porosity_bin(centre, around);
           if (b >= 0) ++expected[std::size_t(b)];
           for (int axis = 0; axis < 3; ++axis) {
             const int q = local_porosity_square_bin(axis, centre, in_plane[axis]);
             if (q >= 0) ++expected[std::size_t(q)];
+            const int w = local_porosity_wide_square_bin(axis, centre, wide[axis]);
+            if (w >= 0) ++expected[std::size_t(w)];
           }
         }
     const LocalPorosityHistogram h = local_porosity_histogram(m);
@@ -631,5 +641,9 @@ TEST_CASE("measures.cpu.local_porosity_histogram") {
   CHECK(local_porosity_square_bin(0, 1, 8) == -1);
   CHECK(local_porosity_square_bin(2, 0, 0) == -1);
   CHECK(local_porosity_square_bin(0, 1, 0) == kLocalPorosityCubeBins);
-  CHECK(local_porosity_square_bin(2, 0, 8) == kLocalPorosityBins - 1);
+  CHECK(local_porosity_square_bin(2, 0, 8) == kLocalPorosityWideSquaresAt - 1);
+  CHECK(local_porosity_wide_square_bin(0, 1, 24) == -1);
+  CHECK(local_porosity_wide_square_bin(1, 0, 0) == -1);
+  CHECK(local_porosity_wide_square_bin(0, 1, 0) == kLocalPorosityWideSquaresAt);
+  CHECK(local_porosity_wide_square_bin(2, 0, 24) == kLocalPorosityBins - 1);
 }

@@ -92,20 +92,25 @@ int interface_pattern(int configuration);
 /// The interface cells' shares by class (summing to 1; all 0 when no cell holds both phases).
 std::array<double, kInterfacePatterns> interface_pattern_shares(const ConfigurationHistogram& histogram);
 
-/// The local porosity distribution of the 3×3×3 cells and of the 3×3 squares through their
-/// centre normal to x, y and z (Hilfer's local porosity theory at the smallest cells), split by
-/// the centre's phase: each voxel, binned by its phase and the pore voxels among its 26
-/// neighbours, and once more for each axis by its phase and the pore voxels among its 8
-/// neighbours in the plane normal to that axis; a neighbour beyond a face is the nearest voxel
-/// inside, so the faces' voxels count as the others do. A pore voxel with few pore
-/// neighbours is a spike of pore into solid, a solid one with many a spike of solid into pore:
-/// how ragged an outline is one voxel beyond the 2×2×2 patterns. The squares see what a section
-/// shows and the cube averages away: a solid fin one voxel thick is a spur on the sections
-/// across it, a solid strand a pinhole in the pore. The uniform bins (a pore voxel among pore
-/// only, a solid one among solid only) are not among the bins.
+/// The local porosity distribution of the 3×3×3 cells, of the 3×3 squares through their centre
+/// normal to x, y and z, and of the 5×5 squares there (Hilfer's local porosity theory at the
+/// smallest cells), split by the centre's phase: each voxel, binned by its phase and the pore
+/// voxels among its 26 neighbours, and once more for each axis and square by its phase and the
+/// pore voxels among its 8 (24) neighbours in the plane normal to that axis; a neighbour beyond a
+/// face is the nearest voxel inside, so the faces' voxels count as the others do. A pore voxel
+/// with few pore neighbours is a spike of pore into solid, a solid one with many a spike of solid
+/// into pore: how ragged an outline is one voxel beyond the 2×2×2 patterns. The squares see what
+/// a section shows and the cube averages away: a solid fin one voxel thick is a spur on the
+/// sections across it, a solid strand a pinhole in the pore. The 5×5 squares see how a
+/// section's outline bends over a few voxels: along a grain's flat or gently curved face an
+/// interface voxel's square holds about half pore, at a pore's sharp tip little, in a pore that
+/// bulges between knobs more. The uniform bins (a pore voxel among pore only, a solid one among
+/// solid only) are not among the bins.
 constexpr int kLocalPorosityCubeBins = 52;
-constexpr int kLocalPorositySquareBins = 16;  ///< a plane's: pore 0 … 7 pore neighbours, solid 1 … 8
-constexpr int kLocalPorosityBins = kLocalPorosityCubeBins + 3 * kLocalPorositySquareBins;
+constexpr int kLocalPorositySquareBins = 16;      ///< a plane's: pore 0 … 7 pore neighbours, solid 1 … 8
+constexpr int kLocalPorosityWideSquareBins = 48;  ///< a plane's 5×5: pore 0 … 23, solid 1 … 24
+constexpr int kLocalPorosityWideSquaresAt = kLocalPorosityCubeBins + 3 * kLocalPorositySquareBins;
+constexpr int kLocalPorosityBins = kLocalPorosityWideSquaresAt + 3 * kLocalPorosityWideSquareBins;
 
 /// The bin of a voxel of phase `centre` (1 pore) with `around` pore voxels among its 26
 /// neighbours: a pore voxel's 0 … 25 in bins 0 … 25, a solid voxel's 1 … 26 in bins 26 … 51;
@@ -120,6 +125,14 @@ PF_HD constexpr int local_porosity_bin(int centre, int around) {
 PF_HD constexpr int local_porosity_square_bin(int axis, int centre, int around) {
   return centre ? (around < 8 ? kLocalPorosityCubeBins + kLocalPorositySquareBins * axis + around : -1)
                 : (around > 0 ? kLocalPorosityCubeBins + kLocalPorositySquareBins * axis + 7 + around : -1);
+}
+
+/// The bin of a voxel of phase `centre` with `around` pore voxels among its 24 neighbours in the
+/// 5×5 square normal to `axis`: after the 3×3 squares' bins, 48 an axis, a pore voxel's 0 … 23
+/// first, a solid voxel's 1 … 24 next; −1 for the uniform two.
+PF_HD constexpr int local_porosity_wide_square_bin(int axis, int centre, int around) {
+  return centre ? (around < 24 ? kLocalPorosityWideSquaresAt + kLocalPorosityWideSquareBins * axis + around : -1)
+                : (around > 0 ? kLocalPorosityWideSquaresAt + kLocalPorosityWideSquareBins * axis + 23 + around : -1);
 }
 
 struct LocalPorosityHistogram {

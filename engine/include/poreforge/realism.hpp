@@ -110,7 +110,8 @@ struct EnvelopeComparison {
 /// formation factors and, if asked, permeabilities along x, y, z, chord lengths and lineal
 /// paths of both phases, directional S2, the pore PSD on `options.psd_bins`, the shares of the
 /// interface's 2×2×2 patterns (interface_pattern) over the cells inside the box and of the
-/// voxels' local porosity bins (local_porosity_bin, local_porosity_square_bin). Boundary:
+/// voxels' local porosity bins (local_porosity_bin, local_porosity_square_bin,
+/// local_porosity_wide_square_bin). Boundary:
 /// open (the sample ends at its faces), as for measured images.
 RealismProfile realism_profile(const Mask& pore, const RealismOptions& options);
 

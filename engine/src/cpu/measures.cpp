@@ -450,14 +450,15 @@ LocalPorosityHistogram local_porosity_histogram(const Mask& pore) {
   // Every voxel is a centre; a neighbour beyond a face is the nearest voxel inside, so the
   // faces' voxels are counted as the others are (an annealer left free there piles spikes on
   // them). Sums of three along one axis at a time, each on the sums before: x, then y, then z
-  // (the cube), z of the x-sums (the square normal to y) and z of the y-sums (normal to x).
+  // (the cube), z of the x-sums (the square normal to y) and z of the y-sums (normal to x); the
+  // 5×5 squares the same way with sums of five.
   const int64_t nx = s.nx, ny = s.ny, nz = s.nz;
   const auto index = [&](int64_t x, int64_t y, int64_t z) {
     return std::size_t(std::clamp<int64_t>(x, 0, nx - 1) +
                         nx * (std::clamp<int64_t>(y, 0, ny - 1) + ny * std::clamp<int64_t>(z, 0, nz - 1)));
   };
   const std::size_t n = std::size_t(s.voxels());
-  std::vector<uint8_t> sx(n), sy(n), sxy(n);
+  std::vector<uint8_t> sx(n), sy(n), sxy(n), wx(n), wy(n), wxy(n);  // w: sums of five
 #pragma omp parallel for schedule(static)
   for (int64_t z = 0; z < nz; ++z)
     for (int64_t y = 0; y < ny; ++y)
@@ -465,12 +466,18 @@ LocalPorosityHistogram local_porosity_histogram(const Mask& pore) {
         const std::size_t i = index(x, y, z);
         sx[i] = uint8_t(pore[int64_t(index(x - 1, y, z))] + pore[int64_t(i)] + pore[int64_t(index(x + 1, y, z))]);
         sy[i] = uint8_t(pore[int64_t(index(x, y - 1, z))] + pore[int64_t(i)] + pore[int64_t(index(x, y + 1, z))]);
+        wx[i] = uint8_t(sx[i] + pore[int64_t(index(x - 2, y, z))] + pore[int64_t(index(x + 2, y, z))]);
+        wy[i] = uint8_t(sy[i] + pore[int64_t(index(x, y - 2, z))] + pore[int64_t(index(x, y + 2, z))]);
       }
 #pragma omp parallel for schedule(static)
   for (int64_t z = 0; z < nz; ++z)
     for (int64_t y = 0; y < ny; ++y)
-      for (int64_t x = 0; x < nx; ++x)
+      for (int64_t x = 0; x < nx; ++x) {
         sxy[index(x, y, z)] = uint8_t(sx[index(x, y - 1, z)] + sx[index(x, y, z)] + sx[index(x, y + 1, z)]);
+        int sum = 0;
+        for (int64_t d = -2; d <= 2; ++d) sum += wx[index(x, y + d, z)];
+        wxy[index(x, y, z)] = uint8_t(sum);
+      }
   std::mutex lock;
 #pragma omp parallel
   {
@@ -486,9 +493,17 @@ LocalPorosityHistogram local_porosity_histogram(const Mask& pore) {
           const int in_plane[3] = {sy[below] + sy[i] + sy[above] - centre,  // normal to x
                                    sx[below] + sx[i] + sx[above] - centre,  // normal to y
                                    sxy[i] - centre};                        // normal to z
+          int wide[3] = {-centre, -centre, wxy[i] - centre};  // the 5×5 squares normal to x, y, z
+          for (int64_t d = -2; d <= 2; ++d) {
+            const std::size_t j = index(x, y, z + d);
+            wide[0] += wy[j];
+            wide[1] += wx[j];
+          }
           for (int axis = 0; axis < 3; ++axis) {
             const int q = local_porosity_square_bin(axis, centre, in_plane[axis]);
             if (q >= 0) ++mine[std::size_t(q)];
+            const int w = local_porosity_wide_square_bin(axis, centre, wide[axis]);
+            if (w >= 0) ++mine[std::size_t(w)];
           }
         }
     std::lock_guard<std::mutex> guard(lock);

@@ -20,13 +20,22 @@ struct ConnectedStart {
   int64_t clusters_dropped = 0;  ///< other clusters made solid
   int64_t clusters_placed = 0;   ///< the reference's small clusters placed instead
   int64_t clusters_touching = 0; ///< of those, placed touching the largest at an edge or a corner
+  int64_t clusters_as_sampled = 0; ///< of those, placed in the shape the sample holds them in
   int64_t voxels_peeled = 0;     ///< pore voxels the largest cluster gave up for the placed clusters
   int64_t voxels_grown = 0;      ///< solid voxels the largest cluster took
 };
 
+/// One of a real sample's clusters as it lies in its box: the voxels of its bounding box it
+/// holds, and the box's faces it meets (a cluster the box cut).
+struct ClusterShape {
+  std::array<int64_t, 3> extent{};  ///< its bounding box
+  std::vector<int64_t> voxels;      ///< indices in the bounding box, x fastest
+  unsigned faces = 0;               ///< bit 2a: it meets the box's low face along axis a; 2a + 1: the high one
+};
+
 /// How a real sample's pore falls into 6-connected clusters in a box of the domain's size:
-/// the largest's share of the pore, and the others — their mean number and their sizes — and
-/// how many of them touch another cluster at an edge or a corner only (a 26-connected count
+/// the largest's share of the pore, and the others — their mean number, their sizes and shapes —
+/// and how many of them touch another cluster at an edge or a corner only (a 26-connected count
 /// has that many clusters fewer).
 /// Without sizes (a descriptor file's share alone) a start keeps the blobs' own small clusters.
 struct ClusterSample {
@@ -34,6 +43,9 @@ struct ClusterSample {
   double others = 0;
   double touching = 0;  ///< the 6-connected count less the 26-connected one
   std::vector<int64_t> other_sizes;
+  /// other_sizes' clusters as they lie, on the reference's grid; empty where the domain's grid
+  /// is another (connect_largest_cluster then grows each compact).
+  std::vector<ClusterShape> other_shapes;
 };
 
 /// The clusters of `count` sub-volumes of shape `sub` of `reference` (pore = 1), drawn from

@@ -1,16 +1,18 @@
 #pragma once
 /// Objective term: the local porosity distribution of the 3×3×3 neighbourhoods and of the 3×3
-/// squares through their centre normal to x, y and z (Hilfer's local porosity theory at the
-/// smallest measurement cells), split by the centre's phase — how many voxels of the box are
-/// pore or solid with each number of pore voxels among their 26 neighbours, and among their 8 in
-/// each plane (measures.hpp's local_porosity_histogram; a neighbour beyond a face is the nearest
-/// voxel inside) — against the reference's shares of them times this box's voxels. The 2×2×2
+/// and 5×5 squares through their centre normal to x, y and z (Hilfer's local porosity theory at
+/// the smallest measurement cells), split by the centre's phase — how many voxels of the box are
+/// pore or solid with each number of pore voxels among their 26 neighbours, and among their 8
+/// and 24 in each plane (measures.hpp's local_porosity_histogram; a neighbour beyond a face is
+/// the nearest voxel inside) — against the reference's shares of them times this box's voxels. The 2×2×2
 /// patterns fix how the interface turns within a cell of eight voxels, but not the one-voxel
 /// spikes of either phase that a wall of such cells can carry: swaps scored by the other terms
 /// leave pore and solid voxels with few of their own phase around them two to four times as
 /// often as the rock has them, a ragged outline where the grains leave a smooth one (compare's
 /// local porosity measure). The squares see what a section shows and the cube averages away:
-/// fins and strands of solid one voxel thick, spurs and pinholes on the slices. Counting the
+/// fins and strands of solid one voxel thick, spurs and pinholes on the slices; the 5×5 squares
+/// how a section's outline bends over a few voxels, where the 3×3 ones leave it free to wobble
+/// (grains leave flat or gently curved faces and sharp tips, not knobs). Counting the
 /// faces' voxels as the others keeps the swaps from piling such spikes on the faces, where
 /// cells inside the box alone would not see them. The two uniform bins of each cell (a pore
 /// voxel in pore, a solid one in solid) are left out: porosity and the surface fix them.
@@ -88,6 +90,46 @@ struct LocalPorosity {
         move(local_porosity_square_bin(axis, before[k], square[0][axis]),
              local_porosity_square_bin(axis, after[k], square[1][axis]), out);
     }
+    for (int axis = 0; axis < 3; ++axis) add_flip_wide_squares(pore, extent, v, flipped, axis, out);
+  }
+
+  /// add_flip's part for the 5×5 squares normal to `axis`: only the voxels of v's plane within
+  /// two of it hold v in theirs. A 9×9 block of that plane around v (positions beyond a face
+  /// read as the histogram reads them), before and after the flip, as tables of prefix sums.
+  PF_HD void add_flip_wide_squares(const uint8_t* pore, const int64_t* extent, int64_t v, int64_t flipped, int axis,
+                                   int64_t* out) const {
+    const int64_t nx = extent[0], ny = extent[1], nz = extent[2];
+    const int64_t at[3] = {v % nx, (v / nx) % ny, v / (nx * ny)};
+    const int first = axis == 0 ? 1 : 0, second = axis == 2 ? 1 : 2;  // the plane's two axes
+    uint8_t phase[2][9][9];
+    int16_t sum[2][10][10];  // sum[t][j][i]: the block's pore voxels in rows < j, columns < i
+    for (int i = 0; i < 10; ++i) sum[0][0][i] = sum[1][0][i] = sum[0][i][0] = sum[1][i][0] = 0;
+    for (int j = 0; j < 9; ++j)
+      for (int i = 0; i < 9; ++i) {
+        int64_t c[3] = {at[0], at[1], at[2]};
+        c[first] += i - 4;
+        c[second] += j - 4;
+        const int64_t u = clamp_to(c[0], nx) + nx * (clamp_to(c[1], ny) + ny * clamp_to(c[2], nz));
+        phase[0][j][i] = uint8_t(pore[u] ^ (u == flipped ? 1u : 0u));
+        phase[1][j][i] = uint8_t(phase[0][j][i] ^ (u == v ? 1u : 0u));
+        for (int t = 0; t < 2; ++t)
+          sum[t][j + 1][i + 1] = int16_t(sum[t][j][i + 1] + sum[t][j + 1][i] - sum[t][j][i] + phase[t][j][i]);
+      }
+    for (int b = -2; b <= 2; ++b)
+      for (int a = -2; a <= 2; ++a) {
+        if (at[first] + a < 0 || at[first] + a >= extent[first] || at[second] + b < 0 ||
+            at[second] + b >= extent[second])
+          continue;
+        // The centre sits at (a + 4, b + 4) of the block, its square at columns a + 2 … a + 6
+        // and rows b + 2 … b + 6.
+        int bin[2];
+        for (int t = 0; t < 2; ++t) {
+          const int centre = phase[t][b + 4][a + 4];
+          const int square = sum[t][b + 7][a + 7] - sum[t][b + 2][a + 7] - sum[t][b + 7][a + 2] + sum[t][b + 2][a + 2];
+          bin[t] = local_porosity_wide_square_bin(axis, centre, square - centre);
+        }
+        move(bin[0], bin[1], out);
+      }
   }
 
   /// Adds a swap's change (before the phases are written): `to_solid` flips first, then
