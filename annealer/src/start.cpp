@@ -541,8 +541,11 @@ Mask connect_largest_cluster(const Mask& start, const std::vector<float>& field,
       };
       // The sample's cluster as it lies, where it fits: the shape of a pore pressed between
       // grains (sheets along contacts, tubes along edges), where one grown compact would be a
-      // ball no rock holds. One the sample's box cut lies against the same faces of this one.
-      if (const ClusterShape* sampled = shapes[std::size_t(k)]) {
+      // ball no rock holds. Mirrored along any axis (the axes, and so the anisotropy, stay);
+      // one the sample's box cut lies against the same faces of this one. One that fits
+      // nowhere is not placed: its pore stays with the largest.
+      const ClusterShape* sampled = shapes[std::size_t(k)];
+      if (sampled) {
         std::array<int64_t, 3> room_along{};
         bool fits = int64_t(sampled->voxels.size()) == size;
         for (int a = 0; a < 3; ++a) {
@@ -550,18 +553,24 @@ Mask connect_largest_cluster(const Mask& start, const std::vector<float>& field,
           room_along[std::size_t(a)] = e <= extent[a] ? extent[a] - e + 1 : 0;
           fits = fits && room_along[std::size_t(a)] > 0;
         }
-        for (int tries = 0; fits && tries < 256 && grown.empty(); ++tries) {
+        for (int tries = 0; fits && tries < 1024 && grown.empty(); ++tries) {
           const PhiloxBlock w = random.draw(draw++, 0), w2 = random.draw(draw++, 0);
           const uint32_t words[6] = {w[0], w[1], w[2], w[3], w2[0], w2[1]};
+          const unsigned mirror = w2[2] & 7u;  // bit a: mirrored along axis a
           int64_t corner[3];
           for (int a = 0; a < 3; ++a) {
             corner[a] = int64_t(Philox::below(words[2 * a], words[2 * a + 1], uint64_t(room_along[std::size_t(a)])));
-            if (sampled->faces & (1u << (2 * a))) corner[a] = 0;
-            else if (sampled->faces & (1u << (2 * a + 1))) corner[a] = extent[a] - sampled->extent[std::size_t(a)];
+            const bool flip = mirror & (1u << a);
+            if (sampled->faces & (1u << (2 * a + (flip ? 1 : 0)))) corner[a] = 0;
+            else if (sampled->faces & (1u << (2 * a + (flip ? 0 : 1)))) corner[a] = extent[a] - sampled->extent[std::size_t(a)];
           }
-          const int64_t ex = sampled->extent[0], ey = sampled->extent[1];
+          const int64_t ex = sampled->extent[0], ey = sampled->extent[1], ez = sampled->extent[2];
           auto at = [&](int64_t i) {
-            return (corner[0] + i % ex) + extent[0] * ((corner[1] + (i / ex) % ey) + extent[1] * (corner[2] + i / (ex * ey)));
+            int64_t p[3] = {i % ex, (i / ex) % ey, i / (ex * ey)};
+            const int64_t e[3] = {ex, ey, ez};
+            for (int a = 0; a < 3; ++a)
+              if (mirror & (1u << a)) p[a] = e[a] - 1 - p[a];
+            return (corner[0] + p[0]) + extent[0] * ((corner[1] + p[1]) + extent[1] * (corner[2] + p[2]));
           };
           bool clear = true, meets_largest = false;
           for (std::size_t j = 0; clear && j < sampled->voxels.size(); ++j) {
@@ -579,7 +588,7 @@ Mask connect_largest_cluster(const Mask& start, const std::vector<float>& field,
           ++r.clusters_as_sampled;
         }
       }
-      for (int attempt = 0; attempt < 8 && int64_t(grown.size()) < size; ++attempt) {
+      for (int attempt = 0; !sampled && attempt < 8 && int64_t(grown.size()) < size; ++attempt) {
         for (int64_t v : grown) {
           owner[std::size_t(v)] = 0;
           out[std::size_t(v)] = 0;
@@ -601,7 +610,7 @@ Mask connect_largest_cluster(const Mask& start, const std::vector<float>& field,
           if (clear && meets_largest == touch) origin = v;
         }
         if (origin < 0) break;
-        // Where the sample's shape does not fit, or none is known: grown nearest the origin
+        // Where no shape is known (the sample on another grid): grown nearest the origin
         // first, the field breaking ties, a compact pore. Along the field's valleys it would
         // creep round the largest at the one-voxel gap it must keep, a shell no rock has.
         const int64_t ox = origin % shape.nx, oy = (origin / shape.nx) % shape.ny, oz = origin / (shape.nx * shape.ny);

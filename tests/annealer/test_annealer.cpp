@@ -1016,8 +1016,9 @@ TEST_CASE("anneal.connect_largest_cluster") {
 }
 
 // A sample's clusters keep their shapes: each as it lies in its bounding box, with the box's
-// faces it meets; a start given them places each as it lies (a cluster the sample's box cut
-// against the same faces of the domain's), apart from every other.
+// faces it meets; a start given them places each as it lies or mirrored along axes (a cluster
+// the sample's box cut against the same faces of the domain's, mirrored with it), apart from
+// every other.
 TEST_CASE("anneal.cluster_shapes_sampled_and_placed") {
   const uint64_t seed = testing::fresh_seed();
   CAPTURE(seed);
@@ -1046,8 +1047,8 @@ TEST_CASE("anneal.cluster_shapes_sampled_and_placed") {
       CHECK(c.faces == (1u << 3));  // the high y face
     }
   }
-  // Placed in a start: every other cluster is one of the two shapes, translated, the rods
-  // against the high y face.
+  // Placed in a start: every other cluster is one of the two shapes, translated and mirrored,
+  // the rods against a y face.
   const Shape domain{40, 36, 30};
   const std::vector<float> field = blob_field(domain, 1.0, seed);
   const Mask start = lowest_values(field, domain, domain.voxels() / 6);
@@ -1067,8 +1068,15 @@ TEST_CASE("anneal.cluster_shapes_sampled_and_placed") {
   for (int64_t i = 0; i < domain.voxels(); ++i)
     if (const uint32_t l = after.labels[std::size_t(i)]; l && l != largest)
       members[l].push_back({i % domain.nx, (i / domain.nx) % domain.ny, i / (domain.nx * domain.ny)});
-  const std::set<std::array<int64_t, 3>> ell{{0, 0, 0}, {1, 0, 0}, {2, 0, 0}, {2, 1, 0}, {2, 2, 0}},
-      rod{{0, 0, 0}, {0, 0, 1}, {0, 0, 2}};
+  const std::set<std::array<int64_t, 3>> rod{{0, 0, 0}, {0, 0, 1}, {0, 0, 2}};
+  std::set<std::set<std::array<int64_t, 3>>> ells;  // the L mirrored along x and y (it is flat in z)
+  for (const int mx : {0, 1})
+    for (const int my : {0, 1}) {
+      std::set<std::array<int64_t, 3>> m;
+      for (const auto& [x, y, z] : std::vector<std::array<int64_t, 3>>{{0, 0, 0}, {1, 0, 0}, {2, 0, 0}, {2, 1, 0}, {2, 2, 0}})
+        m.insert({mx ? 2 - x : x, my ? 2 - y : y, z});
+      ells.insert(m);
+    }
   for (uint32_t l = 1; l <= uint32_t(after.count); ++l) {
     if (l == largest) continue;
     std::array<int64_t, 3> low = members[l].front();
@@ -1076,8 +1084,8 @@ TEST_CASE("anneal.cluster_shapes_sampled_and_placed") {
       for (std::size_t a = 0; a < 3; ++a) low[a] = std::min(low[a], m[a]);
     std::set<std::array<int64_t, 3>> relative;
     for (const auto& m : members[l]) relative.insert({m[0] - low[0], m[1] - low[1], m[2] - low[2]});
-    CHECK((relative == ell || relative == rod));
-    if (relative == rod) CHECK(low[1] == domain.ny - 1);
+    CHECK((ells.count(relative) == 1 || relative == rod));
+    if (relative == rod) CHECK((low[1] == domain.ny - 1 || low[1] == 0));
   }
 }
 
