@@ -1,26 +1,25 @@
 #pragma once
-/// Objective term: the local porosity distribution of the 3×3×3 neighbourhoods and of the 3×3
-/// and 5×5 squares through their centre normal to x, y and z (Hilfer's local porosity theory at
-/// the smallest measurement cells), split by the centre's phase — how many voxels of the box are
-/// pore or solid with each number of pore voxels among their 26 neighbours, and among their 8
-/// and 24 in each plane (measures.hpp's local_porosity_histogram; a neighbour beyond a face is
-/// the nearest voxel inside) — against the reference's shares of them times this box's voxels. The 2×2×2
-/// patterns fix how the interface turns within a cell of eight voxels, but not the one-voxel
-/// spikes of either phase that a wall of such cells can carry: swaps scored by the other terms
-/// leave pore and solid voxels with few of their own phase around them two to four times as
-/// often as the rock has them, a ragged outline where the grains leave a smooth one (compare's
-/// local porosity measure). The squares see what a section shows and the cube averages away:
-/// fins and strands of solid one voxel thick, spurs and pinholes on the slices; the 5×5 squares
-/// how a section's outline bends over a few voxels, where the 3×3 ones leave it free to wobble
-/// (grains leave flat or gently curved faces and sharp tips, not knobs). Counting the
-/// faces' voxels as the others keeps the swaps from piling such spikes on the faces, where
-/// cells inside the box alone would not see them. The two uniform bins of each cell (a pore
-/// voxel in pore, a solid one in solid) are left out: porosity and the surface fix them.
-/// Each bin's error is Pearson's, (count_b − target_b)² / (target_b + 1), over Σ target: the
-/// spikes that give a section away are rare bins, which squares on the scale of the whole
-/// distribution (the patterns term's) leave free. apply_swap (step.hpp) moves the cells around
-/// each flipped voxel between bins before it writes the phases; the counts live in the count
-/// terms' block (Objective::attach_counts).
+/// Objective term: the local porosity distribution of the 3×3×3 neighbourhoods and of the 3×3 and
+/// 5×5 squares through their centre normal to x, y and z (Hilfer's local porosity theory at the
+/// smallest measurement cells), split by the centre's phase — how many voxels of the box are pore
+/// or solid with each number of pore voxels among their 26 neighbours, and among their 8 and 24 in
+/// each plane (measures.hpp's local_porosity_histogram; a neighbour beyond a face is the nearest
+/// voxel inside) — against the reference's shares of them times this box's voxels. The 2×2×2
+/// patterns fix how the interface turns within a cell of eight voxels, but not the one-voxel spikes
+/// of either phase that a wall of such cells can carry: swaps scored by the other terms leave pore
+/// and solid voxels with few of their own phase around them two to four times as often as the rock
+/// has them, a ragged outline where the grains leave a smooth one (compare's local porosity
+/// measure). The squares see what a section shows and the cube averages away: fins and strands of
+/// solid one voxel thick, spurs and pinholes on the slices; the 5×5 squares how a section's outline
+/// bends over a few voxels, where the 3×3 ones leave it free to wobble (grains leave flat or gently
+/// curved faces and sharp tips, not knobs). Counting the faces' voxels as the others keeps the
+/// swaps from piling such spikes on the faces, where cells inside the box alone would not see them.
+/// The two uniform bins of each cell (a pore voxel in pore, a solid one in solid) are left out:
+/// porosity and the surface fix them. Each bin's error is Pearson's, (count_b − target_b)² /
+/// (target_b + 1), over Σ target: the spikes that give a section away are rare bins, which squares
+/// on the scale of the whole distribution (the patterns term's) leave free. apply_swap (step.hpp)
+/// moves the cells around each flipped voxel between bins before it writes the phases; the counts
+/// live in the count terms' block (Objective::attach_counts).
 #include <cstdint>
 
 #include "poreforge/host_device.hpp"
