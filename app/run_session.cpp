@@ -406,9 +406,11 @@ std::optional<anneal::ClusterSample> cluster_sample(Session& run, const anneal::
         clusters->touching *= kept;
       }
       clusters->other_sizes = std::move(shown);
-      clusters->other_shapes.clear();  // drawn on the reference's grid: grown compact on this one
       if (clusters->other_sizes.empty()) clusters->others = clusters->touching = 0;
     }
+    // Shapes lie on the reference's grid: on another (any axis's spacing, even at the same
+    // voxel volume) they would come out stretched, so the clusters grow compact there.
+    if (rs.x != ds.x || rs.y != ds.y || rs.z != ds.z) clusters->other_shapes.clear();
   } else if (run.rc.initial_connect && loop.targets.largest_cluster_share > 0) {
     clusters = anneal::ClusterSample{};
     clusters->largest_share = loop.targets.largest_cluster_share;

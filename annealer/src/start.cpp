@@ -451,8 +451,8 @@ Mask connect_largest_cluster(const Mask& start, const std::vector<float>& field,
   int64_t largest_size = c.sizes[largest - 1];
   if (place) {
     // Every other cluster goes; the reference's own small clusters take their place: as many
-    // as its sub-volumes hold on average, sizes drawn from theirs, each grown from a voxel
-    // clear of all pore, none touching another (nor the largest) even at an edge or a corner —
+    // as its sub-volumes hold on average, sizes (and shapes) drawn from theirs, each placed in
+    // the solid, none touching another (nor the largest) even at an edge or a corner —
     // but as many as the reference's touch another at edges or corners alone, spread among
     // them: each of those meets the largest so (never across a face).
     for (int64_t i = 0; i < n; ++i)
@@ -543,7 +543,9 @@ Mask connect_largest_cluster(const Mask& start, const std::vector<float>& field,
       // grains (sheets along contacts, tubes along edges), where one grown compact would be a
       // ball no rock holds. Mirrored along any axis (the axes, and so the anisotropy, stay);
       // one the sample's box cut lies against the same faces of this one. One that fits
-      // nowhere is not placed: its pore stays with the largest.
+      // nowhere is not placed (its pore stays with the largest), but for one that must touch
+      // the largest: a fixed shape rarely meets it at edges and corners alone, so that one
+      // grows compact below rather than hand its turn on.
       const ClusterShape* sampled = shapes[std::size_t(k)];
       if (sampled) {
         std::array<int64_t, 3> room_along{};
@@ -588,7 +590,7 @@ Mask connect_largest_cluster(const Mask& start, const std::vector<float>& field,
           ++r.clusters_as_sampled;
         }
       }
-      for (int attempt = 0; !sampled && attempt < 8 && int64_t(grown.size()) < size; ++attempt) {
+      for (int attempt = 0; (!sampled || touch) && attempt < 8 && int64_t(grown.size()) < size; ++attempt) {
         for (int64_t v : grown) {
           owner[std::size_t(v)] = 0;
           out[std::size_t(v)] = 0;

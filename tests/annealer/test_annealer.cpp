@@ -1027,10 +1027,13 @@ TEST_CASE("anneal.cluster_shapes_sampled_and_placed") {
   for (int64_t z = 0; z < shape.nz; ++z)  // the largest: a slab at x 0 … 5
     for (int64_t y = 0; y < shape.ny; ++y)
       for (int64_t x = 0; x < 6; ++x) reference(x, y, z) = 1;
-  // An L of 5 voxels inside, and a rod of 3 along z meeting the high y face.
-  for (const auto& [x, y, z] : std::vector<std::array<int64_t, 3>>{{12, 5, 5}, {13, 5, 5}, {14, 5, 5}, {14, 6, 5}, {14, 7, 5}})
+  // An L of 5 voxels inside, and a hook of 4 meeting the high y face (its foot on the face).
+  using Voxel = std::array<int64_t, 3>;
+  for (const auto& [x, y, z] : std::vector<Voxel>{{12, 5, 5}, {13, 5, 5}, {14, 5, 5}, {14, 6, 5}, {14, 7, 5}})
     reference(x, y, z) = 1;
-  for (int64_t z = 10; z < 13; ++z) reference(18, shape.ny - 1, z) = 1;
+  const int64_t ny = shape.ny;
+  for (const auto& [x, y, z] : std::vector<Voxel>{{18, ny - 1, 10}, {19, ny - 1, 10}, {19, ny - 2, 10}, {19, ny - 3, 10}})
+    reference(x, y, z) = 1;
   const ClusterSample sample = sample_clusters(reference, shape, 1, seed);
   REQUIRE(sample.other_sizes.size() == 2);
   REQUIRE(sample.other_shapes.size() == 2);
@@ -1042,51 +1045,69 @@ TEST_CASE("anneal.cluster_shapes_sampled_and_placed") {
       CHECK(c.faces == 0u);
       CHECK(std::set<int64_t>(c.voxels.begin(), c.voxels.end()) == std::set<int64_t>{0, 1, 2, 5, 8});
     } else {
-      CHECK(sample.other_sizes[k] == 3);
-      CHECK(c.extent == std::array<int64_t, 3>{1, 1, 3});
+      CHECK(sample.other_sizes[k] == 4);
+      CHECK(c.extent == std::array<int64_t, 3>{2, 3, 1});
       CHECK(c.faces == (1u << 3));  // the high y face
+      CHECK(std::set<int64_t>(c.voxels.begin(), c.voxels.end()) == std::set<int64_t>{1, 3, 4, 5});
     }
   }
-  // Placed in a start: every other cluster is one of the two shapes, translated and mirrored,
-  // the rods against a y face.
+  // Placed in a start: every other cluster is one of the two shapes, translated and mirrored;
+  // a hook lies with its foot on a y face — the high one as sampled, the low one mirrored
+  // along y.
   const Shape domain{40, 36, 30};
   const std::vector<float> field = blob_field(domain, 1.0, seed);
   const Mask start = lowest_values(field, domain, domain.voxels() / 6);
   ClusterSample placing = sample;
   placing.largest_share = 0.9;
-  placing.others = 8;
+  placing.others = 10;
   ConnectedStart r;
   const Mask out = connect_largest_cluster(start, field, placing, seed, Backend::cpu, &r);
   CHECK(count_phase(out) == count_phase(start));
-  CHECK(r.clusters_placed == 8);
-  CHECK(r.clusters_as_sampled == 8);
+  CHECK(r.clusters_placed == 10);
+  CHECK(r.clusters_as_sampled == 10);
   const ComponentLabels after = label_components(out, Adjacency::face6, Backend::cpu);
-  CHECK(after.count == 9);
-  CHECK(label_components(out, Adjacency::full26, Backend::cpu).count == 9);
+  CHECK(after.count == 11);
+  CHECK(label_components(out, Adjacency::full26, Backend::cpu).count == 11);
   const uint32_t largest = largest_component(after);
-  std::vector<std::vector<std::array<int64_t, 3>>> members(std::size_t(after.count) + 1);
+  std::vector<std::vector<Voxel>> members(std::size_t(after.count) + 1);
   for (int64_t i = 0; i < domain.voxels(); ++i)
     if (const uint32_t l = after.labels[std::size_t(i)]; l && l != largest)
       members[l].push_back({i % domain.nx, (i / domain.nx) % domain.ny, i / (domain.nx * domain.ny)});
-  const std::set<std::array<int64_t, 3>> rod{{0, 0, 0}, {0, 0, 1}, {0, 0, 2}};
-  std::set<std::set<std::array<int64_t, 3>>> ells;  // the L mirrored along x and y (it is flat in z)
-  for (const int mx : {0, 1})
-    for (const int my : {0, 1}) {
-      std::set<std::array<int64_t, 3>> m;
-      for (const auto& [x, y, z] : std::vector<std::array<int64_t, 3>>{{0, 0, 0}, {1, 0, 0}, {2, 0, 0}, {2, 1, 0}, {2, 2, 0}})
-        m.insert({mx ? 2 - x : x, my ? 2 - y : y, z});
-      ells.insert(m);
-    }
+  // Each shape mirrored along x and y (both are flat in z), keyed by whether y was mirrored.
+  auto mirrors = [](const std::vector<Voxel>& v, int64_t ex, int64_t ey) {
+    std::set<std::pair<std::set<Voxel>, int>> all;
+    for (const int mx : {0, 1})
+      for (const int my : {0, 1}) {
+        std::set<Voxel> m;
+        for (const auto& [x, y, z] : v) m.insert({mx ? ex - 1 - x : x, my ? ey - 1 - y : y, z});
+        all.insert({m, my});
+      }
+    return all;
+  };
+  const auto ells = mirrors({{0, 0, 0}, {1, 0, 0}, {2, 0, 0}, {2, 1, 0}, {2, 2, 0}}, 3, 3);
+  const auto hooks = mirrors({{1, 0, 0}, {1, 1, 0}, {0, 2, 0}, {1, 2, 0}}, 2, 3);
+  int hooks_seen = 0;
   for (uint32_t l = 1; l <= uint32_t(after.count); ++l) {
     if (l == largest) continue;
-    std::array<int64_t, 3> low = members[l].front();
+    Voxel low = members[l].front(), high = low;
     for (const auto& m : members[l])
-      for (std::size_t a = 0; a < 3; ++a) low[a] = std::min(low[a], m[a]);
-    std::set<std::array<int64_t, 3>> relative;
+      for (std::size_t a = 0; a < 3; ++a) {
+        low[a] = std::min(low[a], m[a]);
+        high[a] = std::max(high[a], m[a]);
+      }
+    std::set<Voxel> relative;
     for (const auto& m : members[l]) relative.insert({m[0] - low[0], m[1] - low[1], m[2] - low[2]});
-    CHECK((ells.count(relative) == 1 || relative == rod));
-    if (relative == rod) CHECK((low[1] == domain.ny - 1 || low[1] == 0));
+    bool ell = false;
+    for (const auto& [m, my] : ells) ell = ell || m == relative;
+    int hook = -1;  // y mirrored (1) or not (0); −1: not a hook
+    for (const auto& [m, my] : hooks)
+      if (m == relative) hook = my;
+    CHECK((ell || hook >= 0));
+    if (hook == 0) CHECK(high[1] == domain.ny - 1);
+    if (hook == 1) CHECK(low[1] == 0);
+    hooks_seen += hook >= 0;
   }
+  CHECK(hooks_seen > 0);
 }
 
 // A start given a real sample's small clusters: its own other clusters go, as many of the

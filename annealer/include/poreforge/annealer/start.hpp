@@ -50,9 +50,9 @@ struct ClusterSample {
 
 /// The clusters of `count` sub-volumes of shape `sub` of `reference` (pore = 1), drawn from
 /// `seed` as `compare` draws its real sub-volumes: the mean largest share, the mean number of
-/// other clusters and of those touching at edges or corners, their sizes pooled. A `sub`
-/// larger than the reference: the whole reference, its numbers of clusters scaled to `sub`'s
-/// voxels.
+/// other clusters and of those touching at edges or corners, their sizes and shapes pooled (a
+/// shape's faces: those of its sub-volume it meets). A `sub` larger than the reference: the
+/// whole reference, its numbers of clusters scaled to `sub`'s voxels.
 ClusterSample sample_clusters(const Mask& reference, Shape sub, int count, uint64_t seed,
                               Backend backend = Backend::cpu);
 
@@ -109,9 +109,11 @@ Mask make_blob_start(Shape shape, Spacing spacing, const Targets& targets, Bound
 /// with sizes in `clusters`, clusters.others sizes are drawn from the sample's (from `seed`),
 /// the largest gives up what they take (its voxels where `field` is highest, each where that
 /// splits nothing; its share then strays from the sample's as a sub-volume's does), and they
-/// are placed, each grown compact (nearest first) from a voxel clear of all pore, none
-/// touching another or the largest — not even at an edge or a corner (26-connected they would
-/// be one) but for clusters.touching of them, which meet the largest at edges or corners and
+/// are placed, each in the sample's shape where one is known (at a random corner where it fits,
+/// mirrored along random axes; one that fits nowhere is not placed) and else grown compact
+/// (nearest first) from a voxel clear of all pore, none touching another or the largest — not
+/// even at an edge or a corner (26-connected they would be one) but for clusters.touching of
+/// them, which meet the largest at edges or corners and
 /// never across a face, as that many of a real sample's do (the 26-connected count then comes
 /// out as the sample's); without sizes, the largest other clusters are made solid until the
 /// others fit in 1 − largest_share (the small ones stay). Then the largest grows by the voxels
