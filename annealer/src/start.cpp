@@ -364,40 +364,32 @@ ClusterSample sample_clusters(const Mask& reference, Shape sub, int count, uint6
     out.touching += weight * double(c.count - label_components(pore_mask, Adjacency::full26, backend).count);
     for (std::size_t k = 0; k < c.sizes.size(); ++k)
       if (k + 1 != largest) out.other_sizes.push_back(c.sizes[k]);
-    // Their shapes: bounding boxes first, then each voxel at its place in its cluster's box.
+    // Their shapes, in the same order: each cluster's bounding box, then its voxels at their
+    // places in it; the box faces each meets are the labelling's.
     const Shape s = pore_mask.shape();
-    const std::size_t first = out.other_shapes.size();
-    std::vector<std::size_t> slot(std::size_t(c.count) + 1, 0);  // label -> other_shapes index + 1
-    std::vector<std::array<int64_t, 6>> box;                       // low x, y, z; high x, y, z
-    for (uint32_t k = 1; k <= uint32_t(c.count); ++k)
-      if (k != largest) {
-        slot[k] = first + box.size() + 1;
-        box.push_back({s.nx, s.ny, s.nz, -1, -1, -1});
-      }
+    std::vector<std::array<int64_t, 6>> box(c.sizes.size(), {s.nx, s.ny, s.nz, -1, -1, -1});  // low, high x, y, z
     for (int64_t i = 0; i < s.voxels(); ++i)
-      if (const std::size_t k = slot[c.labels[std::size_t(i)]]) {
+      if (const uint32_t l = c.labels[std::size_t(i)]; l && l != largest) {
         const int64_t xyz[3] = {i % s.nx, (i / s.nx) % s.ny, i / (s.nx * s.ny)};
-        auto& b = box[k - 1 - first];
-        for (int a = 0; a < 3; ++a) {
-          b[std::size_t(a)] = std::min(b[std::size_t(a)], xyz[a]);
-          b[std::size_t(a) + 3] = std::max(b[std::size_t(a) + 3], xyz[a]);
+        for (std::size_t a = 0; a < 3; ++a) {
+          box[l - 1][a] = std::min(box[l - 1][a], xyz[a]);
+          box[l - 1][a + 3] = std::max(box[l - 1][a + 3], xyz[a]);
         }
       }
-    for (const auto& b : box) {
-      ClusterShape shape;
-      for (int a = 0; a < 3; ++a) {
-        shape.extent[std::size_t(a)] = b[std::size_t(a) + 3] - b[std::size_t(a)] + 1;
-        if (b[std::size_t(a)] == 0) shape.faces |= 1u << (2 * a);
-        if (b[std::size_t(a) + 3] == s.extent(a) - 1) shape.faces |= 1u << (2 * a + 1);
+    std::vector<std::size_t> slot(c.sizes.size(), 0);  // label − 1 → its index in other_shapes
+    for (std::size_t k = 0; k < c.sizes.size(); ++k)
+      if (k + 1 != largest) {
+        slot[k] = out.other_shapes.size();
+        ClusterShape& shape = out.other_shapes.emplace_back();
+        for (std::size_t a = 0; a < 3; ++a) shape.extent[a] = box[k][a + 3] - box[k][a] + 1;
+        shape.faces = c.faces[k];
       }
-      out.other_shapes.push_back(std::move(shape));
-    }
     for (int64_t i = 0; i < s.voxels(); ++i)
-      if (const std::size_t k = slot[c.labels[std::size_t(i)]]) {
-        const auto& b = box[k - 1 - first];
-        ClusterShape& shape = out.other_shapes[k - 1];
-        shape.voxels.push_back((i % s.nx - b[0]) +
-                               shape.extent[0] * ((i / s.nx) % s.ny - b[1] + shape.extent[1] * (i / (s.nx * s.ny) - b[2])));
+      if (const uint32_t l = c.labels[std::size_t(i)]; l && l != largest) {
+        const auto& low = box[l - 1];
+        ClusterShape& shape = out.other_shapes[slot[l - 1]];
+        shape.voxels.push_back((i % s.nx - low[0]) +
+                               shape.extent[0] * ((i / s.nx) % s.ny - low[1] + shape.extent[1] * (i / (s.nx * s.ny) - low[2])));
       }
   };
   const Shape whole = reference.shape();
@@ -543,9 +535,8 @@ Mask connect_largest_cluster(const Mask& start, const std::vector<float>& field,
       // grains (sheets along contacts, tubes along edges), where one grown compact would be a
       // ball no rock holds. Mirrored along any axis (the axes, and so the anisotropy, stay);
       // one the sample's box cut lies against the same faces of this one. One that fits
-      // nowhere is not placed (its pore stays with the largest), but for one that must touch
-      // the largest: a fixed shape rarely meets it at edges and corners alone, so that one
-      // grows compact below rather than hand its turn on.
+      // nowhere is not placed: its pore stays with the largest, and a turn to touch it passes
+      // to the next.
       const ClusterShape* sampled = shapes[std::size_t(k)];
       if (sampled) {
         std::array<int64_t, 3> room_along{};
@@ -590,7 +581,7 @@ Mask connect_largest_cluster(const Mask& start, const std::vector<float>& field,
           ++r.clusters_as_sampled;
         }
       }
-      for (int attempt = 0; (!sampled || touch) && attempt < 8 && int64_t(grown.size()) < size; ++attempt) {
+      for (int attempt = 0; !sampled && attempt < 8 && int64_t(grown.size()) < size; ++attempt) {
         for (int64_t v : grown) {
           owner[std::size_t(v)] = 0;
           out[std::size_t(v)] = 0;

@@ -30,7 +30,7 @@ struct ConnectedStart {
 struct ClusterShape {
   std::array<int64_t, 3> extent{};  ///< its bounding box
   std::vector<int64_t> voxels;      ///< indices in the bounding box, x fastest
-  unsigned faces = 0;               ///< bit 2a: it meets the box's low face along axis a; 2a + 1: the high one
+  unsigned faces = 0;               ///< as ComponentLabels::faces: bit 2a the low face along axis a, 2a + 1 the high
 };
 
 /// How a real sample's pore falls into 6-connected clusters in a box of the domain's size:
