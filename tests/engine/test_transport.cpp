@@ -279,11 +279,18 @@ PF_BACKEND_TEST("transport", "permeability.sound_speed_changes_the_way_not_the_e
     CHECK(usual.converged);
     CHECK(faster.converged);
     CHECK(faster.k_voxels == doctest::Approx(usual.k_voxels).epsilon(1e-5));  // each to 1e-6
-    // On the way the two flows differ: the parameter reaches the step.
-    o.max_steps = o.check_every;
-    const double early = permeability(m, axis, o, B::backend).mean_velocity;
-    o.sound_speed_squared = 1.0 / 3;
-    CHECK(std::abs(early - permeability(m, axis, o, B::backend).mean_velocity) > 1e-6 * std::abs(early));
+    // On the way the two flows differ: the parameter reaches the step. Their difference swings
+    // as the pressure waves do (on some samples it passes near zero after one check interval),
+    // so it is taken at the larger of two moments.
+    double apart = 0;  // the larger relative difference
+    for (const int intervals : {1, 2}) {
+      PermeabilityOptions q = o;
+      q.max_steps = intervals * o.check_every;
+      const double early = permeability(m, axis, q, B::backend).mean_velocity;
+      q.sound_speed_squared = 1.0 / 3;
+      apart = std::max(apart, std::abs(early - permeability(m, axis, q, B::backend).mean_velocity) / std::abs(early));
+    }
+    CHECK(apart > 1e-6);
     return true;
   });
 }
