@@ -330,6 +330,10 @@ RunConfig parse_run_config(const std::string& text, const std::string& source, c
     c.initial_connect = init.scalar<bool>(v, k, "true or false");
     connect_given = true;
   });
+  init.optional("draws", [&](const YAML::Node& v, const std::string& k) {
+    c.initial_draws = init.scalar<int>(v, k, "a whole number");
+    in_range(init, v, k, c.initial_draws, 1, 64);
+  });
   init.optional("plant_large_pores", [&](const YAML::Node& v, const std::string& k) {
     c.initial_plant_large_pores = init.scalar<bool>(v, k, "true or false");
     if (c.initial_plant_large_pores && c.initial != "blobs" && c.initial != "file")
@@ -474,7 +478,9 @@ std::string RunConfig::to_yaml() const {
     if (initial_grain_stretch_auto) y << "auto";
     else y << YAML::Flow << std::vector<double>(initial_grain_stretch.begin(), initial_grain_stretch.end());
   }
-  if (initial == "blobs" || initial == "grains") y << YAML::Key << "connect" << YAML::Value << initial_connect;
+  if (initial == "blobs" || initial == "grains")
+    y << YAML::Key << "connect" << YAML::Value << initial_connect << YAML::Key << "draws" << YAML::Value
+      << initial_draws;
   y << YAML::Key << "plant_large_pores" << YAML::Value << initial_plant_large_pores;
   if (initial == "file") {
     y << YAML::Key << "file" << YAML::Value << initial_file << YAML::Key << "phase" << YAML::Value << initial_phase;

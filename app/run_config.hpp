@@ -64,6 +64,10 @@ struct RunConfig {
   /// blobs: the start's clusters made the reference's (connect_largest_cluster; read for blobs
   /// only); default: on unless large pores are planted
   bool initial_connect = true;
+  /// blobs or grains: starts drawn (from seeds mixed from the run's), the one whose formation
+  /// factors along x, y, z stand to each other most as the reference's do kept (run_session.cpp's
+  /// choose_start_draw); 1: the run's seed's own. Read for blobs and grains only.
+  int initial_draws = 1;
   bool initial_plant_large_pores = false;  ///< blobs or file: balls for the target's PSD bins the start misses
   /// file: a structure to start from (HDF5 or TIFF; a coarser run's final.h5), resampled to
   /// the domain and cut at the target's pore count; its dataset and the label of its pores.

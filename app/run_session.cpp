@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -10,6 +11,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <sstream>
@@ -28,6 +30,7 @@
 #include "poreforge/io.hpp"
 #include "poreforge/local_thickness.hpp"
 #include "poreforge/realism.hpp"
+#include "poreforge/transport.hpp"
 #include "checkpoint.hpp"
 #include "run_config.hpp"
 #include "run_folder.hpp"
@@ -421,6 +424,21 @@ std::optional<anneal::ClusterSample> cluster_sample(Session& run, const anneal::
   return clusters;
 }
 
+// A blobs or grains start of the sizes run.rc names (none `auto`) from `seed`, connected with
+// `clusters`.
+Mask make_start(const Session& run, const anneal::Config& loop, const anneal::ClusterSample* clusters, uint64_t seed,
+                anneal::BlobCandidate* report) {
+  if (run.rc.initial == "grains") {
+    std::optional<std::array<double, 3>> stretch;  // none: as the targets' chords say
+    if (!run.rc.initial_grain_stretch_auto) stretch = run.rc.initial_grain_stretch;
+    return anneal::make_grain_start(loop.shape, loop.spacing, loop.targets, loop.boundary, run.rc.initial_grain_radius,
+                                    seed, run.backend, report, clusters,
+                                    run.rc.initial_grain_spread_auto ? 0.0 : run.rc.initial_grain_spread, stretch);
+  }
+  return anneal::make_blob_start(loop.shape, loop.spacing, loop.targets, loop.boundary, run.rc.initial_blobiness,
+                                 run.rc.initial_plant_large_pores, seed, run.backend, report, clusters);
+}
+
 // A blobs or grains start at `loop`'s grid, connected as the reference's clusters are
 // (initial.connect); `auto` sizes chosen by the targets and written back into run.rc, so the
 // resolved config makes the same start again.
@@ -473,16 +491,12 @@ void build_start(Session& run, anneal::Config& loop, const Mask* reference, bool
       run.rc.initial_blobiness_auto = false;
     }
     run.blob_size_searched = true;
-  } else if (grains) {
-    loop.initial = anneal::make_grain_start(loop.shape, loop.spacing, loop.targets, loop.boundary,
-                                            run.rc.initial_grain_radius, loop.seed, run.backend, &chosen, cl,
-                                            run.rc.initial_grain_spread_auto ? 0.0 : run.rc.initial_grain_spread,
-                                            stretch);
-    run.rc.initial_grain_stretch = chosen.stretch;
-    run.rc.initial_grain_stretch_auto = false;
   } else {
-    loop.initial = anneal::make_blob_start(loop.shape, loop.spacing, loop.targets, loop.boundary,
-                                           run.rc.initial_blobiness, plant, loop.seed, run.backend, &chosen, cl);
+    loop.initial = make_start(run, loop, cl, loop.seed, &chosen);
+    if (grains) {
+      run.rc.initial_grain_stretch = chosen.stretch;
+      run.rc.initial_grain_stretch_auto = false;
+    }
   }
   run.blob_start = chosen;
   const anneal::ConnectedStart& cs = chosen.connected;
@@ -499,6 +513,129 @@ void build_start(Session& run, anneal::Config& loop, const Mask* reference, bool
     if (cs.voxels_peeled) std::fprintf(run.text_stream(), ", %lld voxels peeled", static_cast<long long>(cs.voxels_peeled));
     std::fprintf(run.text_stream(), ", %lld voxels grown\n", static_cast<long long>(cs.voxels_grown));
   }
+}
+
+// initial.draws: the formation factors a reconstruction ends with are set by its start. The
+// annealing reshapes pores and throats voxel by voxel but keeps the pore space's paths (the
+// moves keep it connected), and a grains start's F along each axis comes through the levels
+// within a few per cent, while the grains' sizes and stretch (from the PSD, S2 and mean chords)
+// set it only on average: one draw of grains in a box a few dozen grains across can leave an
+// axis a fifth harder to cross than the reference's. So several starts are drawn with the same
+// sizes and the one whose F along x, y, z lies nearest the reference's (in logarithm: a ratio
+// off either way counts alike) is kept. The reference's F is taken on its own grid, where the
+// finest level is judged, whatever level the start is drawn for: a coarser level's start is
+// the grains that level refines and the finest reshapes, and its F is measured at its grid.
+constexpr double kDrawTolerance = 1e-6;  // conjugate gradients' relative residual: far more digits than a rank needs
+
+// F along x, y, z (NaN along an axis of one voxel, +infinity where no pore cluster crosses).
+std::array<double, 3> formation_factors(const Mask& pore, Backend backend) {
+  FormationFactorOptions fo;
+  fo.tolerance = kDrawTolerance;
+  const ComponentLabels components = label_components(pore, Adjacency::face6, backend);
+  std::array<double, 3> f{};
+  for (int a = 0; a < 3; ++a)
+    f[std::size_t(a)] = pore.shape().extent(a) > 1
+                            ? formation_factor(pore, a, fo, backend, &components).formation_factor
+                            : std::numeric_limits<double>::quiet_NaN();
+  return f;
+}
+
+// The mean of ln(F_a / F_reference,a)² over the axes both have: 0 for the reference's own;
+// infinite where the draw's pore does not cross an axis the reference's does.
+double flow_mismatch(const std::array<double, 3>& f, const std::array<double, 3>& reference) {
+  double sum = 0;
+  int n = 0;
+  for (std::size_t a = 0; a < 3; ++a) {
+    if (std::isnan(f[a]) || std::isnan(reference[a]) || std::isinf(reference[a])) continue;
+    if (std::isinf(f[a])) return std::numeric_limits<double>::infinity();
+    const double d = std::log(f[a] / reference[a]);
+    sum += d * d;
+    ++n;
+  }
+  return n > 0 ? sum / n : 0.0;
+}
+
+// The seed of draw k of a run's start: draw 0 is the run's own; the others are mixed
+// (splitmix64) so that a run's draws are not another seed's.
+uint64_t draw_seed(uint64_t seed, int k) {
+  if (k == 0) return seed;
+  uint64_t z = seed + 0x9E3779B97F4A7C15ull * uint64_t(k);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+std::string factors_text(const std::array<double, 3>& f) {
+  char text[96];
+  std::snprintf(text, sizeof text, "%.4g / %.4g / %.4g", f[0], f[1], f[2]);
+  return text;
+}
+
+// The reference's formation factors along x, y, z: of `reference` on its grid, or from a
+// descriptor file's /measures (`describe --measures`); nullopt where neither holds them.
+std::optional<std::array<double, 3>> reference_formation_factors(const Session& run, const Mask* reference) {
+  if (reference) return formation_factors(*reference, run.backend);
+  const std::string& path = run.rc.target_descriptors;
+  std::array<double, 3> f{};
+  for (int a = 0; a < 3; ++a) {
+    const std::string name = std::string("/measures/formation_factor_") + "xyz"[a];
+    if (path.empty() || !hdf5_has_object(path, name)) return std::nullopt;
+    f[std::size_t(a)] = read_hdf5_vector(path, name).at(0);
+  }
+  return f;
+}
+
+// initial.draws > 1: loop.initial (draw 1, built by build_start) and draws 2, 3, … of the same
+// sizes from seeds mixed from the run's, connected with the clusters of `level_reference` (the
+// reference of the level the start is for; null: descriptor-file targets); the draw whose F is
+// nearest the reference's (`reference`, on its own grid) becomes loop.initial, the earlier on
+// a tie.
+void choose_start_draw(Session& run, anneal::Config& loop, const Mask* level_reference, const Mask* reference,
+                       bool quiet) {
+  const int draws = run.rc.initial_draws;
+  if (draws <= 1 || !loop.initial) return;
+  if (!quiet)
+    std::fprintf(run.text_stream(), "drawing %d starts, the one whose formation factors along x, y, z lie nearest "
+                                    "the reference's kept:\n", draws);
+  const std::optional<std::array<double, 3>> target = reference_formation_factors(run, reference);
+  if (!target) {
+    run.note("draws     the targets hold no formation factors (a descriptor file without `describe --measures`): "
+             "the run's own draw kept");
+    return;
+  }
+  if (!quiet) std::fprintf(run.text_stream(), "  reference: F %s\n", factors_text(*target).c_str());
+  stop_if_signalled();
+  const std::optional<anneal::ClusterSample> clusters = cluster_sample(run, loop, level_reference, true);
+  const anneal::ClusterSample* cl = clusters ? &*clusters : nullptr;
+  int best = 0;
+  double best_mismatch = 0;
+  std::array<double, 3> best_factors{};
+  for (int k = 0; k < draws; ++k) {
+    stop_if_signalled();
+    std::optional<Mask> drawn;
+    anneal::BlobCandidate report = run.blob_start ? *run.blob_start : anneal::BlobCandidate{};
+    if (k > 0) drawn = make_start(run, loop, cl, draw_seed(loop.seed, k), &report);
+    const std::array<double, 3> f = formation_factors(drawn ? *drawn : *loop.initial, run.backend);
+    const double mismatch = flow_mismatch(f, *target);
+    if (!quiet)
+      std::fprintf(run.text_stream(), "  draw %d: F %s, mean squared log ratio %.5f\n", k + 1,
+                   factors_text(f).c_str(), mismatch);
+    if (k == 0 || mismatch < best_mismatch) {
+      best = k;
+      best_mismatch = mismatch;
+      best_factors = f;
+      if (drawn) {
+        loop.initial = std::move(*drawn);
+        run.blob_start = report;
+      }
+    }
+  }
+  char line[320];
+  std::snprintf(line, sizeof line,
+                "draws     %d of %d kept: formation factors %s against the reference's %s (mean squared log ratio "
+                "%.5f)",
+                best + 1, draws, factors_text(best_factors).c_str(), factors_text(*target).c_str(), best_mismatch);
+  run.note(line);
 }
 
 // A finer level's start: the coarser level's structure refined onto `loop`'s grid
@@ -623,7 +760,10 @@ void run_coarse_levels(Session& run, anneal::Config& loop, const Mask& reference
     const double budget =
         run.rc.max_seconds > 0 ? std::max(0.0, run.rc.max_seconds - since(began)) / double(number_left(j)) : 0;
     if (previous) lc.initial = refine_start(run, lc, *previous, level_reference, quiet);
-    else if (run.rc.initial == "blobs" || run.rc.initial == "grains") build_start(run, lc, &level_reference, quiet);
+    else if (run.rc.initial == "blobs" || run.rc.initial == "grains") {
+      build_start(run, lc, &level_reference, quiet);
+      choose_start_draw(run, lc, &level_reference, &reference, quiet);
+    }
     anneal::Annealer a(lc);
     auto shown = level_began;
     while (a.progress().stopped == anneal::StopReason::none) {
@@ -720,8 +860,9 @@ int run_from_config(const RunOptions& o, const std::string& command_line, std::s
   if (run.rc.levels_auto) choose_levels(run, loop, *reference, o.quiet);
   if (run.rc.levels > 1) {
     run_coarse_levels(run, loop, *reference, o.quiet);
-  } else if ((run.rc.initial == "blobs" || run.rc.initial == "grains") && !loop.initial) {
-    build_start(run, loop, reference ? &*reference : nullptr, o.quiet);
+  } else if (run.rc.initial == "blobs" || run.rc.initial == "grains") {
+    if (!loop.initial) build_start(run, loop, reference ? &*reference : nullptr, o.quiet);  // else choose_levels' trial's
+    choose_start_draw(run, loop, reference ? &*reference : nullptr, reference ? &*reference : nullptr, o.quiet);
   }
   // A structure from a file (a coarser run's final.h5: multi-scale reconstruction), resampled
   // onto this grid and cut at the target's pore count.

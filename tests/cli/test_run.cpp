@@ -5,9 +5,11 @@
 #include <unistd.h>
 #include <csignal>
 
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <fstream>
 #include <functional>
@@ -97,6 +99,11 @@ TEST_CASE("config.defaults_and_overrides") {
   const auto again_stretched = parse_run_config(stretched.to_yaml(), "resolved.yaml");
   CHECK_FALSE(again_stretched.initial_grain_stretch_auto);
   CHECK(again_stretched.initial_grain_stretch == stretched.initial_grain_stretch);
+  // One start unless more draws are asked for; the resolved config names them.
+  CHECK(grains.initial_draws == 1);
+  const auto drawn = parse_run_config(minimal, "run.yaml", {"initial.structure=grains", "initial.draws=6"});
+  CHECK(drawn.initial_draws == 6);
+  CHECK(parse_run_config(drawn.to_yaml(), "resolved.yaml").initial_draws == 6);
 }
 
 TEST_CASE("config.committed_examples_parse") {
@@ -126,6 +133,9 @@ TEST_CASE("config.errors_name_key_and_line") {
   refused("target:\n  descriptors: [d.h5\n", "not valid YAML");
   refused(std::string(minimal) + "initial:\n  structure: spheres\n", "initial.structure must be one of noise, blobs");
   refused(std::string(minimal) + "initial:\n  blobiness: 0\n", "initial.blobiness must lie in (0");
+  refused(std::string(minimal) + "initial:\n  draws: 0\n", "run.yaml:4: initial.draws must lie in [1, 64] (got 0)");
+  refused(std::string(minimal) + "initial:\n  draws: 65\n", "initial.draws must lie in [1, 64] (got 65)");
+  refused(std::string(minimal) + "initial:\n  draws: many\n", "initial.draws must be a whole number");
   refused(std::string(minimal) + "annealing:\n  host_loop: sometimes\n", "annealing.host_loop must be true or false");
   refused(std::string(minimal) + "annealing:\n  host_loop: true\n", "annealing.host_loop is not a setting");
   refused(std::string(minimal) + "initial:\n  blobiness: large\n", "initial.blobiness must be a number or auto");
@@ -303,6 +313,76 @@ TEST_CASE("cli.run.levels_auto") {
                   " --quiet > /dev/null") == 0);
     CHECK(read_hdf5((dir / "again" / name / "final.h5").string(), "/volume").bytes ==
           read_hdf5((rd / "final.h5").string(), "/volume").bytes);
+  }
+  std::error_code ec;
+  fs::remove_all(dir, ec);
+}
+
+// initial.draws: several grains starts of the same sizes, the one whose formation factors lie
+// nearest the reference's kept — on the domain's grid (one level) and at a coarser level's.
+// What is printed must rank the draws as the rule says, one draw must be the run's own start,
+// and the resolved config must make the same start again.
+TEST_CASE("cli.run.start_draws") {
+  const uint64_t seed = testing::fresh_seed();
+  CAPTURE(seed);
+  const fs::path dir = fs::temp_directory_path() / ("poreforge-draws-" + std::to_string(seed));
+  fs::create_directories(dir);
+  const std::string cli = POREFORGE_CLI;
+  auto numbers = [](const std::string& text) {  // "a / b / c"
+    std::array<double, 3> f{};
+    CHECK(std::sscanf(text.c_str(), "%lf / %lf / %lf", &f[0], &f[1], &f[2]) == 3);
+    return f;
+  };
+  for (const int levels : {1, 2}) {
+    CAPTURE(levels);
+    const std::string name = "d" + std::to_string(levels);
+    std::ofstream(dir / (name + ".yaml"))
+        << "name: " << name << "\nseed: " << seed % 1000000
+        << "\nbackend: cpu\ntarget:\n  image: " POREFORGE_DATA_DIR "/berea_110.raw\n  shape: [110, 110, 110]\n"
+           "  dtype: u8\n  phase: 0\ndomain:\n  shape: [32, 32, 32]\nannealing:\n  levels: "
+        << levels << "\n  max_evaluations: 40\n  stage_length: 20\ninitial:\n  structure: grains\n"
+                     "  grain_radius: 3\n  draws: 4\noutput:\n  report_every: 20\n";
+    const std::string out = (dir / (name + ".txt")).string();
+    REQUIRE(shell(cli + " run " + (dir / (name + ".yaml")).string() + " --output " + (dir / "results").string() +
+                  " > " + out) == 0);
+    const std::string text = slurp(out);
+    const std::size_t at = text.find("  reference: F ");
+    REQUIRE(at != std::string::npos);
+    const std::array<double, 3> reference = numbers(text.substr(at + 15));
+    std::vector<double> mismatch;
+    for (int k = 1; k <= 4; ++k) {
+      const std::string head = "  draw " + std::to_string(k) + ": F ";
+      const std::size_t d = text.find(head);
+      REQUIRE(d != std::string::npos);
+      const std::string line = text.substr(d + head.size(), text.find('\n', d) - d - head.size());
+      const std::array<double, 3> f = numbers(line);
+      double printed = -1;
+      REQUIRE(std::sscanf(line.c_str() + line.find("ratio ") + 6, "%lf", &printed) == 1);
+      // The rule, from the printed factors and the reference's: 4 significant digits each, so
+      // each log ratio within 1e-4, and the mean of their squares within 2e-4 of |log ratio|.
+      double expected = 0;
+      for (int a = 0; a < 3; ++a) expected += std::pow(std::log(f[std::size_t(a)] / reference[std::size_t(a)]), 2) / 3;
+      if (std::isinf(expected)) CHECK(std::isinf(printed));  // a draw whose pore does not cross an axis
+      else CHECK(std::abs(printed - expected) <= 4e-4 * std::sqrt(3 * expected) + 1e-5);
+      mismatch.push_back(printed);
+    }
+    const int kept = int(std::min_element(mismatch.begin(), mismatch.end()) - mismatch.begin()) + 1;
+    const fs::path rd = dir / "results" / name;
+    const std::string log = slurp(rd / "run.log");
+    CHECK(log.find("draws     " + std::to_string(kept) + " of 4 kept: formation factors ") != std::string::npos);
+    CHECK(slurp(rd / "config.yaml").find("draws: 4") != std::string::npos);
+    // Draw 1 is the run's own start: a run of one draw ends where this one does exactly when it
+    // kept draw 1.
+    REQUIRE(shell(cli + " run " + (dir / (name + ".yaml")).string() + " --set initial.draws=1 --set name=one" +
+                  " --output " + (dir / "results").string() + " > " + (dir / "one.txt").string()) == 0);
+    CHECK(slurp(dir / "one.txt").find("  draw ") == std::string::npos);
+    const auto final_of = [&](const fs::path& folder) { return read_hdf5((folder / "final.h5").string(), "/volume").bytes; };
+    CHECK((final_of(dir / "results" / "one") == final_of(rd)) == (kept == 1));
+    fs::remove_all(dir / "results" / "one");
+    // The resolved config draws the same starts and keeps the same.
+    REQUIRE(shell(cli + " run " + (rd / "config.yaml").string() + " --output " + (dir / "again").string() +
+                  " --quiet > /dev/null") == 0);
+    CHECK(final_of(dir / "again" / name) == final_of(rd));
   }
   std::error_code ec;
   fs::remove_all(dir, ec);
