@@ -596,14 +596,14 @@ void choose_start_draw(Session& run, anneal::Config& loop, const Mask* level_ref
   if (draws <= 1 || !loop.initial) return;
   if (!quiet)
     std::fprintf(run.text_stream(), "drawing %d starts, the one whose formation factors along x, y, z lie nearest "
-                                    "the reference's kept:\n", draws);
+                                    "the reference's kept\n", draws);
   const std::optional<std::array<double, 3>> target = reference_formation_factors(run, reference);
   if (!target) {
     run.note("draws     the targets hold no formation factors (a descriptor file without `describe --measures`): "
              "the run's own draw kept");
     return;
   }
-  if (!quiet) std::fprintf(run.text_stream(), "  reference: F %s\n", factors_text(*target).c_str());
+  run.note("draws     the reference's formation factors: " + factors_text(*target));
   stop_if_signalled();
   const std::optional<anneal::ClusterSample> clusters = cluster_sample(run, loop, level_reference, true);
   const anneal::ClusterSample* cl = clusters ? &*clusters : nullptr;
@@ -617,9 +617,10 @@ void choose_start_draw(Session& run, anneal::Config& loop, const Mask* level_ref
     if (k > 0) drawn = make_start(run, loop, cl, draw_seed(loop.seed, k), &report);
     const std::array<double, 3> f = formation_factors(drawn ? *drawn : *loop.initial, run.backend);
     const double mismatch = flow_mismatch(f, *target);
-    if (!quiet)
-      std::fprintf(run.text_stream(), "  draw %d: F %s, mean squared log ratio %.5f\n", k + 1,
-                   factors_text(f).c_str(), mismatch);
+    char line[160];
+    std::snprintf(line, sizeof line, "draw      %d of %d: formation factors %s, mean squared log ratio %.5f", k + 1, draws,
+                  factors_text(f).c_str(), mismatch);
+    run.note(line);
     if (k == 0 || mismatch < best_mismatch) {
       best = k;
       best_mismatch = mismatch;

@@ -346,12 +346,13 @@ TEST_CASE("cli.run.start_draws") {
     REQUIRE(shell(cli + " run " + (dir / (name + ".yaml")).string() + " --output " + (dir / "results").string() +
                   " > " + out) == 0);
     const std::string text = slurp(out);
-    const std::size_t at = text.find("  reference: F ");
+    const std::string said = "draws     the reference's formation factors: ";
+    const std::size_t at = text.find(said);
     REQUIRE(at != std::string::npos);
-    const std::array<double, 3> reference = numbers(text.substr(at + 15));
+    const std::array<double, 3> reference = numbers(text.substr(at + said.size()));
     std::vector<double> mismatch;
     for (int k = 1; k <= 4; ++k) {
-      const std::string head = "  draw " + std::to_string(k) + ": F ";
+      const std::string head = "draw      " + std::to_string(k) + " of 4: formation factors ";
       const std::size_t d = text.find(head);
       REQUIRE(d != std::string::npos);
       const std::string line = text.substr(d + head.size(), text.find('\n', d) - d - head.size());
@@ -370,12 +371,13 @@ TEST_CASE("cli.run.start_draws") {
     const fs::path rd = dir / "results" / name;
     const std::string log = slurp(rd / "run.log");
     CHECK(log.find("draws     " + std::to_string(kept) + " of 4 kept: formation factors ") != std::string::npos);
+    CHECK(log.find(text.substr(at, text.find('\n', at) - at)) != std::string::npos);  // each draw's figures logged
     CHECK(slurp(rd / "config.yaml").find("draws: 4") != std::string::npos);
     // Draw 1 is the run's own start: a run of one draw ends where this one does exactly when it
     // kept draw 1.
     REQUIRE(shell(cli + " run " + (dir / (name + ".yaml")).string() + " --set initial.draws=1 --set name=one" +
                   " --output " + (dir / "results").string() + " > " + (dir / "one.txt").string()) == 0);
-    CHECK(slurp(dir / "one.txt").find("  draw ") == std::string::npos);
+    CHECK(slurp(dir / "one.txt").find("draw ") == std::string::npos);
     const auto final_of = [&](const fs::path& folder) { return read_hdf5((folder / "final.h5").string(), "/volume").bytes; };
     CHECK((final_of(dir / "results" / "one") == final_of(rd)) == (kept == 1));
     fs::remove_all(dir / "results" / "one");
