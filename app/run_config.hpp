@@ -65,7 +65,7 @@ struct RunConfig {
   /// only); default: on unless large pores are planted
   bool initial_connect = true;
   /// blobs or grains: starts drawn (from seeds mixed from the run's), the one whose formation
-  /// factors along x, y, z stand to each other most as the reference's do kept (run_session.cpp's
+  /// factors along x, y, z lie nearest the reference's kept (run_session.cpp's
   /// choose_start_draw); 1: the run's seed's own. Read for blobs and grains only.
   int initial_draws = 1;
   bool initial_plant_large_pores = false;  ///< blobs or file: balls for the target's PSD bins the start misses
