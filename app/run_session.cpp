@@ -527,16 +527,29 @@ void build_start(Session& run, anneal::Config& loop, const Mask* reference, bool
 // the grains that level refines and the finest reshapes, and its F is measured at its grid.
 constexpr double kDrawTolerance = 1e-6;  // conjugate gradients' relative residual: far more digits than a rank needs
 
-// F along x, y, z (NaN along an axis of one voxel, +infinity where no pore cluster crosses).
-std::array<double, 3> formation_factors(const Mask& pore, Backend backend) {
+// F along x, y, z of `what` (NaN along an axis of one voxel, +infinity where no pore cluster
+// crosses); `converged` (optional) hears whether every solve met its tolerance.
+std::array<double, 3> formation_factors(const Mask& pore, Backend backend, const std::string& what,
+                                        bool* converged = nullptr) {
+  MemoryEstimate need = compare_memory(pore.shape(), pore.spacing(),
+                                       double(count_phase(pore)) / double(std::max<int64_t>(1, pore.voxels())), false,
+                                       backend);
+  need.what = "the formation factors of " + what;
+  require_memory(need);
   FormationFactorOptions fo;
   fo.tolerance = kDrawTolerance;
   const ComponentLabels components = label_components(pore, Adjacency::face6, backend);
   std::array<double, 3> f{};
-  for (int a = 0; a < 3; ++a)
-    f[std::size_t(a)] = pore.shape().extent(a) > 1
-                            ? formation_factor(pore, a, fo, backend, &components).formation_factor
-                            : std::numeric_limits<double>::quiet_NaN();
+  if (converged) *converged = true;
+  for (int a = 0; a < 3; ++a) {
+    if (pore.shape().extent(a) <= 1) {
+      f[std::size_t(a)] = std::numeric_limits<double>::quiet_NaN();
+      continue;
+    }
+    const FormationFactorResult r = formation_factor(pore, a, fo, backend, &components);
+    f[std::size_t(a)] = r.formation_factor;
+    if (converged && !r.converged) *converged = false;
+  }
   return f;
 }
 
@@ -574,7 +587,7 @@ std::string factors_text(const std::array<double, 3>& f) {
 // The reference's formation factors along x, y, z: of `reference` on its grid, or from a
 // descriptor file's /measures (`describe --measures`); nullopt where neither holds them.
 std::optional<std::array<double, 3>> reference_formation_factors(const Session& run, const Mask* reference) {
-  if (reference) return formation_factors(*reference, run.backend);
+  if (reference) return formation_factors(*reference, run.backend, "reference (" + to_string(reference->shape()) + ")");
   const std::string& path = run.rc.target_descriptors;
   std::array<double, 3> f{};
   for (int a = 0; a < 3; ++a) {
@@ -615,11 +628,15 @@ void choose_start_draw(Session& run, anneal::Config& loop, const Mask* level_ref
     std::optional<Mask> drawn;
     anneal::BlobCandidate report = run.blob_start ? *run.blob_start : anneal::BlobCandidate{};
     if (k > 0) drawn = make_start(run, loop, cl, draw_seed(loop.seed, k), &report);
-    const std::array<double, 3> f = formation_factors(drawn ? *drawn : *loop.initial, run.backend);
+    bool converged = true;
+    const std::array<double, 3> f =
+        formation_factors(drawn ? *drawn : *loop.initial, run.backend, "start drawn (" + to_string(loop.shape) + ")",
+                          &converged);
     const double mismatch = flow_mismatch(f, *target);
-    char line[160];
-    std::snprintf(line, sizeof line, "draw      %d of %d: formation factors %s, mean squared log ratio %.5f", k + 1, draws,
-                  factors_text(f).c_str(), mismatch);
+    char line[220];
+    std::snprintf(line, sizeof line, "draw      %d of %d: formation factors %s, mean squared log ratio %.5f%s", k + 1,
+                  draws, factors_text(f).c_str(), mismatch,
+                  converged ? "" : " (a solve stopped short of its tolerance: F estimated)");
     run.note(line);
     if (k == 0 || mismatch < best_mismatch) {
       best = k;
@@ -854,10 +871,11 @@ int run_from_config(const RunOptions& o, const std::string& command_line, std::s
       std::fprintf(run.text_stream(), "target S2 resampled from the reference's spacing %s to the domain's %s\n",
                    spacing_text(from).c_str(), spacing_text(loop.spacing).c_str());
   }
-  // Blobs are seeded from the run's seed, with exactly the target's pore count. `auto`
-  // measures a range of blob sizes against the target PSD and keeps the nearest; the
-  // resolved config written with the run then names the size chosen, so it makes the
-  // same start again (planting, if asked, is a function of the same seed and targets).
+  // Blobs and grains are seeded from the run's seed (the other draws from seeds mixed from
+  // it), with exactly the target's pore count. `auto` measures a range of sizes against the
+  // targets and keeps the nearest; the resolved config written with the run then names the
+  // size chosen, so it makes the same start again (planting, if asked, is a function of the
+  // same seed and targets).
   if (run.rc.levels_auto) choose_levels(run, loop, *reference, o.quiet);
   if (run.rc.levels > 1) {
     run_coarse_levels(run, loop, *reference, o.quiet);

@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <algorithm>
 #include <array>
@@ -351,6 +352,7 @@ TEST_CASE("cli.run.start_draws") {
     REQUIRE(at != std::string::npos);
     const std::array<double, 3> reference = numbers(text.substr(at + said.size()));
     std::vector<double> mismatch;
+    std::vector<std::string> draw_lines;
     for (int k = 1; k <= 4; ++k) {
       const std::string head = "draw      " + std::to_string(k) + " of 4: formation factors ";
       const std::size_t d = text.find(head);
@@ -359,25 +361,35 @@ TEST_CASE("cli.run.start_draws") {
       const std::array<double, 3> f = numbers(line);
       double printed = -1;
       REQUIRE(std::sscanf(line.c_str() + line.find("ratio ") + 6, "%lf", &printed) == 1);
-      // The rule, from the printed factors and the reference's: 4 significant digits each, so
-      // each log ratio within 1e-4, and the mean of their squares within 2e-4 of |log ratio|.
+      // The rule, from the printed factors and the reference's: 4 significant digits each (up
+      // to 5e-4 of each off), so each log ratio d within 1e-3, and the mean of the squares
+      // within (2/3) Σ|d| 1e-3 ≤ 2e-3 √mean, and the print's 5e-6.
       double expected = 0;
       for (int a = 0; a < 3; ++a) expected += std::pow(std::log(f[std::size_t(a)] / reference[std::size_t(a)]), 2) / 3;
       if (std::isinf(expected)) CHECK(std::isinf(printed));  // a draw whose pore does not cross an axis
-      else CHECK(std::abs(printed - expected) <= 4e-4 * std::sqrt(3 * expected) + 1e-5);
+      else CHECK(std::abs(printed - expected) <= 2.5e-3 * std::sqrt(expected) + 1e-5);
       mismatch.push_back(printed);
+      draw_lines.push_back(text.substr(d, text.find('\n', d) - d));
     }
-    const int kept = int(std::min_element(mismatch.begin(), mismatch.end()) - mismatch.begin()) + 1;
+    // The kept draw is the least mismatched (ranked at full precision: a tie within the
+    // print's last digit may go either way, the earlier on an exact one).
     const fs::path rd = dir / "results" / name;
     const std::string log = slurp(rd / "run.log");
-    CHECK(log.find("draws     " + std::to_string(kept) + " of 4 kept: formation factors ") != std::string::npos);
-    CHECK(log.find(text.substr(at, text.find('\n', at) - at)) != std::string::npos);  // each draw's figures logged
+    const std::size_t said_kept = log.find(" of 4 kept: formation factors ");
+    REQUIRE(said_kept != std::string::npos);
+    const int kept = std::atoi(log.c_str() + log.rfind("draws     ", said_kept) + 10);
+    REQUIRE((kept >= 1 && kept <= 4));
+    CHECK(mismatch[std::size_t(kept - 1)] <= *std::min_element(mismatch.begin(), mismatch.end()) + 1e-5);
+    CHECK(log.find(text.substr(at, text.find('\n', at) - at)) != std::string::npos);  // the reference's F logged
+    for (const std::string& line : draw_lines) CHECK(log.find(line) != std::string::npos);  // and each draw's
     CHECK(slurp(rd / "config.yaml").find("draws: 4") != std::string::npos);
     // Draw 1 is the run's own start: a run of one draw ends where this one does exactly when it
     // kept draw 1.
     REQUIRE(shell(cli + " run " + (dir / (name + ".yaml")).string() + " --set initial.draws=1 --set name=one" +
                   " --output " + (dir / "results").string() + " > " + (dir / "one.txt").string()) == 0);
-    CHECK(slurp(dir / "one.txt").find("draw ") == std::string::npos);
+    const std::string one = slurp(dir / "one.txt");
+    CHECK(one.find("draws ") == std::string::npos);
+    CHECK(one.find("draw  ") == std::string::npos);
     const auto final_of = [&](const fs::path& folder) { return read_hdf5((folder / "final.h5").string(), "/volume").bytes; };
     CHECK((final_of(dir / "results" / "one") == final_of(rd)) == (kept == 1));
     fs::remove_all(dir / "results" / "one");
