@@ -518,8 +518,8 @@ void build_start(Session& run, anneal::Config& loop, const Mask* reference, bool
 // initial.draws: the formation factors a reconstruction ends with are set by its start. The
 // annealing reshapes pores and throats voxel by voxel but keeps the pore space's paths (the
 // moves keep it connected), and a grains start's F along each axis comes through the levels
-// mostly within a few per cent (docs/realism.md has the runs), while the grains' sizes and stretch (from the PSD, S2 and mean chords)
-// set it only on average: one draw of grains in a box a few dozen grains across can leave an
+// mostly within a few per cent (docs/realism.md has the runs), while the grains' sizes and
+// stretch (from the PSD, S2 and mean chords) set it only on average: one draw of grains in a box a few dozen grains across can leave an
 // axis a fifth harder to cross than the reference's. So several starts are drawn with the same
 // sizes and the one whose F along x, y, z lies nearest the reference's (in logarithm: a ratio
 // off either way counts alike) is kept. The reference's F is taken on its own grid, where the
@@ -626,7 +626,7 @@ void choose_start_draw(Session& run, anneal::Config& loop, const Mask* level_ref
   for (int k = 0; k < draws; ++k) {
     stop_if_signalled();
     std::optional<Mask> drawn;
-    anneal::BlobCandidate report = run.blob_start ? *run.blob_start : anneal::BlobCandidate{};
+    anneal::BlobCandidate report;  // make_start fills it for draws 2, 3, …
     if (k > 0) drawn = make_start(run, loop, cl, draw_seed(loop.seed, k), &report);
     bool converged = true;
     const std::array<double, 3> f =
