@@ -572,10 +572,7 @@ double flow_mismatch(const std::array<double, 3>& f, const std::array<double, 3>
 // (splitmix64) so that a run's draws are not another seed's.
 uint64_t draw_seed(uint64_t seed, int k) {
   if (k == 0) return seed;
-  uint64_t z = seed + 0x9E3779B97F4A7C15ull * uint64_t(k);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
+  return mix64(seed + golden_gamma * uint64_t(k));
 }
 
 std::string factors_text(const std::array<double, 3>& f) {

@@ -191,13 +191,8 @@ std::vector<std::array<int64_t, 3>> largest_ball_centres(const Volume<float>& di
   return centres;
 }
 
-// A well-mixed 64-bit order for ties (splitmix64's finaliser).
-uint64_t tie_order(uint64_t seed, uint64_t i) {
-  uint64_t x = seed * 0x9E3779B97F4A7C15ull + i + 0x632BE59BD9B4E019ull;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-  return x ^ (x >> 31);
-}
+// A well-mixed 64-bit order for ties.
+uint64_t tie_order(uint64_t seed, uint64_t i) { return mix64(seed * golden_gamma + i + 0x632BE59BD9B4E019ull); }
 
 // `structure` with `ball` made pore and as many of its other pore voxels made solid, the
 // thinnest first (`thickness`: the structure's local thickness), ties by tie_order; nothing

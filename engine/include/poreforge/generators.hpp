@@ -10,6 +10,17 @@
 
 namespace poreforge {
 
+/// SplitMix64's finaliser (Steele, Lea & Flood 2014): a bijective, well-mixed 64-bit hash.
+/// Every seeded draw of poreforge hashes (seed, counter) through it, so one definition keeps
+/// them all the same on every platform.
+inline uint64_t mix64(uint64_t z) {
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+/// SplitMix64's increment (2^64 over the golden ratio), the step between its states.
+inline constexpr uint64_t golden_gamma = 0x9E3779B97F4A7C15ull;
+
 /// Largest blobiness the blob generators accept (sigma a millionth of the usual).
 inline constexpr double max_blobiness = 1e6;
 

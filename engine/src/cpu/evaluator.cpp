@@ -26,6 +26,7 @@
 #include "first_unpainted.hpp"
 #include "poreforge/error.hpp"
 #include "poreforge/evaluator.hpp"
+#include "poreforge/generators.hpp"
 #include "poreforge/measures.hpp"
 
 namespace poreforge::cpu {
@@ -539,12 +540,7 @@ class CpuPsdEvaluator final : public PsdEvaluator {
 
   // A voxel's share of committed_hash: a Zobrist key (SplitMix64 of its index), so that the hash
   // of a mask is the XOR over its phase voxels and a changed voxel flips its key in or out.
-  static uint64_t voxel_key(int64_t index) {
-    uint64_t z = uint64_t(index) + 0x9e3779b97f4a7c15ull;
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-  }
+  static uint64_t voxel_key(int64_t index) { return mix64(uint64_t(index) + golden_gamma); }
 
   // The change of 8·χ of every opening {thickness ≥ edge} over the inner cells (into `out`) as
   // the listed voxels take their new values one after another: a voxel that enters or leaves

@@ -9,13 +9,8 @@
 namespace poreforge {
 namespace {
 
-// SplitMix64 finaliser: a good 64-bit mix, used as a counter-based generator hash(seed, n).
-uint64_t mix(uint64_t z) {
-  z += 0x9E3779B97F4A7C15ull;
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
+// SplitMix64's output for state z: the counter-based generator hash(seed, n).
+uint64_t mix(uint64_t z) { return mix64(z + golden_gamma); }
 
 // Uniform in (0, 1) for stream `stream` of `seed`, draw n.
 double uniform(uint64_t seed, uint64_t stream, uint64_t n) {
