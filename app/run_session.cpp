@@ -518,9 +518,11 @@ void build_start(Session& run, anneal::Config& loop, const Mask* reference, bool
 // initial.draws: the formation factors a reconstruction ends with are set by its start. The
 // annealing reshapes pores and throats voxel by voxel but keeps the pore space's paths (the
 // moves keep it connected), and a grains start's F along each axis comes through the levels
-// mostly within a few per cent (docs/realism.md has the runs), while the grains' sizes and
-// stretch (from the PSD, S2 and mean chords) set it only on average: one draw of grains in a box a few dozen grains across can leave an
-// axis a fifth harder to cross than the reference's. So several starts are drawn with the same
+// (within a few per cent at 128^3; at 256^3 the coarser level's annealing raises F along some
+// axes more than others, which this ranking does not foresee: docs/realism.md, "Why z"), while
+// the grains' sizes and stretch (from the PSD, S2 and mean chords) set it only on average: one
+// draw of grains in a box a few dozen grains across can leave an axis a fifth harder to cross
+// than the reference's. So several starts are drawn with the same
 // sizes and the one whose F along x, y, z lies nearest the reference's (in logarithm: a ratio
 // off either way counts alike) is kept. The reference's F is taken on its own grid, where the
 // finest level is judged, whatever level the start is drawn for: a coarser level's start is

@@ -20,6 +20,8 @@ inline uint64_t mix64(uint64_t z) {
 }
 /// SplitMix64's increment (2^64 over the golden ratio), the step between its states.
 inline constexpr uint64_t golden_gamma = 0x9E3779B97F4A7C15ull;
+/// SplitMix64's output for `state`: the state advanced by golden_gamma, then mixed.
+inline uint64_t splitmix64(uint64_t state) { return mix64(state + golden_gamma); }
 
 /// Largest blobiness the blob generators accept (sigma a millionth of the usual).
 inline constexpr double max_blobiness = 1e6;

@@ -540,7 +540,7 @@ class CpuPsdEvaluator final : public PsdEvaluator {
 
   // A voxel's share of committed_hash: a Zobrist key (SplitMix64 of its index), so that the hash
   // of a mask is the XOR over its phase voxels and a changed voxel flips its key in or out.
-  static uint64_t voxel_key(int64_t index) { return mix64(uint64_t(index) + golden_gamma); }
+  static uint64_t voxel_key(int64_t index) { return splitmix64(uint64_t(index)); }
 
   // The change of 8·χ of every opening {thickness ≥ edge} over the inner cells (into `out`) as
   // the listed voxels take their new values one after another: a voxel that enters or leaves

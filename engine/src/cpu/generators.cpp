@@ -9,12 +9,9 @@
 namespace poreforge {
 namespace {
 
-// SplitMix64's output for state z: the counter-based generator hash(seed, n).
-uint64_t mix(uint64_t z) { return mix64(z + golden_gamma); }
-
 // Uniform in (0, 1) for stream `stream` of `seed`, draw n.
 double uniform(uint64_t seed, uint64_t stream, uint64_t n) {
-  const uint64_t h = mix(mix(seed ^ mix(stream)) + n);
+  const uint64_t h = splitmix64(splitmix64(seed ^ splitmix64(stream)) + n);
   return (static_cast<double>(h >> 11) + 0.5) * (1.0 / 9007199254740992.0);
 }
 
