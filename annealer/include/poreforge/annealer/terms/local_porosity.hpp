@@ -52,6 +52,10 @@ struct LocalPorosity {
   PF_HD void add_flip(const uint8_t* pore, const int64_t* extent, int64_t v, int64_t flipped, int64_t* out) const {
     const int64_t nx = extent[0], ny = extent[1], nz = extent[2];
     const int64_t x = v % nx, y = (v / nx) % ny, z = v / (nx * ny);
+    if (x >= kInside && y >= kInside && z >= kInside && x < nx - kInside && y < ny - kInside && z < nz - kInside) {
+      add_flip_inside(pore, extent, v, flipped, out);
+      return;
+    }
     // The 5×5×5 block around v before and after the flip, read as local_porosity_histogram
     // reads the box: a position beyond a face takes the nearest voxel inside, so v may stand
     // at several positions of the block near a face.
@@ -90,6 +94,85 @@ struct LocalPorosity {
              local_porosity_square_bin(axis, after[k], square[1][axis]), out);
     }
     for (int axis = 0; axis < 3; ++axis) add_flip_wide_squares(pore, extent, v, flipped, axis, out);
+  }
+
+  /// How far a voxel lies from every face for add_flip_inside: the 5×5 squares of the voxels
+  /// within two of it reach four.
+  static constexpr int64_t kInside = 4;
+
+  /// add_flip for a voxel kInside or more from every face, most of a box's: no position of its
+  /// neighbourhoods lies beyond a face, so each holds v once, and a cell's count after the flip
+  /// is its count before plus v's change (none for v's own cell, whose centre flips instead).
+  /// The counts before are running sums of the 5×5×5 block along x, then y, then z.
+  PF_HD void add_flip_inside(const uint8_t* pore, const int64_t* extent, int64_t v, int64_t flipped,
+                             int64_t* out) const {
+    const int64_t nx = extent[0], nxy = extent[0] * extent[1];
+    uint8_t b[5][5][5];  // b[z][y][x]: the block around v (at [2][2][2]), `flipped` read as flipped
+    for (int k = 0; k < 5; ++k)
+      for (int j = 0; j < 5; ++j) {
+        const uint8_t* row = pore + v + (k - 2) * nxy + (j - 2) * nx - 2;
+        for (int i = 0; i < 5; ++i) b[k][j][i] = row[i];
+      }
+    int64_t at_flipped[3] = {-1, -1, -1};  // flipped's place in a block around v, or beyond it
+    if (flipped >= 0) {
+      const int64_t ny = extent[1];
+      const int64_t off[3] = {flipped % nx - v % nx, (flipped / nx) % ny - (v / nx) % ny, flipped / nxy - v / nxy};
+      for (int a = 0; a < 3; ++a) at_flipped[a] = off[a];
+      if (off[0] >= -2 && off[0] <= 2 && off[1] >= -2 && off[1] <= 2 && off[2] >= -2 && off[2] <= 2)
+        b[off[2] + 2][off[1] + 2][off[0] + 2] ^= 1u;
+    }
+    const int change = b[2][2][2] ? -1 : 1;  // v's pore count
+    int sx[5][5][3], sy[5][3][5];            // runs of three along x, along y
+    for (int k = 0; k < 5; ++k)
+      for (int j = 0; j < 5; ++j)
+        for (int i = 0; i < 3; ++i) sx[k][j][i] = b[k][j][i] + b[k][j][i + 1] + b[k][j][i + 2];
+    for (int k = 0; k < 5; ++k)
+      for (int j = 0; j < 3; ++j)
+        for (int i = 0; i < 5; ++i) sy[k][j][i] = b[k][j][i] + b[k][j + 1][i] + b[k][j + 2][i];
+    for (int cz = 1; cz < 4; ++cz)
+      for (int cy = 1; cy < 4; ++cy)
+        for (int cx = 1; cx < 4; ++cx) {
+          const int centre = b[cz][cy][cx];
+          const bool own = cx == 2 && cy == 2 && cz == 2;
+          const int xy = sx[cz][cy - 1][cx - 1] + sx[cz][cy][cx - 1] + sx[cz][cy + 1][cx - 1];  // normal to z
+          const int xz = sx[cz - 1][cy][cx - 1] + sx[cz][cy][cx - 1] + sx[cz + 1][cy][cx - 1];  // normal to y
+          const int yz = sy[cz - 1][cy - 1][cx] + sy[cz][cy - 1][cx] + sy[cz + 1][cy - 1][cx];  // normal to x
+          const int cube = xy + sx[cz - 1][cy - 1][cx - 1] + sx[cz - 1][cy][cx - 1] + sx[cz - 1][cy + 1][cx - 1] +
+                           sx[cz + 1][cy - 1][cx - 1] + sx[cz + 1][cy][cx - 1] + sx[cz + 1][cy + 1][cx - 1] - centre;
+          const int square[3] = {yz - centre, xz - centre, xy - centre};
+          const int after = own ? 1 - centre : centre;
+          move(local_porosity_bin(centre, cube), local_porosity_bin(after, own ? cube : cube + change), out);
+          const int level[3] = {cx, cy, cz};
+          for (int axis = 0; axis < 3; ++axis) {
+            const int in_plane = !own && level[axis] == 2 ? change : 0;  // v in this square
+            move(local_porosity_square_bin(axis, centre, square[axis]),
+                 local_porosity_square_bin(axis, after, square[axis] + in_plane), out);
+          }
+        }
+    const int64_t stride[3] = {1, nx, nxy};
+    for (int axis = 0; axis < 3; ++axis) {
+      const int first = axis == 0 ? 1 : 0, second = axis == 2 ? 1 : 2;  // the plane's two axes
+      uint8_t p[9][9];  // p[row along second][column along first], v at [4][4]
+      for (int j = 0; j < 9; ++j) {
+        const uint8_t* row = pore + v + (j - 4) * stride[second] - 4 * stride[first];
+        for (int i = 0; i < 9; ++i) p[j][i] = row[i * stride[first]];
+      }
+      if (at_flipped[axis] == 0 && at_flipped[first] >= -4 && at_flipped[first] <= 4 && at_flipped[second] >= -4 &&
+          at_flipped[second] <= 4)
+        p[at_flipped[second] + 4][at_flipped[first] + 4] ^= 1u;
+      int rows[9][5];  // runs of five along the first axis
+      for (int j = 0; j < 9; ++j)
+        for (int i = 0; i < 5; ++i) rows[j][i] = p[j][i] + p[j][i + 1] + p[j][i + 2] + p[j][i + 3] + p[j][i + 4];
+      for (int bj = 0; bj < 5; ++bj)
+        for (int ai = 0; ai < 5; ++ai) {
+          const int centre = p[bj + 2][ai + 2];
+          const int around = rows[bj][ai] + rows[bj + 1][ai] + rows[bj + 2][ai] + rows[bj + 3][ai] + rows[bj + 4][ai] -
+                             centre;
+          const bool own = ai == 2 && bj == 2;
+          move(local_porosity_wide_square_bin(axis, centre, around),
+               local_porosity_wide_square_bin(axis, own ? 1 - centre : centre, own ? around : around + change), out);
+        }
+    }
   }
 
   /// add_flip's part for the 5×5 squares normal to `axis`: only the voxels of v's plane within
