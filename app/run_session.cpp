@@ -11,6 +11,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <limits>
 #include <memory>
 #include <optional>
@@ -555,19 +556,18 @@ std::array<double, 3> formation_factors(const Mask& pore, Backend backend, const
   return f;
 }
 
-// The mean of ln(F_a / F_reference,a)² over the axes both have: 0 for the reference's own;
-// infinite where the draw's pore does not cross an axis the reference's does.
+// The largest |ln(F_a / F_reference,a)| over the axes both have: 0 for the reference's own;
+// infinite where the draw's pore does not cross an axis the reference's does. The worst axis,
+// not a mean over them: a reconstruction is judged axis by axis (each F inside the real
+// sub-volumes' range), and a mean lets two axes near the reference hide a third far from it.
 double flow_mismatch(const std::array<double, 3>& f, const std::array<double, 3>& reference) {
-  double sum = 0;
-  int n = 0;
+  double worst = 0;
   for (std::size_t a = 0; a < 3; ++a) {
     if (std::isnan(f[a]) || std::isnan(reference[a]) || std::isinf(reference[a])) continue;
     if (std::isinf(f[a])) return std::numeric_limits<double>::infinity();
-    const double d = std::log(f[a] / reference[a]);
-    sum += d * d;
-    ++n;
+    worst = std::max(worst, std::abs(std::log(f[a] / reference[a])));
   }
-  return n > 0 ? sum / n : 0.0;
+  return worst;
 }
 
 // The seed of draw k of a run's start: draw 0 is the run's own; the others are mixed
@@ -597,18 +597,84 @@ std::optional<std::array<double, 3>> reference_formation_factors(const Session& 
   return f;
 }
 
+// A structure of the level the start is drawn for, as the domain's grid will start from it:
+// itself on a run of one level, else refined through the finer levels (refine_start).
+using OntoDomain = std::function<Mask(const Mask&)>;
+
+// initial.draws' pilot: a start's F is not the F its run ends with. The annealing moves F
+// along each axis by a few per cent, not alike along every axis (it evens out some of the
+// start's anisotropy), and a finer level refined from a coarser one lowers it along all of
+// them (docs/realism.md, "Why z"); a draw that starts nearest the reference can end farther
+// from it than another. Those moves are the run's own — its targets, terms and grids — and
+// nearly the same for every draw of it, so one pilot measures them: the level's annealing
+// for a kPilotShare of its evaluations from `start`, its end refined onto the domain's grid
+// (`onto_domain`), F there over `start_f`, axis by axis (1 where either is not finite). The
+// pilot's axes come within a per cent of the whole level's ratios between them, and most of
+// its overall change. A signal ends the run (the pilot keeps nothing).
+constexpr int64_t kPilotShare = 8;
+
+std::array<double, 3> draw_carry(Session& run, const anneal::Config& loop, const Mask& start,
+                                 const std::array<double, 3>& start_f, const OntoDomain& onto_domain,
+                                 double level_seconds, bool quiet) {
+  anneal::Config pilot = loop;
+  pilot.initial = start;
+  pilot.stopping.max_evaluations = std::max<int64_t>(1, loop.stopping.max_evaluations / kPilotShare);
+  const auto began = std::chrono::steady_clock::now();
+  const auto since = [](std::chrono::steady_clock::time_point t) {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+  };
+  anneal::Annealer a(pilot);
+  auto shown = began;
+  while (a.progress().stopped == anneal::StopReason::none) {
+    a.advance(steps_at_once(a));
+    if (level_seconds > 0 && a.progress().stopped == anneal::StopReason::none &&
+        since(began) >= level_seconds / double(kPilotShare))
+      a.stop(anneal::StopReason::time_limit);
+    stop_if_signalled();
+    if (!quiet && since(shown) >= 5.0) {
+      std::fprintf(run.text_stream(), "  pilot: %lld evaluations  E %.5f\n",
+                   static_cast<long long>(a.progress().evaluations), a.progress().energy.total);
+      std::fflush(run.text_stream());
+      shown = std::chrono::steady_clock::now();
+    }
+  }
+  const Mask end = a.structure();
+  const Mask refined = onto_domain(end);
+  const std::array<double, 3> level_f =
+      formation_factors(end, run.backend, "the pilot's end (" + to_string(end.shape()) + ")");
+  const std::array<double, 3> domain_f =
+      refined.shape() == end.shape()
+          ? level_f
+          : formation_factors(refined, run.backend, "the pilot refined (" + to_string(refined.shape()) + ")");
+  std::array<double, 3> carry{};
+  for (std::size_t i = 0; i < 3; ++i) {
+    const double c = domain_f[i] / start_f[i];
+    carry[i] = std::isfinite(c) && c > 0 ? c : 1.0;
+  }
+  char line[400];
+  std::snprintf(line, sizeof line,
+                "pilot     %lld evaluations in %.1f s: formation factors %s%s%s; carried x %.4f / %.4f / %.4f",
+                static_cast<long long>(a.progress().evaluations), since(began), factors_text(level_f).c_str(),
+                refined.shape() == end.shape() ? "" : ", refined onto the domain's grid ",
+                refined.shape() == end.shape() ? "" : factors_text(domain_f).c_str(), carry[0], carry[1], carry[2]);
+  run.note(line);
+  return carry;
+}
+
 // initial.draws > 1: loop.initial (draw 1, built by build_start) and draws 2, 3, … of the same
 // sizes from seeds mixed from the run's, connected with the clusters of `level_reference` (the
-// reference of the level the start is for; null: descriptor-file targets); the draw whose F is
-// nearest the reference's (`reference`, on its own grid) becomes loop.initial, the earlier on
-// a tie.
+// reference of the level the start is for; null: descriptor-file targets). Each draw's F,
+// carried as the pilot (draw_carry, from the draw nearest the reference as drawn) says the run
+// will move it, is set beside the reference's (`reference`, on its own grid); the nearest
+// becomes loop.initial, the earlier on a tie. `level_seconds` (0: none) is the level's share
+// of annealing.max_seconds.
 void choose_start_draw(Session& run, anneal::Config& loop, const Mask* level_reference, const Mask* reference,
-                       bool quiet) {
+                       const OntoDomain& onto_domain, double level_seconds, bool quiet) {
   const int draws = run.rc.initial_draws;
   if (draws <= 1 || !loop.initial) return;
   if (!quiet)
-    std::fprintf(run.text_stream(), "drawing %d starts, the one whose formation factors along x, y, z lie nearest "
-                                    "the reference's kept\n", draws);
+    std::fprintf(run.text_stream(), "drawing %d starts, the one whose formation factors along x, y, z, carried as a "
+                                    "pilot of the annealing moves them, lie nearest the reference's kept\n", draws);
   const std::optional<std::array<double, 3>> target = reference_formation_factors(run, reference);
   if (!target) {
     run.note("draws     the targets hold no formation factors (a descriptor file without `describe --measures`): "
@@ -619,46 +685,67 @@ void choose_start_draw(Session& run, anneal::Config& loop, const Mask* level_ref
   stop_if_signalled();
   const std::optional<anneal::ClusterSample> clusters = cluster_sample(run, loop, level_reference, true);
   const anneal::ClusterSample* cl = clusters ? &*clusters : nullptr;
-  int best = 0;
-  double best_mismatch = 0;
-  std::array<double, 3> best_factors{};
+  // Draw 1 is build_start's (its size search's own structure): kept, as is the nearest so far
+  // (the pilot's start); any other is drawn again from its seed if the carry chooses it.
+  const Mask first = *loop.initial;
+  std::vector<std::array<double, 3>> drawn_f(static_cast<std::size_t>(draws));
+  std::vector<anneal::BlobCandidate> reports(static_cast<std::size_t>(draws));  // make_start fills them for draws 2, 3, …
+  int nearest = 0;
+  double nearest_mismatch = 0;
   for (int k = 0; k < draws; ++k) {
     stop_if_signalled();
     std::optional<Mask> drawn;
-    anneal::BlobCandidate report;  // make_start fills it for draws 2, 3, …
-    if (k > 0) drawn = make_start(run, loop, cl, draw_seed(loop.seed, k), &report);
+    if (k > 0) drawn = make_start(run, loop, cl, draw_seed(loop.seed, k), &reports[std::size_t(k)]);
     bool converged = true;
     const std::array<double, 3> f =
         formation_factors(drawn ? *drawn : *loop.initial, run.backend, "start drawn (" + to_string(loop.shape) + ")",
                           &converged);
+    drawn_f[std::size_t(k)] = f;
     const double mismatch = flow_mismatch(f, *target);
     char line[220];
-    std::snprintf(line, sizeof line, "draw      %d of %d: formation factors %s, mean squared log ratio %.5f%s", k + 1,
+    std::snprintf(line, sizeof line, "draw      %d of %d: formation factors %s, largest log ratio %.5f%s", k + 1,
                   draws, factors_text(f).c_str(), mismatch,
                   converged ? "" : " (a solve stopped short of its tolerance: F estimated)");
     run.note(line);
+    if (k == 0 || mismatch < nearest_mismatch) {
+      nearest = k;
+      nearest_mismatch = mismatch;
+      if (drawn) loop.initial = std::move(*drawn);
+    }
+  }
+  const std::array<double, 3> carry =
+      draw_carry(run, loop, *loop.initial, drawn_f[std::size_t(nearest)], onto_domain, level_seconds, quiet);
+  int best = 0;
+  double best_mismatch = 0;
+  std::array<double, 3> best_end{};
+  for (int k = 0; k < draws; ++k) {
+    std::array<double, 3> end = drawn_f[std::size_t(k)];
+    for (std::size_t i = 0; i < 3; ++i) end[i] *= carry[i];
+    const double mismatch = flow_mismatch(end, *target);
     if (k == 0 || mismatch < best_mismatch) {
       best = k;
       best_mismatch = mismatch;
-      best_factors = f;
-      if (drawn) {
-        loop.initial = std::move(*drawn);
-        run.blob_start = report;
-      }
+      best_end = end;
     }
   }
-  char line[320];
+  if (best != nearest)
+    loop.initial = best == 0 ? first : make_start(run, loop, cl, draw_seed(loop.seed, best), &reports[std::size_t(best)]);
+  if (best > 0) run.blob_start = reports[std::size_t(best)];
+  char line[400];
   std::snprintf(line, sizeof line,
-                "draws     %d of %d kept: formation factors %s against the reference's %s (mean squared log ratio "
-                "%.5f)",
-                best + 1, draws, factors_text(best_factors).c_str(), factors_text(*target).c_str(), best_mismatch);
+                "draws     %d of %d kept: formation factors %s, carried %s, against the reference's %s (largest log "
+                "ratio %.5f; draw %d nearest as drawn)",
+                best + 1, draws, factors_text(drawn_f[std::size_t(best)]).c_str(), factors_text(best_end).c_str(),
+                factors_text(*target).c_str(), best_mismatch, nearest + 1);
   run.note(line);
 }
 
 // A finer level's start: the coarser level's structure refined onto `loop`'s grid
 // (anneal::refine_field), cut at the target's pore count, and connected as the reference's
 // clusters are on this grid — clusters too small to show on the coarser grid placed here.
-Mask refine_start(Session& run, const anneal::Config& loop, const Mask& coarser, const Mask& reference, bool quiet) {
+// `report`: say what was placed in the run's log (not for a pilot's structure).
+Mask refine_start(Session& run, const anneal::Config& loop, const Mask& coarser, const Mask& reference, bool quiet,
+                  bool report = true) {
   // The field, its smoothing scratch, lowest_values' sorted copy, the start and its labels.
   require_memory({"refining the coarser level onto " + to_string(loop.shape), 24.0 * double(loop.shape.voxels()), 0});
   const std::vector<float> field = anneal::refine_field(coarser, loop.shape, loop.boundary == Boundary::periodic);
@@ -670,6 +757,7 @@ Mask refine_start(Session& run, const anneal::Config& loop, const Mask& coarser,
   anneal::ConnectedStart cs;
   Mask connected = anneal::connect_largest_cluster(start, field, *clusters, loop.seed, run.backend, &cs);
   connected.set_spacing(loop.spacing);
+  if (!report) return connected;
   char line[160];
   std::snprintf(line, sizeof line, "refined   onto %s: largest pore cluster %.4f -> %.4f of the pore (reference %.4f), ",
                 to_string(loop.shape).c_str(), cs.largest_share_before, cs.largest_share_after, clusters->largest_share);
@@ -737,6 +825,23 @@ void choose_levels(Session& run, anneal::Config& loop, const Mask& reference, bo
   run.rc.levels = coarser ? 2 : 1;
 }
 
+// Level j (> 0) of annealing.levels: the domain's box on a grid 2^j times coarser, against
+// `level_reference` (the reference coarsened 2^j times), with an even share of the evaluations.
+anneal::Config level_config(const Session& run, const anneal::Config& loop, const Mask& level_reference, int j) {
+  const int factor = 1 << j;
+  anneal::Config lc = loop;
+  for (int a = 0; a < 3; ++a) {
+    const int64_t n = loop.shape.extent(a);
+    (a == 0 ? lc.shape.nx : a == 1 ? lc.shape.ny : lc.shape.nz) = n > 1 ? n / factor : 1;
+    (a == 0 ? lc.spacing.x : a == 1 ? lc.spacing.y : lc.spacing.z) = loop.spacing.along(a) * (n > 1 ? factor : 1);
+  }
+  lc.targets = anneal::Targets::from_image(level_reference, parse_boundary(run.rc.target_boundary), run.rc.bins,
+                                           run.rc.log_bins, run.backend);
+  if (!(lc.targets.spacing == lc.spacing)) lc.targets = lc.targets.at_spacing(lc.spacing);
+  lc.stopping.max_evaluations = std::max<int64_t>(1, loop.stopping.max_evaluations / run.rc.levels);
+  return lc;
+}
+
 // annealing.levels: the coarser levels, coarsest first, each its own annealing of the same box
 // on a grid 2^j times coarser against the reference coarsened as much, the coarsest started
 // as `initial` says and each other from the one before; the finest level's start goes into
@@ -751,24 +856,14 @@ void run_coarse_levels(Session& run, anneal::Config& loop, const Mask& reference
   auto number_left = [](int j) { return j + 1; };  // level j and the finer ones, the domain's included
   std::optional<Mask> previous;
   for (int j = levels - 1; j >= 1; --j) {
-    const int factor = 1 << j;
     stop_if_signalled();
-    const Mask level_reference = anneal::coarsen(reference, factor);
-    anneal::Config lc = loop;
-    for (int a = 0; a < 3; ++a) {
-      const int64_t n = loop.shape.extent(a);
-      (a == 0 ? lc.shape.nx : a == 1 ? lc.shape.ny : lc.shape.nz) = n > 1 ? n / factor : 1;
-      (a == 0 ? lc.spacing.x : a == 1 ? lc.spacing.y : lc.spacing.z) = loop.spacing.along(a) * (n > 1 ? factor : 1);
-    }
-    lc.targets = anneal::Targets::from_image(level_reference, parse_boundary(run.rc.target_boundary), run.rc.bins,
-                                             run.rc.log_bins, run.backend);
-    if (!(lc.targets.spacing == lc.spacing)) lc.targets = lc.targets.at_spacing(lc.spacing);
+    const Mask level_reference = anneal::coarsen(reference, 1 << j);
+    anneal::Config lc = level_config(run, loop, level_reference, j);
     stop_if_signalled();
-    lc.stopping.max_evaluations = std::max<int64_t>(1, loop.stopping.max_evaluations / levels);
     const int number = levels - j;
     char line[320];
     std::snprintf(line, sizeof line, "level     %d of %d: %s at spacing %s, the reference coarsened %dx (porosity %.4f)",
-                  number, levels, to_string(lc.shape).c_str(), spacing_text(lc.spacing).c_str(), factor,
+                  number, levels, to_string(lc.shape).c_str(), spacing_text(lc.spacing).c_str(), 1 << j,
                   lc.targets.porosity);
     run.note(line);
     // This level's share of the time: an even part of what is left for it and the finer
@@ -779,7 +874,21 @@ void run_coarse_levels(Session& run, anneal::Config& loop, const Mask& reference
     if (previous) lc.initial = refine_start(run, lc, *previous, level_reference, quiet);
     else if (run.rc.initial == "blobs" || run.rc.initial == "grains") {
       build_start(run, lc, &level_reference, quiet);
-      choose_start_draw(run, lc, &level_reference, &reference, quiet);
+      // The draws' pilot refines its end through the finer levels, as the run will.
+      const OntoDomain onto_domain = [&, j](const Mask& coarse) {
+        Mask m = coarse;
+        for (int i = j - 1; i >= 0; --i) {
+          stop_if_signalled();
+          if (i == 0) {
+            m = refine_start(run, loop, m, reference, true, false);
+          } else {
+            const Mask finer_reference = anneal::coarsen(reference, 1 << i);
+            m = refine_start(run, level_config(run, loop, finer_reference, i), m, finer_reference, true, false);
+          }
+        }
+        return m;
+      };
+      choose_start_draw(run, lc, &level_reference, &reference, onto_domain, budget, quiet);
     }
     anneal::Annealer a(lc);
     auto shown = level_began;
@@ -880,7 +989,9 @@ int run_from_config(const RunOptions& o, const std::string& command_line, std::s
     run_coarse_levels(run, loop, *reference, o.quiet);
   } else if (run.rc.initial == "blobs" || run.rc.initial == "grains") {
     if (!loop.initial) build_start(run, loop, reference ? &*reference : nullptr, o.quiet);  // else choose_levels' trial's
-    choose_start_draw(run, loop, reference ? &*reference : nullptr, reference ? &*reference : nullptr, o.quiet);
+    const OntoDomain as_is = [](const Mask& m) { return m; };
+    choose_start_draw(run, loop, reference ? &*reference : nullptr, reference ? &*reference : nullptr, as_is,
+                      run.rc.max_seconds, o.quiet);
   }
   // A structure from a file (a coarser run's final.h5: multi-scale reconstruction), resampled
   // onto this grid and cut at the target's pore count.

@@ -319,10 +319,10 @@ TEST_CASE("cli.run.levels_auto") {
   fs::remove_all(dir, ec);
 }
 
-// initial.draws: several grains starts of the same sizes, the one whose formation factors lie
-// nearest the reference's kept — on the domain's grid (one level) and at a coarser level's.
-// What is printed must rank the draws as the rule says, one draw must be the run's own start,
-// and the resolved config must make the same start again.
+// initial.draws: several grains starts of the same sizes, the one whose formation factors, carried
+// as the pilot measured, lie nearest the reference's kept — on the domain's grid (one level) and
+// at a coarser level's. What is printed must rank the draws as the rule says, one draw must be the
+// run's own start, and the resolved config must make the same start again.
 TEST_CASE("cli.run.start_draws") {
   const uint64_t seed = testing::fresh_seed();
   CAPTURE(seed);
@@ -351,7 +351,7 @@ TEST_CASE("cli.run.start_draws") {
     const std::size_t at = text.find(said);
     REQUIRE(at != std::string::npos);
     const std::array<double, 3> reference = numbers(text.substr(at + said.size()));
-    std::vector<double> mismatch;
+    std::vector<std::array<double, 3>> drawn;
     std::vector<std::string> draw_lines;
     for (int k = 1; k <= 4; ++k) {
       const std::string head = "draw      " + std::to_string(k) + " of 4: formation factors ";
@@ -362,24 +362,39 @@ TEST_CASE("cli.run.start_draws") {
       double printed = -1;
       REQUIRE(std::sscanf(line.c_str() + line.find("ratio ") + 6, "%lf", &printed) == 1);
       // The rule, from the printed factors and the reference's: 4 significant digits each (up
-      // to 5e-4 of each off), so each log ratio d within 1e-3, and the mean of the squares
-      // within (2/3) Σ|d| 1e-3 ≤ 2e-3 √mean, and the print's 5e-6.
+      // to 5e-4 of each off), so each log ratio within 1e-3, the largest too, and the print's 5e-6.
       double expected = 0;
-      for (int a = 0; a < 3; ++a) expected += std::pow(std::log(f[std::size_t(a)] / reference[std::size_t(a)]), 2) / 3;
+      for (int a = 0; a < 3; ++a)
+        expected = std::max(expected, std::abs(std::log(f[std::size_t(a)] / reference[std::size_t(a)])));
       if (std::isinf(expected)) CHECK(std::isinf(printed));  // a draw whose pore does not cross an axis
-      else CHECK(std::abs(printed - expected) <= 2.5e-3 * std::sqrt(expected) + 1e-5);
-      mismatch.push_back(printed);
+      else CHECK(std::abs(printed - expected) <= 1e-3 + 1e-5);
+      drawn.push_back(f);
       draw_lines.push_back(text.substr(d, text.find('\n', d) - d));
     }
-    // The kept draw is the least mismatched (ranked at full precision: a tie within the
-    // print's last digit may go either way, the earlier on an exact one).
+    // The pilot's carry: the ratio of the pilot's F on the domain's grid to its start's, a
+    // positive factor along each axis (1 where F is not finite).
+    const std::string carried = "; carried x ";
+    const std::size_t c = text.find(carried);
+    REQUIRE(c != std::string::npos);
+    const std::array<double, 3> carry = numbers(text.substr(c + carried.size()));
+    for (const double f : carry) CHECK(f > 0);
+    // The kept draw is the least mismatched once carried (ranked at full precision: a tie
+    // within the prints' last digits — each factor's, the carry's and the reference's, so a
+    // log ratio within 1.5e-3 — may go either way, the earlier on an exact one).
+    std::vector<double> mismatch;
+    for (const auto& f : drawn) {
+      double m = 0;
+      for (std::size_t a = 0; a < 3; ++a) m = std::max(m, std::abs(std::log(f[a] * carry[a] / reference[a])));
+      mismatch.push_back(m);
+    }
     const fs::path rd = dir / "results" / name;
     const std::string log = slurp(rd / "run.log");
     const std::size_t said_kept = log.find(" of 4 kept: formation factors ");
     REQUIRE(said_kept != std::string::npos);
     const int kept = std::atoi(log.c_str() + log.rfind("draws     ", said_kept) + 10);
     REQUIRE((kept >= 1 && kept <= 4));
-    CHECK(mismatch[std::size_t(kept - 1)] <= *std::min_element(mismatch.begin(), mismatch.end()) + 1e-5);
+    const double least = *std::min_element(mismatch.begin(), mismatch.end());
+    CHECK(mismatch[std::size_t(kept - 1)] <= least + 3e-3 + 1e-5);
     CHECK(log.find(text.substr(at, text.find('\n', at) - at)) != std::string::npos);  // the reference's F logged
     for (const std::string& line : draw_lines) CHECK(log.find(line) != std::string::npos);  // and each draw's
     CHECK(slurp(rd / "config.yaml").find("draws: 4") != std::string::npos);
