@@ -33,9 +33,10 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <fstream>
+#include <sstream>
 #include <string>
 
+#include "bench_record.hpp"
 #include "poreforge/annealer/annealer.hpp"
 #include "poreforge/correlation.hpp"
 #include "poreforge/generators.hpp"
@@ -90,7 +91,6 @@ int main(int argc, char** argv) {
     return 2;
   }
   const Backend backend = resolve_backend(parse_backend(backend_name), Operation::pore_size_distribution);
-  if (json.empty()) json = "results/bench/anneal_" + to_string(backend) + ".json";
   const std::string where = backend == Backend::cuda ? cuda_device_description()
                                                      : "CPU, " + std::to_string(cpu_threads()) + " threads";
   Config c;
@@ -184,7 +184,7 @@ int main(int argc, char** argv) {
                 static_cast<long long>(tally.batches), static_cast<long long>(tally.scored),
                 static_cast<long long>(tally.dropped), batch ? std::to_string(batch).c_str() : "auto",
                 static_cast<long long>(tally.taken), static_cast<long long>(tally.taken_from_findings));
-  std::ofstream out(json);
+  std::ostringstream out;
   out << "{\n  \"benchmark\": \"anneal\",\n  \"version\": \"" << version_string() << "\",\n  \"backend\": \""
       << to_string(backend) << "\",\n  \"device\": \"" << where << "\",\n  \"loop\": \"" << loop_ran << "\",\n  \"timer\": \"wall clock around the run, which ends synchronised\",\n  \"threads\": "
       << cpu_threads() << ",\n  \"shape\": [" << size << ", " << size << ", " << size << "],\n  \"initial\": \""
@@ -199,5 +199,5 @@ int main(int argc, char** argv) {
       << "},\n  \"start_largest_radius\": " << largest_radius << ",\n  \"batch\": " << batch << ",\n  \"batches\": " << tally.batches << ",\n  \"batched_proposals\": "
       << tally.scored << ",\n  \"dropped_proposals\": " << tally.dropped << ",\n  \"taken_swaps\": " << tally.taken
       << ",\n  \"taken_from_findings\": " << tally.taken_from_findings << "\n}\n";
-  return out ? 0 : 1;
+  return bench::write_record("bench_anneal", json, out.str());
 }

@@ -18,6 +18,7 @@
 #include "poreforge/backend.hpp"
 #include "poreforge/edt.hpp"
 #include "poreforge/generators.hpp"
+#include "bench_record.hpp"
 #include "poreforge/io.hpp"
 #include "poreforge/local_thickness.hpp"
 
@@ -103,7 +104,7 @@ int main(int argc, char** argv) {
   mallopt(M_MMAP_THRESHOLD, 1 << 20);
   int64_t size = 250;
   int reps = 3;
-  std::string berea = POREFORGE_DATA_DIR "/berea_110.raw", json = "results/bench/engine_cpu.json";
+  std::string berea = POREFORGE_DATA_DIR "/berea_110.raw", json;  // --json: the record (none without it)
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i];
     if (a == "--size") size = std::stoll(argv[i + 1]);
@@ -167,12 +168,5 @@ int main(int argc, char** argv) {
        << r.baseline.peak_bytes_per_voxel << "}}" << (i + 1 < rows.size() ? "," : "") << "\n";
   }
   js << "  ]\n}\n";
-  std::ofstream out(json);
-  out << js.str();
-  if (!out) {
-    std::fprintf(stderr, "bench_engine_cpu: cannot write %s\n", json.c_str());
-    return 1;
-  }
-  std::printf("\nwrote %s\n", json.c_str());
-  return 0;
+  return bench::write_record("bench_engine_cpu", json, js.str());
 }

@@ -11,7 +11,6 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <fstream>
 #include <functional>
 #include <optional>
 #include <sstream>
@@ -22,6 +21,7 @@
 #include "poreforge/backend.hpp"
 #include "poreforge/cuda_engine.hpp"
 #include "poreforge/generators.hpp"
+#include "bench_record.hpp"
 #include "poreforge/io.hpp"
 
 using namespace poreforge;
@@ -112,7 +112,7 @@ Row measure(const std::string& name, const Mask& phase, int reps, const Settings
 int main(int argc, char** argv) {
   std::vector<int64_t> sizes = {128, 250, 512, 1000};
   int reps = 20;
-  std::string json = "results/bench/engine_cuda.json", volumes, berea = POREFORGE_DATA_DIR "/berea_110.raw";
+  std::string json, volumes, berea = POREFORGE_DATA_DIR "/berea_110.raw";  // --json: the record (none without it)
   Settings settings;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i];
@@ -159,7 +159,7 @@ int main(int argc, char** argv) {
                 to_string(r.shape).c_str(), static_cast<long long>(r.centres), r.edt_ms, r.lt_ms, r.psd_ms, r.copy_ms,
                 r.lt_ms / r.copy_ms, r.lt_bytes_per_voxel, r.psd_bytes_per_voxel);
 
-  std::ofstream out(json);
+  std::ostringstream out;
   out << "{\n  \"benchmark\": \"engine_cuda\",\n  \"version\": \"" << version_string() << "\",\n  \"gpu\": \"" << prop.name
       << "\",\n  \"sms\": " << prop.multiProcessorCount << ",\n  \"timer\": \"CUDA events, median after warm-up\",\n"
       << "  \"copy\": \"device-to-device copy of N float32 (4N bytes read + 4N written)\",\n  \"cases\": [\n";
@@ -172,6 +172,5 @@ int main(int argc, char** argv) {
         << "}" << (i + 1 < rows.size() ? "," : "") << "\n";
   }
   out << "  ]\n}\n";
-  std::printf("\nwrote %s\n", json.c_str());
-  return out ? 0 : 1;
+  return bench::write_record("bench_engine_cuda", json, out.str());
 }

@@ -5,12 +5,13 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
 
 #include "poreforge/backend.hpp"
 #include "poreforge/generators.hpp"
+#include "bench_record.hpp"
 #include "poreforge/io.hpp"
 #include "poreforge/morphology.hpp"
 
@@ -18,7 +19,7 @@ using namespace poreforge;
 
 int main(int argc, char** argv) {
   int frames = 20;
-  std::string json = "results/bench/morph_cpu.json";
+  std::string json;  // --json: the record (none without it)
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i];
     if (a == "--frames") frames = std::stoi(argv[i + 1]);
@@ -49,9 +50,10 @@ int main(int argc, char** argv) {
   std::printf("4K pipeline (erode 7x7 x1, dilate 7x7 x4), 3840x2160 u8: %.2f ms/frame = %.1f FPS (median of %d)\n",
               frame_ms, 1000.0 / frame_ms, frames);
   std::printf("512^3 blobs dilated by ball r=10: %.0f ms (one run)\n", ball_ms);
-  std::ofstream(json) << "{\n  \"benchmark\": \"morph_cpu\",\n  \"version\": \"" << version_string()
+  std::ostringstream out;
+  out << "{\n  \"benchmark\": \"morph_cpu\",\n  \"version\": \"" << version_string()
                       << "\",\n  \"threads\": " << cpu_threads() << ",\n  \"pipeline_4k_ms_per_frame\": " << frame_ms
                       << ",\n  \"pipeline_4k_fps\": " << 1000.0 / frame_ms << ",\n  \"frames\": " << frames
                       << ",\n  \"dilate_512_ball10_ms\": " << ball_ms << "\n}\n";
-  return 0;
+  return bench::write_record("bench_morph_cpu", json, out.str());
 }

@@ -12,7 +12,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
+#include <sstream>
 #include <functional>
 #include <string>
 #include <vector>
@@ -21,6 +21,7 @@
 #include "poreforge/backend.hpp"
 #include "poreforge/cuda_morphology.hpp"
 #include "poreforge/generators.hpp"
+#include "bench_record.hpp"
 #include "poreforge/io.hpp"
 #include "poreforge/morphology.hpp"
 
@@ -48,7 +49,7 @@ Mask cpu_video_pipeline(const Mask& frame) {
 
 int main(int argc, char** argv) {
   int frames = 64, batch = 16, reps = 30;
-  std::string json = "results/bench/morph_cuda.json", save_volume;
+  std::string json, save_volume;  // --json: the record (none without it)
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i];
     if (a == "--frames") frames = std::stoi(argv[i + 1]);
@@ -179,7 +180,7 @@ int main(int argc, char** argv) {
   std::printf("512^3 blobs dilated by ball r=10, resident: %.3f ms   %s\n", ball_ms,
               ball_correct ? "equal to CPU" : "DIFFERS FROM CPU");
 
-  std::ofstream o(json);
+  std::ostringstream o;
   o << "{\n  \"benchmark\": \"morph_cuda\",\n  \"version\": \"" << version_string() << "\",\n  \"gpu\": \"" << gpu
     << "\",\n  \"timer\": \"CUDA events, median after warm-up\",\n  \"frame\": [3840, 2160],\n"
     << "  \"pipeline\": \"erode box 7x7 x1, dilate box 7x7 x4\",\n  \"frames\": " << frames << ",\n  \"resident\": [";
@@ -195,5 +196,6 @@ int main(int argc, char** argv) {
     << ", \"equal_to_cpu\": " << (ball_correct ? "true" : "false") << "}\n}\n";
   const bool ok = ball_correct && std::all_of(resident.begin(), resident.end(), [](const Resident& r) { return r.correct; }) &&
                   std::all_of(streamed.begin(), streamed.end(), [](const Streamed& s) { return s.correct; });
-  return ok ? 0 : 1;
+  const int written = bench::write_record("bench_morph_cuda", json, o.str());
+  return ok && written == 0 ? 0 : 1;
 }
