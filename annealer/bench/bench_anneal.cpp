@@ -78,6 +78,7 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
+  if (!bench::record_path_usable("bench_anneal", json)) return 2;
   if (openings > 0 && energy != "reconstruct") {
     std::fprintf(stderr, "bench_anneal: --openings goes with --energy reconstruct\n");
     return 2;

@@ -116,6 +116,7 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
+  if (!bench::record_path_usable("bench_engine_cpu", json)) return 2;
 
   std::vector<std::pair<std::string, Mask>> cases;
   cases.emplace_back("blobs p=0.4 seed=1", generate_blobs({size, size, size}, 0.4, 1.0, 1));

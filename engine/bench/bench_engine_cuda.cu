@@ -136,6 +136,7 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
+  if (!bench::record_path_usable("bench_engine_cuda", json)) return 2;
   cudaDeviceProp prop{};
   CHECK_CUDA(cudaGetDeviceProperties(&prop, 0));
 

@@ -29,6 +29,7 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
+  if (!bench::record_path_usable("bench_morph_cpu", json)) return 2;
   const Mask frame = generate_noise({3840, 2160, 1}, 0.5, 1);
   const auto box = StructuringElement::box(7, 7);
   std::vector<double> ms;

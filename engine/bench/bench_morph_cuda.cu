@@ -62,6 +62,7 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
+  if (!bench::record_path_usable("bench_morph_cuda", json)) return 2;
   if (!has_cuda_device()) {
     std::fprintf(stderr, "bench_morph_cuda: %s\n", cuda_device_description().c_str());
     return 1;
