@@ -570,6 +570,19 @@ double flow_mismatch(const std::array<double, 3>& f, const std::array<double, 3>
   return worst;
 }
 
+// A key of a structure's voxels (splitmix64 over them eight at a time): equal structures have
+// equal keys, and two that differ anywhere almost surely do not.
+uint64_t mask_key(const Mask& m) {
+  uint64_t key = uint64_t(m.voxels());
+  const uint8_t* p = m.data();
+  for (int64_t i = 0; i < m.voxels(); i += 8) {
+    uint64_t word = 0;
+    std::memcpy(&word, p + i, std::size_t(std::min<int64_t>(8, m.voxels() - i)));
+    key = splitmix64(key ^ word);
+  }
+  return key;
+}
+
 // The seed of draw k of a run's start: draw 0 is the run's own; the others are mixed
 // (splitmix64) so that a run's draws are not another seed's.
 uint64_t draw_seed(uint64_t seed, int k) {
@@ -610,12 +623,14 @@ using OntoDomain = std::function<Mask(const Mask&)>;
 // for a kPilotShare of its evaluations from `start`, its end refined onto the domain's grid
 // (`onto_domain`), F there over `start_f`, axis by axis (1 where either is not finite). The
 // pilot's axes come within a per cent of the whole level's ratios between them, and most of
-// its overall change. A signal ends the run (the pilot keeps nothing).
+// its overall change. `level_seconds` (0: none) is what the level has left of
+// annealing.max_seconds; the pilot's annealing takes at most a kPilotShare of it. Adds the
+// pilot's seconds to `*seconds`. A signal ends the run (the pilot keeps nothing).
 constexpr int64_t kPilotShare = 8;
 
 std::array<double, 3> draw_carry(Session& run, const anneal::Config& loop, const Mask& start,
                                  const std::array<double, 3>& start_f, const OntoDomain& onto_domain,
-                                 double level_seconds, bool quiet) {
+                                 double level_seconds, bool quiet, double* seconds) {
   anneal::Config pilot = loop;
   pilot.initial = start;
   pilot.stopping.max_evaluations = std::max<int64_t>(1, loop.stopping.max_evaluations / kPilotShare);
@@ -623,22 +638,28 @@ std::array<double, 3> draw_carry(Session& run, const anneal::Config& loop, const
   const auto since = [](std::chrono::steady_clock::time_point t) {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
   };
-  anneal::Annealer a(pilot);
-  auto shown = began;
-  while (a.progress().stopped == anneal::StopReason::none) {
-    a.advance(steps_at_once(a));
-    if (level_seconds > 0 && a.progress().stopped == anneal::StopReason::none &&
-        since(began) >= level_seconds / double(kPilotShare))
-      a.stop(anneal::StopReason::time_limit);
-    stop_if_signalled();
-    if (!quiet && since(shown) >= 5.0) {
-      std::fprintf(run.text_stream(), "  pilot: %lld evaluations  E %.5f\n",
-                   static_cast<long long>(a.progress().evaluations), a.progress().energy.total);
-      std::fflush(run.text_stream());
-      shown = std::chrono::steady_clock::now();
+  std::optional<Mask> annealed;
+  int64_t evaluations = 0;
+  {  // the pilot's annealer is freed before the refinement and the solves, which need the room
+    anneal::Annealer a(pilot);
+    auto shown = began;
+    while (a.progress().stopped == anneal::StopReason::none) {
+      a.advance(steps_at_once(a));
+      if (level_seconds > 0 && a.progress().stopped == anneal::StopReason::none &&
+          since(began) >= level_seconds / double(kPilotShare))
+        a.stop(anneal::StopReason::time_limit);
+      stop_if_signalled();
+      if (!quiet && since(shown) >= 5.0) {
+        std::fprintf(run.text_stream(), "  pilot: %lld evaluations  E %.5f\n",
+                     static_cast<long long>(a.progress().evaluations), a.progress().energy.total);
+        std::fflush(run.text_stream());
+        shown = std::chrono::steady_clock::now();
+      }
     }
+    annealed = a.structure();
+    evaluations = a.progress().evaluations;
   }
-  const Mask end = a.structure();
+  const Mask& end = *annealed;
   const Mask refined = onto_domain(end);
   const std::array<double, 3> level_f =
       formation_factors(end, run.backend, "the pilot's end (" + to_string(end.shape()) + ")");
@@ -651,10 +672,11 @@ std::array<double, 3> draw_carry(Session& run, const anneal::Config& loop, const
     const double c = domain_f[i] / start_f[i];
     carry[i] = std::isfinite(c) && c > 0 ? c : 1.0;
   }
+  *seconds += since(began);
   char line[400];
   std::snprintf(line, sizeof line,
                 "pilot     %lld evaluations in %.1f s: formation factors %s%s%s; carried x %.4f / %.4f / %.4f",
-                static_cast<long long>(a.progress().evaluations), since(began), factors_text(level_f).c_str(),
+                static_cast<long long>(evaluations), since(began), factors_text(level_f).c_str(),
                 refined.shape() == end.shape() ? "" : ", refined onto the domain's grid ",
                 refined.shape() == end.shape() ? "" : factors_text(domain_f).c_str(), carry[0], carry[1], carry[2]);
   run.note(line);
@@ -666,12 +688,12 @@ std::array<double, 3> draw_carry(Session& run, const anneal::Config& loop, const
 // reference of the level the start is for; null: descriptor-file targets). Each draw's F,
 // carried as the pilot (draw_carry, from the draw nearest the reference as drawn) says the run
 // will move it, is set beside the reference's (`reference`, on its own grid); the nearest
-// becomes loop.initial, the earlier on a tie. `level_seconds` (0: none) is the level's share
-// of annealing.max_seconds.
-void choose_start_draw(Session& run, anneal::Config& loop, const Mask* level_reference, const Mask* reference,
-                       const OntoDomain& onto_domain, double level_seconds, bool quiet) {
+// becomes loop.initial, the earlier on a tie. `level_seconds` (0: none) is what the level has
+// left of annealing.max_seconds. Returns the seconds the pilot took.
+double choose_start_draw(Session& run, anneal::Config& loop, const Mask* level_reference, const Mask* reference,
+                         const OntoDomain& onto_domain, double level_seconds, bool quiet) {
   const int draws = run.rc.initial_draws;
-  if (draws <= 1 || !loop.initial) return;
+  if (draws <= 1 || !loop.initial) return 0;
   if (!quiet)
     std::fprintf(run.text_stream(), "drawing %d starts, the one whose formation factors along x, y, z, carried as a "
                                     "pilot of the annealing moves them, lie nearest the reference's kept\n", draws);
@@ -679,7 +701,7 @@ void choose_start_draw(Session& run, anneal::Config& loop, const Mask* level_ref
   if (!target) {
     run.note("draws     the targets hold no formation factors (a descriptor file without `describe --measures`): "
              "the run's own draw kept");
-    return;
+    return 0;
   }
   run.note("draws     the reference's formation factors: " + factors_text(*target));
   stop_if_signalled();
@@ -690,6 +712,7 @@ void choose_start_draw(Session& run, anneal::Config& loop, const Mask* level_ref
   const Mask first = *loop.initial;
   std::vector<std::array<double, 3>> drawn_f(static_cast<std::size_t>(draws));
   std::vector<anneal::BlobCandidate> reports(static_cast<std::size_t>(draws));  // make_start fills them for draws 2, 3, …
+  std::vector<uint64_t> keys(static_cast<std::size_t>(draws));  // a draw made again must be the one measured
   int nearest = 0;
   double nearest_mismatch = 0;
   for (int k = 0; k < draws; ++k) {
@@ -701,6 +724,7 @@ void choose_start_draw(Session& run, anneal::Config& loop, const Mask* level_ref
         formation_factors(drawn ? *drawn : *loop.initial, run.backend, "start drawn (" + to_string(loop.shape) + ")",
                           &converged);
     drawn_f[std::size_t(k)] = f;
+    keys[std::size_t(k)] = mask_key(drawn ? *drawn : *loop.initial);
     const double mismatch = flow_mismatch(f, *target);
     char line[220];
     std::snprintf(line, sizeof line, "draw      %d of %d: formation factors %s, largest log ratio %.5f%s", k + 1,
@@ -713,8 +737,9 @@ void choose_start_draw(Session& run, anneal::Config& loop, const Mask* level_ref
       if (drawn) loop.initial = std::move(*drawn);
     }
   }
-  const std::array<double, 3> carry =
-      draw_carry(run, loop, *loop.initial, drawn_f[std::size_t(nearest)], onto_domain, level_seconds, quiet);
+  double pilot_seconds = 0;
+  const std::array<double, 3> carry = draw_carry(run, loop, *loop.initial, drawn_f[std::size_t(nearest)], onto_domain,
+                                                 level_seconds, quiet, &pilot_seconds);
   int best = 0;
   double best_mismatch = 0;
   std::array<double, 3> best_end{};
@@ -728,8 +753,12 @@ void choose_start_draw(Session& run, anneal::Config& loop, const Mask* level_ref
       best_end = end;
     }
   }
-  if (best != nearest)
+  if (best != nearest) {
     loop.initial = best == 0 ? first : make_start(run, loop, cl, draw_seed(loop.seed, best), &reports[std::size_t(best)]);
+    if (mask_key(*loop.initial) != keys[std::size_t(best)])
+      throw RuntimeError("initial.draws: draw " + std::to_string(best + 1) +
+                         " made again from its seed is not the start that was measured");
+  }
   if (best > 0) run.blob_start = reports[std::size_t(best)];
   char line[400];
   std::snprintf(line, sizeof line,
@@ -738,6 +767,7 @@ void choose_start_draw(Session& run, anneal::Config& loop, const Mask* level_ref
                 best + 1, draws, factors_text(drawn_f[std::size_t(best)]).c_str(), factors_text(best_end).c_str(),
                 factors_text(*target).c_str(), best_mismatch, nearest + 1);
   run.note(line);
+  return pilot_seconds;
 }
 
 // A finer level's start: the coarser level's structure refined onto `loop`'s grid
@@ -888,7 +918,8 @@ void run_coarse_levels(Session& run, anneal::Config& loop, const Mask& reference
         }
         return m;
       };
-      choose_start_draw(run, lc, &level_reference, &reference, onto_domain, budget, quiet);
+      const double left = budget > 0 ? std::max(1e-9, budget - since(level_began)) : 0.0;
+      choose_start_draw(run, lc, &level_reference, &reference, onto_domain, left, quiet);
     }
     anneal::Annealer a(lc);
     auto shown = level_began;
@@ -990,8 +1021,10 @@ int run_from_config(const RunOptions& o, const std::string& command_line, std::s
   } else if (run.rc.initial == "blobs" || run.rc.initial == "grains") {
     if (!loop.initial) build_start(run, loop, reference ? &*reference : nullptr, o.quiet);  // else choose_levels' trial's
     const OntoDomain as_is = [](const Mask& m) { return m; };
-    choose_start_draw(run, loop, reference ? &*reference : nullptr, reference ? &*reference : nullptr, as_is,
-                      run.rc.max_seconds, o.quiet);
+    const double pilot = choose_start_draw(run, loop, reference ? &*reference : nullptr,
+                                           reference ? &*reference : nullptr, as_is, run.rc.max_seconds, o.quiet);
+    // max_seconds bounds the annealing, the pilot's included (as the coarser levels' are).
+    if (run.rc.max_seconds > 0 && pilot > 0) run.loop_seconds = std::max(1.0, run.rc.max_seconds - pilot);
   }
   // A structure from a file (a coarser run's final.h5: multi-scale reconstruction), resampled
   // onto this grid and cut at the target's pore count.

@@ -4,6 +4,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <set>
 
@@ -94,7 +95,7 @@ TEST_CASE("anneal.philox.known_answers") {
 // them before the phases are written and some taken back by the reverse swap as an undo does,
 // equal a recount: every class and bin, boxes thin enough that most cells meet a face (an
 // extent of 2 or 1: the neighbourhoods read the voxels at the faces twice or three times), and
-// one where most voxels lie far enough inside for the local porosity's running sums.
+// one where a quarter of the voxels lie far enough inside for the local porosity's running sums.
 TEST_CASE("anneal.patterns_and_local_porosity.incremental_equals_recount") {
   const uint64_t seed = testing::fresh_seed();
   CAPTURE(seed);
@@ -138,6 +139,39 @@ TEST_CASE("anneal.patterns_and_local_porosity.incremental_equals_recount") {
     CHECK(swaps > 1000);
     CHECK(counts == recount(m));
   }
+}
+
+// The local porosity term's running sums for a voxel far enough inside move every bin as the
+// path for any voxel does: each such voxel of a random box, with no voxel flipped before it and
+// with each voxel of its 9×9×9 block flipped before it in turn (the second voxel of a swap).
+TEST_CASE("anneal.local_porosity.inside_equals_anywhere") {
+  const uint64_t seed = testing::fresh_seed();
+  CAPTURE(seed);
+  const Shape shape{13, 12, 11};
+  const Mask m = testing::random_volume(shape, 0, 0.4, seed);
+  const int64_t extent[3] = {shape.nx, shape.ny, shape.nz};
+  const terms::LocalPorosity local;
+  const int64_t k = terms::LocalPorosity::kInside;
+  int64_t cases = 0, differ = 0;
+  for (int64_t z = k; z < shape.nz - k; ++z)
+    for (int64_t y = k; y < shape.ny - k; ++y)
+      for (int64_t x = k; x < shape.nx - k; ++x) {
+        const int64_t v = x + shape.nx * (y + shape.ny * z);
+        for (int64_t f = -1; f < 729; ++f) {
+          int64_t flipped = -1;
+          if (f >= 0) {
+            flipped = (x + f % 9 - 4) + shape.nx * ((y + (f / 9) % 9 - 4) + shape.ny * (z + f / 81 - 4));
+            if (flipped == v) continue;
+          }
+          std::array<int64_t, kLocalPorosityBins> inside{}, anywhere{};
+          local.add_flip_inside(m.data(), extent, v, flipped, inside.data());
+          local.add_flip_anywhere(m.data(), extent, v, flipped, anywhere.data());
+          ++cases;
+          if (inside != anywhere) ++differ;
+        }
+      }
+  CHECK(cases == 5 * 4 * 3 * 729);
+  CHECK(differ == 0);
 }
 
 // The S2 term's counts after many swaps, each applied entry by entry as both loops apply it

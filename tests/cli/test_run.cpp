@@ -341,7 +341,7 @@ TEST_CASE("cli.run.start_draws") {
         << "name: " << name << "\nseed: " << seed % 1000000
         << "\nbackend: cpu\ntarget:\n  image: " POREFORGE_DATA_DIR "/berea_110.raw\n  shape: [110, 110, 110]\n"
            "  dtype: u8\n  phase: 0\ndomain:\n  shape: [32, 32, 32]\nannealing:\n  levels: "
-        << levels << "\n  max_evaluations: 40\n  stage_length: 20\ninitial:\n  structure: grains\n"
+        << levels << "\n  max_evaluations: 400\n  stage_length: 20\ninitial:\n  structure: grains\n"
                      "  grain_radius: 3\n  draws: 4\noutput:\n  report_every: 20\n";
     const std::string out = (dir / (name + ".txt")).string();
     REQUIRE(shell(cli + " run " + (dir / (name + ".yaml")).string() + " --output " + (dir / "results").string() +
@@ -371,13 +371,27 @@ TEST_CASE("cli.run.start_draws") {
       drawn.push_back(f);
       draw_lines.push_back(text.substr(d, text.find('\n', d) - d));
     }
-    // The pilot's carry: the ratio of the pilot's F on the domain's grid to its start's, a
-    // positive factor along each axis (1 where F is not finite).
+    // The pilot's carry: its F on the domain's grid (refined there from a coarser level) over
+    // the F of the draw it started from, the nearest as drawn, along each axis (4 significant
+    // digits each printed).
     const std::string carried = "; carried x ";
     const std::size_t c = text.find(carried);
     REQUIRE(c != std::string::npos);
     const std::array<double, 3> carry = numbers(text.substr(c + carried.size()));
-    for (const double f : carry) CHECK(f > 0);
+    const std::size_t p = text.rfind("pilot     ", c);
+    REQUIRE(p != std::string::npos);
+    const std::string pilot = text.substr(p, c - p);
+    const std::string refined = "refined onto the domain's grid ";
+    CHECK((pilot.find(refined) != std::string::npos) == (levels > 1));
+    const std::array<double, 3> pilot_f =
+        numbers(levels > 1 ? pilot.substr(pilot.find(refined) + refined.size())
+                           : pilot.substr(pilot.find("formation factors ") + 18));
+    const std::size_t n = text.find(" nearest as drawn)");
+    REQUIRE(n != std::string::npos);
+    const int from = std::atoi(text.c_str() + text.rfind("draw ", n) + 5);
+    REQUIRE((from >= 1 && from <= 4));
+    for (std::size_t a = 0; a < 3; ++a)
+      CHECK(carry[a] == doctest::Approx(pilot_f[a] / drawn[std::size_t(from - 1)][a]).epsilon(2e-3));
     // The kept draw is the least mismatched once carried (ranked at full precision: a tie
     // within the prints' last digits — each factor's, the carry's and the reference's, so a
     // log ratio within 1.5e-3 — may go either way, the earlier on an exact one).

@@ -52,10 +52,17 @@ struct LocalPorosity {
   PF_HD void add_flip(const uint8_t* pore, const int64_t* extent, int64_t v, int64_t flipped, int64_t* out) const {
     const int64_t nx = extent[0], ny = extent[1], nz = extent[2];
     const int64_t x = v % nx, y = (v / nx) % ny, z = v / (nx * ny);
-    if (x >= kInside && y >= kInside && z >= kInside && x < nx - kInside && y < ny - kInside && z < nz - kInside) {
+    if (x >= kInside && y >= kInside && z >= kInside && x < nx - kInside && y < ny - kInside && z < nz - kInside)
       add_flip_inside(pore, extent, v, flipped, out);
-      return;
-    }
+    else
+      add_flip_anywhere(pore, extent, v, flipped, out);
+  }
+
+  /// add_flip for any voxel of the box, the faces' included.
+  PF_HD void add_flip_anywhere(const uint8_t* pore, const int64_t* extent, int64_t v, int64_t flipped,
+                               int64_t* out) const {
+    const int64_t nx = extent[0], ny = extent[1], nz = extent[2];
+    const int64_t x = v % nx, y = (v / nx) % ny, z = v / (nx * ny);
     // The 5×5×5 block around v before and after the flip, read as local_porosity_histogram
     // reads the box: a position beyond a face takes the nearest voxel inside, so v may stand
     // at several positions of the block near a face.
