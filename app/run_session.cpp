@@ -518,16 +518,15 @@ void build_start(Session& run, anneal::Config& loop, const Mask* reference, bool
 
 // initial.draws: the formation factors a reconstruction ends with are set by its start. The
 // annealing reshapes pores and throats voxel by voxel but keeps the pore space's paths (the
-// moves keep it connected), and a grains start's F along each axis comes through the levels
-// (within a few per cent at 128^3; at 256^3 the coarser level's annealing raises F along some
-// axes more than others, which this ranking does not foresee: docs/realism.md, "Why z"), while
-// the grains' sizes and stretch (from the PSD, S2 and mean chords) set it only on average: one
-// draw of grains in a box a few dozen grains across can leave an axis a fifth harder to cross
-// than the reference's. So several starts are drawn with the same
-// sizes and the one whose F along x, y, z lies nearest the reference's (in logarithm: a ratio
-// off either way counts alike) is kept. The reference's F is taken on its own grid, where the
-// finest level is judged, whatever level the start is drawn for: a coarser level's start is
-// the grains that level refines and the finest reshapes, and its F is measured at its grid.
+// moves keep it connected), and a grains start's F along each axis comes through the levels,
+// moved by a few per cent in a way the run's pilot measures (draw_carry), while the grains'
+// sizes and stretch (from the PSD, S2 and mean chords) set it only on average: one draw of
+// grains in a box a few dozen grains across can leave an axis a fifth harder to cross than the
+// reference's. So several starts are drawn with the same sizes and the one whose F along x, y,
+// z, carried, lies nearest the reference's (in logarithm: a ratio off either way counts alike)
+// is kept. The reference's F is taken on its own grid, where the finest level is judged,
+// whatever level the start is drawn for: a coarser level's start is the grains that level
+// refines and the finest reshapes, and its F is measured at its grid.
 constexpr double kDrawTolerance = 1e-6;  // conjugate gradients' relative residual: far more digits than a rank needs
 
 // F along x, y, z of `what` (NaN along an axis of one voxel, +infinity where no pore cluster

@@ -110,7 +110,8 @@ struct LocalPorosity {
   /// add_flip for a voxel kInside or more from every face, most of a box's: no position of its
   /// neighbourhoods lies beyond a face, so each holds v once, and a cell's count after the flip
   /// is its count before plus v's change (none for v's own cell, whose centre flips instead).
-  /// The counts before are running sums of the 5×5×5 block along x, then y, then z.
+  /// The counts before are running sums: of the 5×5×5 block around v for the cube and the 3×3
+  /// squares, of a 9×9 block of each plane through v for the 5×5 squares.
   PF_HD void add_flip_inside(const uint8_t* pore, const int64_t* extent, int64_t v, int64_t flipped,
                              int64_t* out) const {
     const int64_t nx = extent[0], nxy = extent[0] * extent[1];
