@@ -7,6 +7,7 @@
 #include <map>
 #include <sstream>
 
+#include "checksum.hpp"
 #include "poreforge/error.hpp"
 #include "poreforge/io.hpp"
 
@@ -38,32 +39,6 @@ const char* kLocalPorosityTarget = "/targets/local_porosity/shares";
 std::string chord_target_name(int axis, int phase) {
   return std::string("/targets/chords/") + "xyz"[axis] + (phase ? "/pore" : "/solid");
 }
-
-// FNV-1a, 64 bits: a checksum of the bytes that define a part of the state, so that an edit or
-// a flipped bit is found before a resume trusts it. Not cryptographic (whoever edits the file
-// can recompute it); small and dependency-free, where zlib's crc32 is not linked here directly.
-class Fnv1a {
- public:
-  Fnv1a& add(const void* data, std::size_t bytes) {
-    const auto* p = static_cast<const unsigned char*>(data);
-    for (std::size_t k = 0; k < bytes; ++k) m_hash = (m_hash ^ p[k]) * 0x100000001b3ull;
-    return *this;
-  }
-  Fnv1a& add(double v) { return add(&v, sizeof v); }
-  Fnv1a& add(const std::string& s) { return add(s.data(), s.size()); }
-  template <class T>
-  Fnv1a& add(const std::vector<T>& v) {
-    return add(v.data(), v.size() * sizeof(T));
-  }
-  std::string hex() const {
-    char buf[20];
-    std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(m_hash));
-    return buf;
-  }
-
- private:
-  uint64_t m_hash = 0xcbf29ce484222325ull;
-};
 
 // The checksums of a checkpoint's parts, by the name an error shows: "/state/volume" for a
 // dataset, "@evaluations" for an attribute of the file.

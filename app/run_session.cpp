@@ -33,6 +33,7 @@
 #include "poreforge/realism.hpp"
 #include "poreforge/transport.hpp"
 #include "checkpoint.hpp"
+#include "checksum.hpp"
 #include "run_config.hpp"
 #include "run_folder.hpp"
 
@@ -569,19 +570,6 @@ double flow_mismatch(const std::array<double, 3>& f, const std::array<double, 3>
   return worst;
 }
 
-// A key of a structure's voxels (splitmix64 over them eight at a time): equal structures have
-// equal keys, and two that differ anywhere almost surely do not.
-uint64_t mask_key(const Mask& m) {
-  uint64_t key = uint64_t(m.voxels());
-  const uint8_t* p = m.data();
-  for (int64_t i = 0; i < m.voxels(); i += 8) {
-    uint64_t word = 0;
-    std::memcpy(&word, p + i, std::size_t(std::min<int64_t>(8, m.voxels() - i)));
-    key = splitmix64(key ^ word);
-  }
-  return key;
-}
-
 // The seed of draw k of a run's start: draw 0 is the run's own; the others are mixed
 // (splitmix64) so that a run's draws are not another seed's.
 uint64_t draw_seed(uint64_t seed, int k) {
@@ -723,7 +711,7 @@ double choose_start_draw(Session& run, anneal::Config& loop, const Mask* level_r
         formation_factors(drawn ? *drawn : *loop.initial, run.backend, "start drawn (" + to_string(loop.shape) + ")",
                           &converged);
     drawn_f[std::size_t(k)] = f;
-    keys[std::size_t(k)] = mask_key(drawn ? *drawn : *loop.initial);
+    keys[std::size_t(k)] = Fnv1a().add(drawn ? drawn->values() : loop.initial->values()).value();
     const double mismatch = flow_mismatch(f, *target);
     char line[220];
     std::snprintf(line, sizeof line, "draw      %d of %d: formation factors %s, largest log ratio %.5f%s", k + 1,
@@ -754,7 +742,7 @@ double choose_start_draw(Session& run, anneal::Config& loop, const Mask* level_r
   }
   if (best != nearest) {
     loop.initial = best == 0 ? first : make_start(run, loop, cl, draw_seed(loop.seed, best), &reports[std::size_t(best)]);
-    if (mask_key(*loop.initial) != keys[std::size_t(best)])
+    if (Fnv1a().add(loop.initial->values()).value() != keys[std::size_t(best)])
       throw RuntimeError("initial.draws: draw " + std::to_string(best + 1) +
                          " made again from its seed is not the start that was measured");
   }
