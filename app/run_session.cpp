@@ -606,18 +606,22 @@ using OntoDomain = std::function<Mask(const Mask&)>;
 // start's anisotropy), and a finer level refined from a coarser one lowers it along all of
 // them (docs/realism.md, "Why z"); a draw that starts nearest the reference can end farther
 // from it than another. Those moves are the run's own — its targets, terms and grids — and
-// nearly the same for every draw of it, so one pilot measures them: the level's annealing
-// for a kPilotShare of its evaluations from `start`, its end refined onto the domain's grid
-// (`onto_domain`), F there over `start_f`, axis by axis (1 where either is not finite). The
-// pilot's axes come within a per cent of the whole level's ratios between them, and most of
-// its overall change. `level_seconds` (0: none) is what the level has left of
-// annealing.max_seconds; the pilot's annealing takes at most a kPilotShare of it. Adds the
-// pilot's seconds to `*seconds`. A signal ends the run (the pilot keeps nothing).
+// alike for every draw of it to a few per cent, so a pilot measures them: the level's
+// annealing for a kPilotShare of its evaluations from `start` (draw number `draw`), its end
+// refined onto the domain's grid (`onto_domain`), F there, and over `start_f` axis by axis
+// (1 where either is not finite). A pilot ends within a few per cent of where its run ends.
+// `level_seconds` (0: none) is what the level has left of annealing.max_seconds; the pilot's
+// annealing takes at most a kPilotShare of it. Adds the pilot's seconds to `*seconds`. A
+// signal ends the run (the pilot keeps nothing).
 constexpr int64_t kPilotShare = 8;
 
-std::array<double, 3> draw_carry(Session& run, const anneal::Config& loop, const Mask& start,
-                                 const std::array<double, 3>& start_f, const OntoDomain& onto_domain,
-                                 double level_seconds, bool quiet, double* seconds) {
+struct PilotEnd {
+  std::array<double, 3> carry{};     // F on the domain's grid over the draw's F (1 where either is not finite)
+  std::array<double, 3> domain_f{};  // F on the domain's grid
+};
+
+PilotEnd draw_carry(Session& run, const anneal::Config& loop, const Mask& start, const std::array<double, 3>& start_f,
+                    const OntoDomain& onto_domain, double level_seconds, bool quiet, double* seconds, int draw) {
   anneal::Config pilot = loop;
   pilot.initial = start;
   pilot.stopping.max_evaluations = std::max<int64_t>(1, loop.stopping.max_evaluations / kPilotShare);
@@ -662,28 +666,104 @@ std::array<double, 3> draw_carry(Session& run, const anneal::Config& loop, const
   *seconds += since(began);
   char line[400];
   std::snprintf(line, sizeof line,
-                "pilot     %lld evaluations in %.1f s: formation factors %s%s%s; carried x %.4f / %.4f / %.4f",
-                static_cast<long long>(evaluations), since(began), factors_text(level_f).c_str(),
+                "pilot     draw %d: %lld evaluations in %.1f s: formation factors %s%s%s; carried x %.4f / %.4f / %.4f",
+                draw + 1, static_cast<long long>(evaluations), since(began), factors_text(level_f).c_str(),
                 refined.shape() == end.shape() ? "" : ", refined onto the domain's grid ",
                 refined.shape() == end.shape() ? "" : factors_text(domain_f).c_str(), carry[0], carry[1], carry[2]);
   run.note(line);
-  return carry;
+  return PilotEnd{carry, domain_f};
+}
+
+// The natural envelope of F: the least and the greatest F along each axis of kEnvelopeCount
+// sub-volumes of the reference of the domain's physical size (as `compare` cuts them, from
+// corners of a seed mixed from the run's, so a run does not aim at the sub-volumes its judge
+// draws from the same seed). A reconstruction is judged axis by axis against such a range,
+// and a draw carried to the whole image's F can still end outside it where the range is
+// narrow. None where the domain does not fit in the reference (or an axis is one voxel), or
+// fewer than two sub-volumes hold both phases.
+constexpr int kEnvelopeCount = 12;
+
+struct FlowEnvelope {
+  std::array<double, 3> low{}, high{};
+  Shape subvolume;
+  int subvolumes = 0;  // of two phases (one of a phase alone is skipped, as compare refuses it)
+};
+
+std::optional<FlowEnvelope> flow_envelope(Session& run, const anneal::Config& loop, const Mask& reference) {
+  int64_t sub[3];
+  for (int a = 0; a < 3; ++a) {
+    sub[a] = std::max<int64_t>(
+        1, std::llround(double(loop.shape.extent(a)) * loop.spacing.along(a) / reference.spacing().along(a)));
+    if (sub[a] > reference.shape().extent(a) || sub[a] <= 1) return std::nullopt;
+  }
+  FlowEnvelope e;
+  e.subvolume = Shape{sub[0], sub[1], sub[2]};
+  e.low.fill(std::numeric_limits<double>::infinity());
+  e.high.fill(0);
+  const uint64_t seed = mix64(loop.seed ^ 0x46454e56u);  // "FENV": not compare's corners
+  for (const Shape& corner : subvolume_corners(reference.shape(), e.subvolume, kEnvelopeCount, seed)) {
+    stop_if_signalled();
+    const Mask part = crop(reference, corner, e.subvolume);
+    if (const int64_t pore = count_phase(part); pore == 0 || pore == part.voxels()) continue;  // compare refuses
+    ++e.subvolumes;
+    const std::array<double, 3> f =
+        formation_factors(part, run.backend, "a reference sub-volume (" + to_string(e.subvolume) + ")");
+    for (std::size_t a = 0; a < 3; ++a) {
+      e.low[a] = std::min(e.low[a], f[a]);
+      e.high[a] = std::max(e.high[a], f[a]);
+    }
+  }
+  if (e.subvolumes < 2) return std::nullopt;
+  return e;
+}
+
+// How far F lies outside the envelope: the largest log ratio past its low or high end over
+// the axes (0 inside it along every axis).
+double envelope_distance(const std::array<double, 3>& f, const FlowEnvelope& e) {
+  double worst = 0;
+  for (std::size_t a = 0; a < 3; ++a) {
+    if (std::isnan(f[a])) continue;
+    if (std::isinf(f[a])) {
+      if (!std::isinf(e.high[a])) return std::numeric_limits<double>::infinity();
+      continue;
+    }
+    if (f[a] > e.high[a]) worst = std::max(worst, std::log(f[a] / e.high[a]));
+    if (f[a] < e.low[a]) worst = std::max(worst, std::log(e.low[a] / f[a]));
+  }
+  return worst;
+}
+
+std::string envelope_text(const FlowEnvelope& e) {
+  char text[160];
+  std::snprintf(text, sizeof text, "%.4g-%.4g / %.4g-%.4g / %.4g-%.4g", e.low[0], e.high[0], e.low[1], e.high[1],
+                e.low[2], e.high[2]);
+  return text;
 }
 
 // initial.draws > 1: loop.initial (draw 1, built by build_start) and draws 2, 3, … of the same
 // sizes from seeds mixed from the run's, connected with the clusters of `level_reference` (the
 // reference of the level the start is for; null: descriptor-file targets). Each draw's F,
-// carried as the pilot (draw_carry, from the draw nearest the reference as drawn) says the run
-// will move it, is set beside the reference's (`reference`, on its own grid); the nearest
-// becomes loop.initial, the earlier on a tie. `level_seconds` (0: none) is what the level has
-// left of annealing.max_seconds. Returns the seconds the pilot took.
+// carried as the pilots say the run will move it (draw_carry; their carries' geometric mean
+// for a draw not piloted, a piloted draw's own), is ranked against the reference's
+// (`reference`, on its own grid) by flow_mismatch. The first pilot starts from the draw
+// nearest as drawn. Where the reference holds sub-volumes of the domain's size (flow_envelope),
+// the draw ranked first is piloted itself before it is kept, and kept only if its pilot ends
+// inside their range along every axis: one pilot's carry stands for another draw's to a few
+// per cent, about the width of a narrow range. While the draw ranked first is not piloted and
+// its carried F lies outside the range, more are drawn (up to kDrawBatches × initial.draws);
+// after kPilots pilots without one inside, the piloted draw least outside is kept. Returns
+// the seconds the pilots took; `level_seconds` (0: none) is what the level has left of
+// annealing.max_seconds.
+constexpr int kPilots = 4;
+constexpr int kDrawBatches = 3;
+
 double choose_start_draw(Session& run, anneal::Config& loop, const Mask* level_reference, const Mask* reference,
                          const OntoDomain& onto_domain, double level_seconds, bool quiet) {
-  const int draws = run.rc.initial_draws;
-  if (draws <= 1 || !loop.initial) return 0;
+  const int batch = run.rc.initial_draws;
+  if (batch <= 1 || !loop.initial) return 0;
   if (!quiet)
-    std::fprintf(run.text_stream(), "drawing %d starts, the one whose formation factors along x, y, z, carried as a "
-                                    "pilot of the annealing moves them, lie nearest the reference's kept\n", draws);
+    std::fprintf(run.text_stream(), "drawing %d starts, the one whose formation factors along x, y, z, carried as "
+                                    "pilots of the annealing move them, lie nearest the reference's kept\n", batch);
   const std::optional<std::array<double, 3>> target = reference_formation_factors(run, reference);
   if (!target) {
     run.note("draws     the targets hold no formation factors (a descriptor file without `describe --measures`): "
@@ -691,68 +771,133 @@ double choose_start_draw(Session& run, anneal::Config& loop, const Mask* level_r
     return 0;
   }
   run.note("draws     the reference's formation factors: " + factors_text(*target));
+  std::optional<FlowEnvelope> envelope;
+  if (reference) envelope = flow_envelope(run, loop, *reference);
+  if (envelope)
+    run.note("draws     its " + std::to_string(envelope->subvolumes) + " sub-volumes of the domain's size (" +
+             to_string(envelope->subvolume) + "): formation factors " + envelope_text(*envelope));
   stop_if_signalled();
   const std::optional<anneal::ClusterSample> clusters = cluster_sample(run, loop, level_reference, true);
   const anneal::ClusterSample* cl = clusters ? &*clusters : nullptr;
-  // Draw 1 is build_start's (its size search's own structure): kept, as is the nearest so far
-  // (the pilot's start); any other is drawn again from its seed if the carry chooses it.
+  // Draw 1 is build_start's (its size search's own structure) and kept; any other is made
+  // again from its seed when piloted or kept, and checked against the draw measured.
   const Mask first = *loop.initial;
-  std::vector<std::array<double, 3>> drawn_f(static_cast<std::size_t>(draws));
-  std::vector<anneal::BlobCandidate> reports(static_cast<std::size_t>(draws));  // make_start fills them for draws 2, 3, …
-  std::vector<uint64_t> keys(static_cast<std::size_t>(draws));  // a draw made again must be the one measured
-  int nearest = 0;
-  double nearest_mismatch = 0;
-  for (int k = 0; k < draws; ++k) {
-    stop_if_signalled();
-    std::optional<Mask> drawn;
-    if (k > 0) drawn = make_start(run, loop, cl, draw_seed(loop.seed, k), &reports[std::size_t(k)]);
-    bool converged = true;
-    const std::array<double, 3> f =
-        formation_factors(drawn ? *drawn : *loop.initial, run.backend, "start drawn (" + to_string(loop.shape) + ")",
-                          &converged);
-    drawn_f[std::size_t(k)] = f;
-    keys[std::size_t(k)] = Fnv1a().add(drawn ? drawn->values() : loop.initial->values()).value();
-    const double mismatch = flow_mismatch(f, *target);
-    char line[220];
-    std::snprintf(line, sizeof line, "draw      %d of %d: formation factors %s, largest log ratio %.5f%s", k + 1,
-                  draws, factors_text(f).c_str(), mismatch,
-                  converged ? "" : " (a solve stopped short of its tolerance: F estimated)");
-    run.note(line);
-    if (k == 0 || mismatch < nearest_mismatch) {
-      nearest = k;
-      nearest_mismatch = mismatch;
-      if (drawn) loop.initial = std::move(*drawn);
+  std::vector<std::array<double, 3>> drawn_f;
+  std::vector<anneal::BlobCandidate> reports;  // make_start fills them for draws 2, 3, …
+  std::vector<uint64_t> keys;
+  std::vector<std::optional<std::array<double, 3>>> own;  // a piloted draw's F on the domain's grid
+  std::vector<std::array<double, 3>> carries;
+  auto draw_batch = [&] {
+    const int from = int(drawn_f.size()), to = from + batch;
+    for (int k = from; k < to; ++k) {
+      stop_if_signalled();
+      anneal::BlobCandidate report;
+      std::optional<Mask> drawn;
+      if (k > 0) drawn = make_start(run, loop, cl, draw_seed(loop.seed, k), &report);
+      const Mask& m = drawn ? *drawn : first;
+      bool converged = true;
+      const std::array<double, 3> f =
+          formation_factors(m, run.backend, "start drawn (" + to_string(loop.shape) + ")", &converged);
+      drawn_f.push_back(f);
+      reports.push_back(report);
+      keys.push_back(Fnv1a().add(m.values()).value());
+      own.emplace_back();
+      char line[220];
+      std::snprintf(line, sizeof line, "draw      %d of %d: formation factors %s, largest log ratio %.5f%s", k + 1,
+                    to, factors_text(f).c_str(), flow_mismatch(f, *target),
+                    converged ? "" : " (a solve stopped short of its tolerance: F estimated)");
+      run.note(line);
     }
-  }
-  double pilot_seconds = 0;
-  const std::array<double, 3> carry = draw_carry(run, loop, *loop.initial, drawn_f[std::size_t(nearest)], onto_domain,
-                                                 level_seconds, quiet, &pilot_seconds);
-  int best = 0;
-  double best_mismatch = 0;
-  std::array<double, 3> best_end{};
-  for (int k = 0; k < draws; ++k) {
-    std::array<double, 3> end = drawn_f[std::size_t(k)];
-    for (std::size_t i = 0; i < 3; ++i) end[i] *= carry[i];
-    const double mismatch = flow_mismatch(end, *target);
-    if (k == 0 || mismatch < best_mismatch) {
-      best = k;
-      best_mismatch = mismatch;
-      best_end = end;
-    }
-  }
-  if (best != nearest) {
-    loop.initial = best == 0 ? first : make_start(run, loop, cl, draw_seed(loop.seed, best), &reports[std::size_t(best)]);
-    if (Fnv1a().add(loop.initial->values()).value() != keys[std::size_t(best)])
-      throw RuntimeError("initial.draws: draw " + std::to_string(best + 1) +
+  };
+  auto start_of = [&](int k) {
+    if (k == 0) return first;
+    Mask m = make_start(run, loop, cl, draw_seed(loop.seed, k), &reports[std::size_t(k)]);
+    if (Fnv1a().add(m.values()).value() != keys[std::size_t(k)])
+      throw RuntimeError("initial.draws: draw " + std::to_string(k + 1) +
                          " made again from its seed is not the start that was measured");
+    return m;
+  };
+  // What the run is expected to make of draw k on the domain's grid.
+  auto carried = [&](int k) {
+    if (own[std::size_t(k)]) return *own[std::size_t(k)];
+    std::array<double, 3> f = drawn_f[std::size_t(k)];
+    for (std::size_t a = 0; a < 3; ++a) {
+      double log_sum = 0;
+      for (const auto& c : carries) log_sum += std::log(c[a]);
+      f[a] *= std::exp(log_sum / double(carries.size()));
+    }
+    return f;
+  };
+  double pilot_seconds = 0;
+  auto pilot = [&](int k) {
+    const double left = level_seconds > 0 ? std::max(1e-9, level_seconds - pilot_seconds) : 0.0;
+    const PilotEnd end =
+        draw_carry(run, loop, start_of(k), drawn_f[std::size_t(k)], onto_domain, left, quiet, &pilot_seconds, k);
+    carries.push_back(end.carry);
+    const std::array<double, 3>& f = end.domain_f;
+    own[std::size_t(k)] = f;
+    if (envelope) {
+      const double out = envelope_distance(f, *envelope);
+      char line[200];
+      if (out == 0) std::snprintf(line, sizeof line, "pilot     draw %d ends inside the sub-volumes' range", k + 1);
+      else std::snprintf(line, sizeof line, "pilot     draw %d ends outside the sub-volumes' range (log ratio %.5f "
+                                            "past it)", k + 1, out);
+      run.note(line);
+    }
+  };
+
+  draw_batch();
+  int nearest = 0;
+  for (int k = 1; k < batch; ++k)
+    if (flow_mismatch(drawn_f[std::size_t(k)], *target) < flow_mismatch(drawn_f[std::size_t(nearest)], *target))
+      nearest = k;
+  pilot(nearest);
+  int kept = -1;
+  for (;;) {
+    // The draw ranked first, a piloted draw that ended outside the range set aside.
+    int best = -1;
+    double best_mismatch = 0;
+    for (int k = 0; k < int(drawn_f.size()); ++k) {
+      if (envelope && own[std::size_t(k)] && envelope_distance(*own[std::size_t(k)], *envelope) > 0) continue;
+      const double m = flow_mismatch(carried(k), *target);
+      if (best < 0 || m < best_mismatch) {
+        best = k;
+        best_mismatch = m;
+      }
+    }
+    if (best >= 0 && (!envelope || own[std::size_t(best)])) {
+      kept = best;  // measured by its own pilot inside the range, or no range to check it against
+      break;
+    }
+    if (best < 0 || envelope_distance(carried(best), *envelope) > 0) {
+      if (int(drawn_f.size()) < kDrawBatches * batch) {
+        draw_batch();
+        continue;
+      }
+    }
+    if (best < 0 || int(carries.size()) >= kPilots) break;
+    pilot(best);
   }
-  if (best > 0) run.blob_start = reports[std::size_t(best)];
-  char line[400];
+  if (kept < 0) {  // no pilot ended inside the range: the piloted draw least outside it
+    for (int k = 0; k < int(drawn_f.size()); ++k) {
+      if (!own[std::size_t(k)]) continue;
+      if (kept < 0 || envelope_distance(*own[std::size_t(k)], *envelope) <
+                          envelope_distance(*own[std::size_t(kept)], *envelope))
+        kept = k;
+    }
+  }
+  loop.initial = start_of(kept);
+  if (kept > 0) run.blob_start = reports[std::size_t(kept)];
+  char line[480];
   std::snprintf(line, sizeof line,
-                "draws     %d of %d kept: formation factors %s, carried %s, against the reference's %s (largest log "
-                "ratio %.5f; draw %d nearest as drawn)",
-                best + 1, draws, factors_text(drawn_f[std::size_t(best)]).c_str(), factors_text(best_end).c_str(),
-                factors_text(*target).c_str(), best_mismatch, nearest + 1);
+                "draws     %d of %d kept: formation factors %s, carried %s%s, against the reference's %s (largest log "
+                "ratio %.5f; draw %d nearest as drawn, %d piloted)%s",
+                kept + 1, int(drawn_f.size()), factors_text(drawn_f[std::size_t(kept)]).c_str(),
+                factors_text(carried(kept)).c_str(), own[std::size_t(kept)] ? " by its own pilot" : "",
+                factors_text(*target).c_str(), flow_mismatch(carried(kept), *target), nearest + 1,
+                int(carries.size()),
+                envelope && envelope_distance(carried(kept), *envelope) > 0 ? "; none inside the sub-volumes' range"
+                                                                             : "");
   run.note(line);
   return pilot_seconds;
 }

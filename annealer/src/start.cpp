@@ -354,7 +354,9 @@ ClusterSample sample_clusters(const Mask& reference, Shape sub, int count, uint6
     if (c.count == 0) return;
     const uint32_t largest = largest_component(c);
     const int64_t pore = std::accumulate(c.sizes.begin(), c.sizes.end(), int64_t(0));
-    out.largest_share += weight * double(c.sizes[largest - 1]) / double(pore);
+    const double share = double(c.sizes[largest - 1]) / double(pore);
+    out.largest_share += weight * share;
+    out.smallest_share = out.smallest_share > 0 ? std::min(out.smallest_share, share) : share;
     out.others += weight * double(c.count - 1);
     out.touching += weight * double(c.count - label_components(pore_mask, Adjacency::full26, backend).count);
     for (std::size_t k = 0; k < c.sizes.size(); ++k)
@@ -475,6 +477,18 @@ Mask connect_largest_cluster(const Mask& start, const std::vector<float>& field,
       sizes.push_back(size);
       shapes.push_back(with_shapes ? &clusters.other_shapes[pick] : nullptr);
       drawn_total += size;
+    }
+    // Their total strays as a sub-volume's does, but no further than the sample's own spread:
+    // the last drawn go while the largest would hold less than its least sampled share (a
+    // refined start's largest below every real sub-volume's, where several large ones fell to
+    // one draw).
+    if (clusters.smallest_share > 0) {
+      const int64_t cap = pore - std::llround(std::min(1.0, clusters.smallest_share) * double(pore));
+      while (!sizes.empty() && drawn_total > cap) {
+        drawn_total -= sizes.back();
+        sizes.pop_back();
+        shapes.pop_back();
+      }
     }
     // A largest holding more than the placed clusters leave gives the excess up, its voxels
     // where the field is highest first (the pore's edges, away from its valleys), each only

@@ -1093,8 +1093,11 @@ TEST_CASE("anneal.cluster_shapes_sampled_and_placed") {
   const Shape domain{40, 36, 30};
   const std::vector<float> field = blob_field(domain, 1.0, seed);
   const Mask start = lowest_values(field, domain, domain.voxels() / 6);
+  // One sub-volume: its share is the least sampled one too.
+  CHECK(sample.smallest_share == doctest::Approx(sample.largest_share));
+  CHECK(sample.smallest_share == doctest::Approx(double(6 * 22 * 20) / double(6 * 22 * 20 + 9)));
   ClusterSample placing = sample;
-  placing.largest_share = 0.9;
+  placing.largest_share = placing.smallest_share = 0.9;
   placing.others = 10;
   ConnectedStart r;
   const Mask out = connect_largest_cluster(start, field, placing, seed, Backend::cpu, &r);
@@ -1144,6 +1147,18 @@ TEST_CASE("anneal.cluster_shapes_sampled_and_placed") {
     hooks_seen += hook >= 0;
   }
   CHECK(hooks_seen > 0);
+  // The clusters placed never take the largest below the least share sampled: with room for
+  // 20 voxels (4 or 5 each) no more than 4 go, and the largest holds the rest.
+  const int64_t pore = count_phase(start);
+  placing.smallest_share = 1.0 - 20.0 / double(pore);
+  ConnectedStart capped;
+  const Mask fewer = connect_largest_cluster(start, field, placing, seed, Backend::cpu, &capped);
+  CHECK(count_phase(fewer) == pore);
+  CHECK(capped.clusters_placed >= 4);
+  CHECK(capped.clusters_placed <= 5);
+  const ClusterStatistics kept = cluster_statistics(label_components(fewer, Adjacency::face6, Backend::cpu));
+  CHECK(kept.largest_share >= placing.smallest_share - 1e-12);
+  CHECK(capped.largest_share_after == doctest::Approx(kept.largest_share));
 }
 
 // A start given a real sample's small clusters: its own other clusters go, as many of the

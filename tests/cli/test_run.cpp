@@ -351,12 +351,22 @@ TEST_CASE("cli.run.start_draws") {
     const std::size_t at = text.find(said);
     REQUIRE(at != std::string::npos);
     const std::array<double, 3> reference = numbers(text.substr(at + said.size()));
+    // The range of F along each axis of the reference's sub-volumes of the domain's size.
+    const std::string range_said = " sub-volumes of the domain's size (32x32x32): formation factors ";
+    const std::size_t r = text.find(range_said);
+    REQUIRE(r != std::string::npos);
+    std::array<double, 3> low{}, high{};
+    REQUIRE(std::sscanf(text.c_str() + r + range_said.size(), "%lf-%lf / %lf-%lf / %lf-%lf", &low[0], &high[0],
+                        &low[1], &high[1], &low[2], &high[2]) == 6);
+    for (std::size_t a = 0; a < 3; ++a) CHECK(low[a] <= high[a]);
+    // Draws come in batches of 4 (up to 3 of them).
     std::vector<std::array<double, 3>> drawn;
     std::vector<std::string> draw_lines;
-    for (int k = 1; k <= 4; ++k) {
-      const std::string head = "draw      " + std::to_string(k) + " of 4: formation factors ";
+    for (int k = 1;; ++k) {
+      const std::string head = "draw      " + std::to_string(k) + " of " + std::to_string((k + 3) / 4 * 4) +
+                               ": formation factors ";
       const std::size_t d = text.find(head);
-      REQUIRE(d != std::string::npos);
+      if (d == std::string::npos) break;
       const std::string line = text.substr(d + head.size(), text.find('\n', d) - d - head.size());
       const std::array<double, 3> f = numbers(line);
       double printed = -1;
@@ -371,44 +381,76 @@ TEST_CASE("cli.run.start_draws") {
       drawn.push_back(f);
       draw_lines.push_back(text.substr(d, text.find('\n', d) - d));
     }
-    // The pilot's carry: its F on the domain's grid (refined there from a coarser level) over
-    // the F of the draw it started from, the nearest as drawn, along each axis (4 significant
-    // digits each printed).
-    const std::string carried = "; carried x ";
-    const std::size_t c = text.find(carried);
-    REQUIRE(c != std::string::npos);
-    const std::array<double, 3> carry = numbers(text.substr(c + carried.size()));
-    const std::size_t p = text.rfind("pilot     ", c);
-    REQUIRE(p != std::string::npos);
-    const std::string pilot = text.substr(p, c - p);
+    REQUIRE(drawn.size() >= 4);
+    CHECK(drawn.size() % 4 == 0);
+    CHECK(drawn.size() <= 12);
+    // Each pilot's carry: its F on the domain's grid (refined there from a coarser level) over
+    // the F of the draw it started from (4 significant digits each printed); whether it ends
+    // inside the range, from the printed figures where not within their rounding of an end.
     const std::string refined = "refined onto the domain's grid ";
-    CHECK((pilot.find(refined) != std::string::npos) == (levels > 1));
-    const std::array<double, 3> pilot_f =
-        numbers(levels > 1 ? pilot.substr(pilot.find(refined) + refined.size())
-                           : pilot.substr(pilot.find("formation factors ") + 18));
-    const std::size_t n = text.find(" nearest as drawn)");
-    REQUIRE(n != std::string::npos);
-    const int from = std::atoi(text.c_str() + text.rfind("draw ", n) + 5);
-    REQUIRE((from >= 1 && from <= 4));
-    for (std::size_t a = 0; a < 3; ++a)
-      CHECK(carry[a] == doctest::Approx(pilot_f[a] / drawn[std::size_t(from - 1)][a]).epsilon(2e-3));
-    // The kept draw is the least mismatched once carried (ranked at full precision: a tie
-    // within the prints' last digits — each factor's, the carry's and the reference's, so a
-    // log ratio within 1.5e-3 — may go either way, the earlier on an exact one).
-    std::vector<double> mismatch;
-    for (const auto& f : drawn) {
-      double m = 0;
-      for (std::size_t a = 0; a < 3; ++a) m = std::max(m, std::abs(std::log(f[a] * carry[a] / reference[a])));
-      mismatch.push_back(m);
+    std::vector<int> piloted;
+    std::vector<bool> inside;
+    for (std::size_t p = text.find("pilot     draw "); p != std::string::npos; p = text.find("pilot     draw ", p + 1)) {
+      const int k = std::atoi(text.c_str() + p + 15);
+      REQUIRE((k >= 1 && k <= int(drawn.size())));
+      const std::string line = text.substr(p, text.find('\n', p) - p);
+      if (line.find(" ends ") != std::string::npos) {
+        REQUIRE(!piloted.empty());
+        CHECK(k == piloted.back());
+        inside.push_back(line.find(" ends inside ") != std::string::npos);
+        CHECK((inside.back() || line.find(" ends outside ") != std::string::npos));
+        continue;
+      }
+      piloted.push_back(k);
+      const std::string carried = "; carried x ";
+      REQUIRE(line.find(carried) != std::string::npos);
+      const std::array<double, 3> carry = numbers(line.substr(line.find(carried) + carried.size()));
+      CHECK((line.find(refined) != std::string::npos) == (levels > 1));
+      const std::array<double, 3> pilot_f = numbers(levels > 1 ? line.substr(line.find(refined) + refined.size())
+                                                               : line.substr(line.find("formation factors ") + 18));
+      bool clear = true, within = true;
+      for (std::size_t a = 0; a < 3; ++a) {
+        const double ratio = pilot_f[a] / drawn[std::size_t(k - 1)][a];
+        if (std::isfinite(ratio) && ratio > 0) CHECK(carry[a] == doctest::Approx(ratio).epsilon(2e-3));
+        else CHECK(carry[a] == 1.0);  // a pore that does not cross the axis: no carry measured
+        clear = clear && std::abs(std::log(pilot_f[a] / low[a])) > 1e-3 && std::abs(std::log(pilot_f[a] / high[a])) > 1e-3;
+        within = within && pilot_f[a] >= low[a] && pilot_f[a] <= high[a];
+      }
+      if (clear) {
+        const std::size_t e = text.find("pilot     draw " + std::to_string(k) + " ends ", p);
+        REQUIRE(e != std::string::npos);
+        CHECK((text.compare(e, 15 + std::to_string(k).size() + 12, "pilot     draw " + std::to_string(k) +
+                                                                   " ends inside") == 0) == within);
+      }
     }
+    REQUIRE(!piloted.empty());
+    REQUIRE(inside.size() == piloted.size());
+    CHECK(piloted.size() <= 4);
+    // The first pilot starts from the draw of the first batch nearest as drawn (a tie within the
+    // prints' digits may go either way).
+    std::vector<double> as_drawn;
+    for (std::size_t k = 0; k < 4; ++k) {
+      double m = 0;
+      for (std::size_t a = 0; a < 3; ++a) m = std::max(m, std::abs(std::log(drawn[k][a] / reference[a])));
+      as_drawn.push_back(m);
+    }
+    CHECK(as_drawn[std::size_t(piloted.front() - 1)] <= *std::min_element(as_drawn.begin(), as_drawn.end()) + 2e-3);
+    // The kept draw was piloted: one that ended inside the range where any did, else the one
+    // least outside it after every pilot was spent or every draw made.
     const fs::path rd = dir / "results" / name;
     const std::string log = slurp(rd / "run.log");
-    const std::size_t said_kept = log.find(" of 4 kept: formation factors ");
+    const std::size_t said_kept = log.find(" of " + std::to_string(drawn.size()) + " kept: formation factors ");
     REQUIRE(said_kept != std::string::npos);
     const int kept = std::atoi(log.c_str() + log.rfind("draws     ", said_kept) + 10);
-    REQUIRE((kept >= 1 && kept <= 4));
-    const double least = *std::min_element(mismatch.begin(), mismatch.end());
-    CHECK(mismatch[std::size_t(kept - 1)] <= least + 3e-3 + 1e-5);
+    const std::string kept_line = log.substr(said_kept, log.find('\n', said_kept) - said_kept);
+    CHECK(kept_line.find(" by its own pilot") != std::string::npos);
+    CHECK(kept_line.find(std::to_string(piloted.size()) + " piloted)") != std::string::npos);
+    const auto at_kept = std::find(piloted.begin(), piloted.end(), kept);
+    REQUIRE(at_kept != piloted.end());
+    const bool any_inside = std::find(inside.begin(), inside.end(), true) != inside.end();
+    CHECK(inside[std::size_t(at_kept - piloted.begin())] == any_inside);
+    CHECK((kept_line.find("none inside") == std::string::npos) == any_inside);
+    if (!any_inside) CHECK((piloted.size() == 4 || drawn.size() == 12));
     CHECK(log.find(text.substr(at, text.find('\n', at) - at)) != std::string::npos);  // the reference's F logged
     for (const std::string& line : draw_lines) CHECK(log.find(line) != std::string::npos);  // and each draw's
     CHECK(slurp(rd / "config.yaml").find("draws: 4") != std::string::npos);

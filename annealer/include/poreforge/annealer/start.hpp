@@ -40,6 +40,9 @@ struct ClusterShape {
 /// Without sizes (a descriptor file's share alone) a start keeps the blobs' own small clusters.
 struct ClusterSample {
   double largest_share = 0;
+  /// The least of the sub-volumes' largest shares (0: unknown): placed clusters never take the
+  /// largest below it.
+  double smallest_share = 0;
   double others = 0;
   double touching = 0;  ///< the 6-connected count less the 26-connected one
   std::vector<int64_t> other_sizes;
