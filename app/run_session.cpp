@@ -674,69 +674,83 @@ PilotEnd draw_carry(Session& run, const anneal::Config& loop, const Mask& start,
   return PilotEnd{carry, domain_f};
 }
 
-// The natural envelope of F: the least and the greatest F along each axis of kEnvelopeCount
-// sub-volumes of the reference of the domain's physical size (as `compare` cuts them, from
+// Where the reference's F lies at the domain's size: F along each axis of kBandCount
+// sub-volumes of the reference of the domain's physical size (cut as `compare` cuts them, from
 // corners of a seed mixed from the run's, so a run does not aim at the sub-volumes its judge
-// draws from the same seed). A reconstruction is judged axis by axis against such a range,
-// and a draw carried to the whole image's F can still end outside it where the range is
-// narrow. None where the domain does not fit in the reference (or an axis is one voxel), or
-// fewer than two sub-volumes hold both phases.
-constexpr int kEnvelopeCount = 12;
+// draws from the same seed), their least and greatest and their middle half (the quartiles).
+// A reconstruction is judged axis by axis against the range of such a set; its ends are
+// themselves drawn (two sets of 12 at 256³ in a 400³ image differ by a tenth), so a start is
+// kept by the middle half, which any such range holds but by chance, not by the ends. None
+// where the domain does not fit in the reference (or an axis is one voxel), or fewer than
+// two sub-volumes hold both phases.
+constexpr int kBandCount = 12;
 
-struct FlowEnvelope {
-  std::array<double, 3> low{}, high{};
+struct FlowBand {
+  std::array<double, 3> least{}, greatest{};
+  std::array<double, 3> low{}, high{};  // the quartiles
   Shape subvolume;
   int subvolumes = 0;  // of two phases (one of a phase alone is skipped, as compare refuses it)
 };
 
-std::optional<FlowEnvelope> flow_envelope(Session& run, const anneal::Config& loop, const Mask& reference) {
+std::optional<FlowBand> flow_band(Session& run, const anneal::Config& loop, const Mask& reference) {
   int64_t sub[3];
   for (int a = 0; a < 3; ++a) {
     sub[a] = std::max<int64_t>(
         1, std::llround(double(loop.shape.extent(a)) * loop.spacing.along(a) / reference.spacing().along(a)));
     if (sub[a] > reference.shape().extent(a) || sub[a] <= 1) return std::nullopt;
   }
-  FlowEnvelope e;
-  e.subvolume = Shape{sub[0], sub[1], sub[2]};
-  e.low.fill(std::numeric_limits<double>::infinity());
-  e.high.fill(0);
+  FlowBand band;
+  band.subvolume = Shape{sub[0], sub[1], sub[2]};
+  std::array<std::vector<double>, 3> f;
   const uint64_t seed = mix64(loop.seed ^ 0x46454e56u);  // "FENV": not compare's corners
-  for (const Shape& corner : subvolume_corners(reference.shape(), e.subvolume, kEnvelopeCount, seed)) {
+  for (const Shape& corner : subvolume_corners(reference.shape(), band.subvolume, kBandCount, seed)) {
     stop_if_signalled();
-    const Mask part = crop(reference, corner, e.subvolume);
+    const Mask part = crop(reference, corner, band.subvolume);
     if (const int64_t pore = count_phase(part); pore == 0 || pore == part.voxels()) continue;  // compare refuses
-    ++e.subvolumes;
-    const std::array<double, 3> f =
-        formation_factors(part, run.backend, "a reference sub-volume (" + to_string(e.subvolume) + ")");
-    for (std::size_t a = 0; a < 3; ++a) {
-      e.low[a] = std::min(e.low[a], f[a]);
-      e.high[a] = std::max(e.high[a], f[a]);
-    }
+    ++band.subvolumes;
+    const std::array<double, 3> part_f =
+        formation_factors(part, run.backend, "a reference sub-volume (" + to_string(band.subvolume) + ")");
+    for (std::size_t a = 0; a < 3; ++a) f[a].push_back(part_f[a]);
   }
-  if (e.subvolumes < 2) return std::nullopt;
-  return e;
+  if (band.subvolumes < 2) return std::nullopt;
+  for (std::size_t a = 0; a < 3; ++a) {
+    std::vector<double>& v = f[a];
+    std::sort(v.begin(), v.end());  // +infinity (no crossing) last
+    auto quantile = [&](double q) {
+      const double at = q * double(v.size() - 1);
+      const std::size_t i = std::size_t(at);
+      const double t = at - double(i);
+      if (t == 0 || i + 1 >= v.size() || std::isinf(v[i])) return v[i];
+      return std::isinf(v[i + 1]) ? v[i + 1] : v[i] + t * (v[i + 1] - v[i]);
+    };
+    band.least[a] = v.front();
+    band.greatest[a] = v.back();
+    band.low[a] = quantile(0.25);
+    band.high[a] = quantile(0.75);
+  }
+  return band;
 }
 
-// How far F lies outside the envelope: the largest log ratio past its low or high end over
+// How far F lies outside the middle half: the largest log ratio past its low or high end over
 // the axes (0 inside it along every axis).
-double envelope_distance(const std::array<double, 3>& f, const FlowEnvelope& e) {
+double band_distance(const std::array<double, 3>& f, const FlowBand& band) {
   double worst = 0;
   for (std::size_t a = 0; a < 3; ++a) {
     if (std::isnan(f[a])) continue;
     if (std::isinf(f[a])) {
-      if (!std::isinf(e.high[a])) return std::numeric_limits<double>::infinity();
+      if (!std::isinf(band.high[a])) return std::numeric_limits<double>::infinity();
       continue;
     }
-    if (f[a] > e.high[a]) worst = std::max(worst, std::log(f[a] / e.high[a]));
-    if (f[a] < e.low[a]) worst = std::max(worst, std::log(e.low[a] / f[a]));
+    if (f[a] > band.high[a]) worst = std::max(worst, std::log(f[a] / band.high[a]));
+    if (f[a] < band.low[a]) worst = std::max(worst, std::log(band.low[a] / f[a]));
   }
   return worst;
 }
 
-std::string envelope_text(const FlowEnvelope& e) {
+std::string band_text(const std::array<double, 3>& low, const std::array<double, 3>& high) {
   char text[160];
-  std::snprintf(text, sizeof text, "%.4g-%.4g / %.4g-%.4g / %.4g-%.4g", e.low[0], e.high[0], e.low[1], e.high[1],
-                e.low[2], e.high[2]);
+  std::snprintf(text, sizeof text, "%.4g-%.4g / %.4g-%.4g / %.4g-%.4g", low[0], high[0], low[1], high[1], low[2],
+                high[2]);
   return text;
 }
 
@@ -746,16 +760,16 @@ std::string envelope_text(const FlowEnvelope& e) {
 // carried as the pilots say the run will move it (draw_carry; their carries' geometric mean
 // for a draw not piloted, a piloted draw's own), is ranked against the reference's
 // (`reference`, on its own grid) by flow_mismatch. The first pilot starts from the draw
-// nearest as drawn. Where the reference holds sub-volumes of the domain's size (flow_envelope),
+// nearest as drawn. Where the reference holds sub-volumes of the domain's size (flow_band),
 // the draw ranked first is piloted itself before it is kept, and kept only if its pilot ends
-// inside their range along every axis: one pilot's carry stands for another draw's to a few
-// per cent, about the width of a narrow range. While the draw ranked first is not piloted and
-// its carried F lies outside the range, more are drawn (up to kDrawBatches × initial.draws);
+// inside their middle half along every axis: one pilot's carry stands for another draw's to a
+// few per cent, about the width of that half. While the draw ranked first is not piloted and
+// its carried F lies outside the half, more are drawn (up to kDrawBatches × initial.draws);
 // after kPilots pilots without one inside, the piloted draw least outside is kept. Returns
 // the seconds the pilots took; `level_seconds` (0: none) is what the level has left of
 // annealing.max_seconds.
 constexpr int kPilots = 4;
-constexpr int kDrawBatches = 3;
+constexpr int kDrawBatches = 4;
 
 double choose_start_draw(Session& run, anneal::Config& loop, const Mask* level_reference, const Mask* reference,
                          const OntoDomain& onto_domain, double level_seconds, bool quiet) {
@@ -771,11 +785,12 @@ double choose_start_draw(Session& run, anneal::Config& loop, const Mask* level_r
     return 0;
   }
   run.note("draws     the reference's formation factors: " + factors_text(*target));
-  std::optional<FlowEnvelope> envelope;
-  if (reference) envelope = flow_envelope(run, loop, *reference);
-  if (envelope)
-    run.note("draws     its " + std::to_string(envelope->subvolumes) + " sub-volumes of the domain's size (" +
-             to_string(envelope->subvolume) + "): formation factors " + envelope_text(*envelope));
+  std::optional<FlowBand> band;
+  if (reference) band = flow_band(run, loop, *reference);
+  if (band)
+    run.note("draws     its " + std::to_string(band->subvolumes) + " sub-volumes of the domain's size (" +
+             to_string(band->subvolume) + "): formation factors " + band_text(band->least, band->greatest) +
+             ", their middle half " + band_text(band->low, band->high));
   stop_if_signalled();
   const std::optional<anneal::ClusterSample> clusters = cluster_sample(run, loop, level_reference, true);
   const anneal::ClusterSample* cl = clusters ? &*clusters : nullptr;
@@ -836,12 +851,12 @@ double choose_start_draw(Session& run, anneal::Config& loop, const Mask* level_r
     carries.push_back(end.carry);
     const std::array<double, 3>& f = end.domain_f;
     own[std::size_t(k)] = f;
-    if (envelope) {
-      const double out = envelope_distance(f, *envelope);
+    if (band) {
+      const double out = band_distance(f, *band);
       char line[200];
-      if (out == 0) std::snprintf(line, sizeof line, "pilot     draw %d ends inside the sub-volumes' range", k + 1);
-      else std::snprintf(line, sizeof line, "pilot     draw %d ends outside the sub-volumes' range (log ratio %.5f "
-                                            "past it)", k + 1, out);
+      if (out == 0) std::snprintf(line, sizeof line, "pilot     draw %d ends inside the sub-volumes' middle half", k + 1);
+      else std::snprintf(line, sizeof line, "pilot     draw %d ends outside the sub-volumes' middle half (log "
+                                            "ratio %.5f past it)", k + 1, out);
       run.note(line);
     }
   };
@@ -858,18 +873,18 @@ double choose_start_draw(Session& run, anneal::Config& loop, const Mask* level_r
     int best = -1;
     double best_mismatch = 0;
     for (int k = 0; k < int(drawn_f.size()); ++k) {
-      if (envelope && own[std::size_t(k)] && envelope_distance(*own[std::size_t(k)], *envelope) > 0) continue;
+      if (band && own[std::size_t(k)] && band_distance(*own[std::size_t(k)], *band) > 0) continue;
       const double m = flow_mismatch(carried(k), *target);
       if (best < 0 || m < best_mismatch) {
         best = k;
         best_mismatch = m;
       }
     }
-    if (best >= 0 && (!envelope || own[std::size_t(best)])) {
+    if (best >= 0 && (!band || own[std::size_t(best)])) {
       kept = best;  // measured by its own pilot inside the range, or no range to check it against
       break;
     }
-    if (best < 0 || envelope_distance(carried(best), *envelope) > 0) {
+    if (best < 0 || band_distance(carried(best), *band) > 0) {
       if (int(drawn_f.size()) < kDrawBatches * batch) {
         draw_batch();
         continue;
@@ -881,8 +896,8 @@ double choose_start_draw(Session& run, anneal::Config& loop, const Mask* level_r
   if (kept < 0) {  // no pilot ended inside the range: the piloted draw least outside it
     for (int k = 0; k < int(drawn_f.size()); ++k) {
       if (!own[std::size_t(k)]) continue;
-      if (kept < 0 || envelope_distance(*own[std::size_t(k)], *envelope) <
-                          envelope_distance(*own[std::size_t(kept)], *envelope))
+      if (kept < 0 || band_distance(*own[std::size_t(k)], *band) <
+                          band_distance(*own[std::size_t(kept)], *band))
         kept = k;
     }
   }
@@ -896,7 +911,7 @@ double choose_start_draw(Session& run, anneal::Config& loop, const Mask* level_r
                 factors_text(carried(kept)).c_str(), own[std::size_t(kept)] ? " by its own pilot" : "",
                 factors_text(*target).c_str(), flow_mismatch(carried(kept), *target), nearest + 1,
                 int(carries.size()),
-                envelope && envelope_distance(carried(kept), *envelope) > 0 ? "; none inside the sub-volumes' range"
+                band && band_distance(carried(kept), *band) > 0 ? "; none inside the sub-volumes' middle half"
                                                                              : "");
   run.note(line);
   return pilot_seconds;

@@ -351,15 +351,25 @@ TEST_CASE("cli.run.start_draws") {
     const std::size_t at = text.find(said);
     REQUIRE(at != std::string::npos);
     const std::array<double, 3> reference = numbers(text.substr(at + said.size()));
-    // The range of F along each axis of the reference's sub-volumes of the domain's size.
+    // The range of F along each axis of the reference's sub-volumes of the domain's size, and
+    // their middle half.
     const std::string range_said = " sub-volumes of the domain's size (32x32x32): formation factors ";
     const std::size_t r = text.find(range_said);
     REQUIRE(r != std::string::npos);
-    std::array<double, 3> low{}, high{};
-    REQUIRE(std::sscanf(text.c_str() + r + range_said.size(), "%lf-%lf / %lf-%lf / %lf-%lf", &low[0], &high[0],
+    std::array<double, 3> least{}, greatest{}, low{}, high{};
+    REQUIRE(std::sscanf(text.c_str() + r + range_said.size(), "%lf-%lf / %lf-%lf / %lf-%lf", &least[0], &greatest[0],
+                        &least[1], &greatest[1], &least[2], &greatest[2]) == 6);
+    const std::string half_said = ", their middle half ";
+    const std::size_t h = text.find(half_said, r);
+    REQUIRE(h != std::string::npos);
+    REQUIRE(std::sscanf(text.c_str() + h + half_said.size(), "%lf-%lf / %lf-%lf / %lf-%lf", &low[0], &high[0],
                         &low[1], &high[1], &low[2], &high[2]) == 6);
-    for (std::size_t a = 0; a < 3; ++a) CHECK(low[a] <= high[a]);
-    // Draws come in batches of 4 (up to 3 of them).
+    for (std::size_t a = 0; a < 3; ++a) {
+      CHECK(least[a] <= low[a]);
+      CHECK(low[a] <= high[a]);
+      CHECK(high[a] <= greatest[a]);
+    }
+    // Draws come in batches of 4 (up to 4 of them).
     std::vector<std::array<double, 3>> drawn;
     std::vector<std::string> draw_lines;
     for (int k = 1;; ++k) {
@@ -383,10 +393,10 @@ TEST_CASE("cli.run.start_draws") {
     }
     REQUIRE(drawn.size() >= 4);
     CHECK(drawn.size() % 4 == 0);
-    CHECK(drawn.size() <= 12);
+    CHECK(drawn.size() <= 16);
     // Each pilot's carry: its F on the domain's grid (refined there from a coarser level) over
     // the F of the draw it started from (4 significant digits each printed); whether it ends
-    // inside the range, from the printed figures where not within their rounding of an end.
+    // inside the middle half, from the printed figures where not within their rounding of an end.
     const std::string refined = "refined onto the domain's grid ";
     std::vector<int> piloted;
     std::vector<bool> inside;
@@ -435,8 +445,8 @@ TEST_CASE("cli.run.start_draws") {
       as_drawn.push_back(m);
     }
     CHECK(as_drawn[std::size_t(piloted.front() - 1)] <= *std::min_element(as_drawn.begin(), as_drawn.end()) + 2e-3);
-    // The kept draw was piloted: one that ended inside the range where any did, else the one
-    // least outside it after every pilot was spent or every draw made.
+    // The kept draw was piloted: one that ended inside the middle half where any did, else the
+    // one least outside it after every pilot was spent or every draw made.
     const fs::path rd = dir / "results" / name;
     const std::string log = slurp(rd / "run.log");
     const std::size_t said_kept = log.find(" of " + std::to_string(drawn.size()) + " kept: formation factors ");
@@ -450,7 +460,7 @@ TEST_CASE("cli.run.start_draws") {
     const bool any_inside = std::find(inside.begin(), inside.end(), true) != inside.end();
     CHECK(inside[std::size_t(at_kept - piloted.begin())] == any_inside);
     CHECK((kept_line.find("none inside") == std::string::npos) == any_inside);
-    if (!any_inside) CHECK((piloted.size() == 4 || drawn.size() == 12));
+    if (!any_inside) CHECK((piloted.size() == 4 || drawn.size() == 16));
     CHECK(log.find(text.substr(at, text.find('\n', at) - at)) != std::string::npos);  // the reference's F logged
     for (const std::string& line : draw_lines) CHECK(log.find(line) != std::string::npos);  // and each draw's
     CHECK(slurp(rd / "config.yaml").find("draws: 4") != std::string::npos);
