@@ -520,14 +520,15 @@ void build_start(Session& run, anneal::Config& loop, const Mask* reference, bool
 // initial.draws: the formation factors a reconstruction ends with are set by its start. The
 // annealing reshapes pores and throats voxel by voxel but keeps the pore space's paths (the
 // moves keep it connected), and a grains start's F along each axis comes through the levels,
-// moved by a few per cent in a way the run's pilot measures (draw_carry), while the grains'
+// moved by a few per cent in a way a pilot of the run measures (draw_carry), while the grains'
 // sizes and stretch (from the PSD, S2 and mean chords) set it only on average: one draw of
 // grains in a box a few dozen grains across can leave an axis a fifth harder to cross than the
-// reference's. So several starts are drawn with the same sizes and the one whose F along x, y,
-// z, carried, lies nearest the reference's (in logarithm: a ratio off either way counts alike)
-// is kept. The reference's F is taken on its own grid, where the finest level is judged,
-// whatever level the start is drawn for: a coarser level's start is the grains that level
-// refines and the finest reshapes, and its F is measured at its grid.
+// reference's. So several starts are drawn with the same sizes and one whose F along x, y, z,
+// carried, lies where the reference's sub-volumes' do is kept (choose_start_draw; in
+// logarithm: a ratio off either way counts alike). The reference's F is taken on its own
+// grid, where the finest level is judged, whatever level the start is drawn for: a coarser
+// level's start is the grains that level refines and the finest reshapes, and its F is
+// measured at its grid.
 constexpr double kDrawTolerance = 1e-6;  // conjugate gradients' relative residual: far more digits than a rank needs
 
 // F along x, y, z of `what` (NaN along an axis of one voxel, +infinity where no pore cluster
@@ -681,8 +682,8 @@ PilotEnd draw_carry(Session& run, const anneal::Config& loop, const Mask& start,
 // A reconstruction is judged axis by axis against the range of such a set; its ends are
 // themselves drawn (two sets of 12 at 256³ in a 400³ image differ by a tenth), so a start is
 // kept by the middle half, which any such range holds but by chance, not by the ends. None
-// where the domain does not fit in the reference (or an axis is one voxel), or fewer than
-// two sub-volumes hold both phases.
+// where the domain does not fit in the reference or is the reference's size (or an axis is
+// one voxel), or fewer than two sub-volumes hold both phases.
 constexpr int kBandCount = 12;
 
 struct FlowBand {
@@ -699,10 +700,11 @@ std::optional<FlowBand> flow_band(Session& run, const anneal::Config& loop, cons
         1, std::llround(double(loop.shape.extent(a)) * loop.spacing.along(a) / reference.spacing().along(a)));
     if (sub[a] > reference.shape().extent(a) || sub[a] <= 1) return std::nullopt;
   }
+  if (Shape{sub[0], sub[1], sub[2]} == reference.shape()) return std::nullopt;  // one sub-volume: the reference
   FlowBand band;
   band.subvolume = Shape{sub[0], sub[1], sub[2]};
   std::array<std::vector<double>, 3> f;
-  const uint64_t seed = mix64(loop.seed ^ 0x46454e56u);  // "FENV": not compare's corners
+  const uint64_t seed = mix64(loop.seed ^ 0x46454e56u);  // a lane of its own: not compare's corners
   for (const Shape& corner : subvolume_corners(reference.shape(), band.subvolume, kBandCount, seed)) {
     stop_if_signalled();
     const Mask part = crop(reference, corner, band.subvolume);
@@ -715,6 +717,8 @@ std::optional<FlowBand> flow_band(Session& run, const anneal::Config& loop, cons
   if (band.subvolumes < 2) return std::nullopt;
   for (std::size_t a = 0; a < 3; ++a) {
     std::vector<double>& v = f[a];
+    v.erase(std::remove_if(v.begin(), v.end(), [](double x) { return std::isnan(x); }), v.end());
+    if (v.size() < 2) return std::nullopt;
     std::sort(v.begin(), v.end());  // +infinity (no crossing) last
     auto quantile = [&](double q) {
       const double at = q * double(v.size() - 1);
@@ -756,18 +760,18 @@ std::string band_text(const std::array<double, 3>& low, const std::array<double,
 
 // initial.draws > 1: loop.initial (draw 1, built by build_start) and draws 2, 3, … of the same
 // sizes from seeds mixed from the run's, connected with the clusters of `level_reference` (the
-// reference of the level the start is for; null: descriptor-file targets). Each draw's F,
-// carried as the pilots say the run will move it (draw_carry; their carries' geometric mean
-// for a draw not piloted, a piloted draw's own), is ranked against the reference's
-// (`reference`, on its own grid) by flow_mismatch. The first pilot starts from the draw
-// nearest as drawn. Where the reference holds sub-volumes of the domain's size (flow_band),
-// the draw ranked first is piloted itself before it is kept, and kept only if its pilot ends
-// inside their middle half along every axis: one pilot's carry stands for another draw's to a
-// few per cent, about the width of that half. While the draw ranked first is not piloted and
-// its carried F lies outside the half, more are drawn (up to kDrawBatches × initial.draws);
-// after kPilots pilots without one inside, the piloted draw least outside is kept. Returns
-// the seconds the pilots took; `level_seconds` (0: none) is what the level has left of
-// annealing.max_seconds.
+// reference of the level the start is for; null: descriptor-file targets). A draw's F is
+// carried as the pilots say the run will move it (draw_carry; a piloted draw's own end, for
+// the others the pilots' carries' geometric mean). The first pilot starts from the draw
+// nearest the reference's F (`reference`, on its own grid) as drawn (flow_mismatch). Where
+// the reference holds sub-volumes of the domain's size (flow_band), a draw is kept only when
+// its own pilot ends inside their middle half along every axis: one draw's carry stands for
+// another's to a few per cent, about the width of that half. The next piloted is the draw
+// carried nearest the half (then nearest the reference's F); while none not yet piloted is
+// carried inside it, more are drawn (up to kDrawBatches × initial.draws). After kPilots
+// pilots, or a quarter of `level_seconds` (what the level has left of annealing.max_seconds;
+// 0: none) spent on them, the piloted draw least outside is kept. Without sub-volumes, the
+// draw carried nearest the reference's F is kept. Returns the seconds the pilots took.
 constexpr int kPilots = 4;
 constexpr int kDrawBatches = 4;
 
@@ -776,8 +780,9 @@ double choose_start_draw(Session& run, anneal::Config& loop, const Mask* level_r
   const int batch = run.rc.initial_draws;
   if (batch <= 1 || !loop.initial) return 0;
   if (!quiet)
-    std::fprintf(run.text_stream(), "drawing %d starts, the one whose formation factors along x, y, z, carried as "
-                                    "pilots of the annealing move them, lie nearest the reference's kept\n", batch);
+    std::fprintf(run.text_stream(), "drawing %d starts (more if none is carried where the reference's sub-volumes "
+                                    "lie), pilots of the annealing from the likeliest, the first that ends there kept\n",
+                 batch);
   const std::optional<std::array<double, 3>> target = reference_formation_factors(run, reference);
   if (!target) {
     run.note("draws     the targets hold no formation factors (a descriptor file without `describe --measures`): "
@@ -844,21 +849,23 @@ double choose_start_draw(Session& run, anneal::Config& loop, const Mask* level_r
     return f;
   };
   double pilot_seconds = 0;
+  std::optional<std::pair<int, Mask>> last_piloted;  // the kept draw is most often the last piloted
   auto pilot = [&](int k) {
     const double left = level_seconds > 0 ? std::max(1e-9, level_seconds - pilot_seconds) : 0.0;
-    const PilotEnd end =
-        draw_carry(run, loop, start_of(k), drawn_f[std::size_t(k)], onto_domain, left, quiet, &pilot_seconds, k);
+    last_piloted.reset();
+    Mask start = start_of(k);
+    const PilotEnd end = draw_carry(run, loop, start, drawn_f[std::size_t(k)], onto_domain, left, quiet, &pilot_seconds, k);
+    last_piloted.emplace(k, std::move(start));
     carries.push_back(end.carry);
-    const std::array<double, 3>& f = end.domain_f;
-    own[std::size_t(k)] = f;
-    if (band) {
-      const double out = band_distance(f, *band);
-      char line[200];
-      if (out == 0) std::snprintf(line, sizeof line, "pilot     draw %d ends inside the sub-volumes' middle half", k + 1);
-      else std::snprintf(line, sizeof line, "pilot     draw %d ends outside the sub-volumes' middle half (log "
-                                            "ratio %.5f past it)", k + 1, out);
-      run.note(line);
-    }
+    own[std::size_t(k)] = end.domain_f;
+    if (!band) return false;
+    const double out = band_distance(end.domain_f, *band);
+    char line[200];
+    if (out == 0) std::snprintf(line, sizeof line, "pilot     draw %d ends inside the sub-volumes' middle half", k + 1);
+    else std::snprintf(line, sizeof line, "pilot     draw %d ends outside the sub-volumes' middle half (log ratio "
+                                          "%.5f past it)", k + 1, out);
+    run.note(line);
+    return out == 0;
   };
 
   draw_batch();
@@ -866,42 +873,37 @@ double choose_start_draw(Session& run, anneal::Config& loop, const Mask* level_r
   for (int k = 1; k < batch; ++k)
     if (flow_mismatch(drawn_f[std::size_t(k)], *target) < flow_mismatch(drawn_f[std::size_t(nearest)], *target))
       nearest = k;
-  pilot(nearest);
-  int kept = -1;
-  for (;;) {
-    // The draw ranked first, a piloted draw that ended outside the range set aside.
-    int best = -1;
-    double best_mismatch = 0;
-    for (int k = 0; k < int(drawn_f.size()); ++k) {
-      if (band && own[std::size_t(k)] && band_distance(*own[std::size_t(k)], *band) > 0) continue;
-      const double m = flow_mismatch(carried(k), *target);
-      if (best < 0 || m < best_mismatch) {
-        best = k;
-        best_mismatch = m;
-      }
-    }
-    if (best >= 0 && (!band || own[std::size_t(best)])) {
-      kept = best;  // measured by its own pilot inside the range, or no range to check it against
-      break;
-    }
-    if (best < 0 || band_distance(carried(best), *band) > 0) {
-      if (int(drawn_f.size()) < kDrawBatches * batch) {
-        draw_batch();
-        continue;
-      }
-    }
-    if (best < 0 || int(carries.size()) >= kPilots) break;
-    pilot(best);
+  int kept = pilot(nearest) ? nearest : -1;
+  if (!band) {  // nothing to check a pilot's end against: the draw carried nearest the reference's F
+    for (int k = 0; k < int(drawn_f.size()); ++k)
+      if (kept < 0 || flow_mismatch(carried(k), *target) < flow_mismatch(carried(kept), *target)) kept = k;
   }
-  if (kept < 0) {  // no pilot ended inside the range: the piloted draw least outside it
+  while (kept < 0) {
+    int next = -1;  // not yet piloted: carried nearest the middle half, then nearest the reference's F
+    std::pair<double, double> next_rank;
     for (int k = 0; k < int(drawn_f.size()); ++k) {
-      if (!own[std::size_t(k)]) continue;
-      if (kept < 0 || band_distance(*own[std::size_t(k)], *band) <
-                          band_distance(*own[std::size_t(kept)], *band))
+      if (own[std::size_t(k)]) continue;
+      const std::array<double, 3> f = carried(k);
+      const std::pair<double, double> rank{band_distance(f, *band), flow_mismatch(f, *target)};
+      if (next < 0 || rank < next_rank) {
+        next = k;
+        next_rank = rank;
+      }
+    }
+    if ((next < 0 || next_rank.first > 0) && int(drawn_f.size()) < kDrawBatches * batch) {
+      draw_batch();
+      continue;
+    }
+    if (next < 0 || int(carries.size()) >= kPilots || (level_seconds > 0 && pilot_seconds >= level_seconds / 4)) break;
+    if (pilot(next)) kept = next;
+  }
+  if (kept < 0) {  // no pilot ended inside the middle half: the piloted draw least outside it
+    for (int k = 0; k < int(drawn_f.size()); ++k)
+      if (own[std::size_t(k)] &&
+          (kept < 0 || band_distance(*own[std::size_t(k)], *band) < band_distance(*own[std::size_t(kept)], *band)))
         kept = k;
-    }
   }
-  loop.initial = start_of(kept);
+  loop.initial = last_piloted && last_piloted->first == kept ? std::move(last_piloted->second) : start_of(kept);
   if (kept > 0) run.blob_start = reports[std::size_t(kept)];
   char line[480];
   std::snprintf(line, sizeof line,
@@ -911,8 +913,7 @@ double choose_start_draw(Session& run, anneal::Config& loop, const Mask* level_r
                 factors_text(carried(kept)).c_str(), own[std::size_t(kept)] ? " by its own pilot" : "",
                 factors_text(*target).c_str(), flow_mismatch(carried(kept), *target), nearest + 1,
                 int(carries.size()),
-                band && band_distance(carried(kept), *band) > 0 ? "; none inside the sub-volumes' middle half"
-                                                                             : "");
+                band && band_distance(carried(kept), *band) > 0 ? "; none inside the sub-volumes' middle half" : "");
   run.note(line);
   return pilot_seconds;
 }
@@ -1051,7 +1052,7 @@ void run_coarse_levels(Session& run, anneal::Config& loop, const Mask& reference
     if (previous) lc.initial = refine_start(run, lc, *previous, level_reference, quiet);
     else if (run.rc.initial == "blobs" || run.rc.initial == "grains") {
       build_start(run, lc, &level_reference, quiet);
-      // The draws' pilot refines its end through the finer levels, as the run will.
+      // The draws' pilots refine their ends through the finer levels, as the run will.
       const OntoDomain onto_domain = [&, j](const Mask& coarse) {
         Mask m = coarse;
         for (int i = j - 1; i >= 0; --i) {
@@ -1170,7 +1171,7 @@ int run_from_config(const RunOptions& o, const std::string& command_line, std::s
     const OntoDomain as_is = [](const Mask& m) { return m; };
     const double pilot = choose_start_draw(run, loop, reference ? &*reference : nullptr,
                                            reference ? &*reference : nullptr, as_is, run.rc.max_seconds, o.quiet);
-    // max_seconds bounds the annealing, the pilot's included (as the coarser levels' are).
+    // max_seconds bounds the annealing, the pilots' included (as the coarser levels' are).
     if (run.rc.max_seconds > 0 && pilot > 0) run.loop_seconds = std::max(1.0, run.rc.max_seconds - pilot);
   }
   // A structure from a file (a coarser run's final.h5: multi-scale reconstruction), resampled

@@ -390,13 +390,17 @@ ClusterSample sample_clusters(const Mask& reference, Shape sub, int count, uint6
       }
   };
   const Shape whole = reference.shape();
+  int sampled = 1;
   if (sub.nx <= whole.nx && sub.ny <= whole.ny && sub.nz <= whole.nz && count > 0) {
+    sampled = count;
     for (const Shape& corner : subvolume_corners(whole, sub, count, seed)) add(crop(reference, corner, sub), 1.0 / count);
   } else {  // the domain is larger than the reference: its clusters, as many per voxel
     add(reference, 1.0);
     out.others *= double(sub.voxels()) / double(whole.voxels());
     out.touching *= double(sub.voxels()) / double(whole.voxels());
   }
+  // One sub-volume shows no spread: the placed clusters' total may stray as before.
+  if (sampled < 2) out.smallest_share = 0;
   return out;
 }
 

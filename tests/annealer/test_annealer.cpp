@@ -18,6 +18,7 @@
 #include "poreforge/generators.hpp"
 #include "poreforge/local_thickness.hpp"
 #include "poreforge/measures.hpp"
+#include "poreforge/realism.hpp"
 #include "poreforge/annealer/connectivity.hpp"
 #include "support/backends.hpp"
 #include "support/golden_runs.hpp"
@@ -1093,9 +1094,8 @@ TEST_CASE("anneal.cluster_shapes_sampled_and_placed") {
   const Shape domain{40, 36, 30};
   const std::vector<float> field = blob_field(domain, 1.0, seed);
   const Mask start = lowest_values(field, domain, domain.voxels() / 6);
-  // One sub-volume: its share is the least sampled one too.
-  CHECK(sample.smallest_share == doctest::Approx(sample.largest_share));
-  CHECK(sample.smallest_share == doctest::Approx(double(6 * 22 * 20) / double(6 * 22 * 20 + 9)));
+  CHECK(sample.largest_share == doctest::Approx(double(6 * 22 * 20) / double(6 * 22 * 20 + 9)));
+  CHECK(sample.smallest_share == 0);  // one sub-volume shows no spread
   ClusterSample placing = sample;
   placing.largest_share = placing.smallest_share = 0.9;
   placing.others = 10;
@@ -1148,7 +1148,7 @@ TEST_CASE("anneal.cluster_shapes_sampled_and_placed") {
   }
   CHECK(hooks_seen > 0);
   // The clusters placed never take the largest below the least share sampled: with room for
-  // 20 voxels (4 or 5 each) no more than 4 go, and the largest holds the rest.
+  // 20 voxels (clusters of 4 or 5) four or five go, and the largest holds the rest.
   const int64_t pore = count_phase(start);
   placing.smallest_share = 1.0 - 20.0 / double(pore);
   ConnectedStart capped;
@@ -1159,6 +1159,27 @@ TEST_CASE("anneal.cluster_shapes_sampled_and_placed") {
   const ClusterStatistics kept = cluster_statistics(label_components(fewer, Adjacency::face6, Backend::cpu));
   CHECK(kept.largest_share >= placing.smallest_share - 1e-12);
   CHECK(capped.largest_share_after == doctest::Approx(kept.largest_share));
+}
+
+// The sample's largest share is the mean over its sub-volumes, and its least share their
+// least: from the same corners as compare's, each sub-volume labelled on its own.
+TEST_CASE("anneal.sample_clusters.shares_over_subvolumes") {
+  const uint64_t seed = testing::fresh_seed();
+  CAPTURE(seed);
+  const Shape whole{36, 32, 28}, sub{20, 18, 16};
+  const Mask reference = generate_blobs(whole, 0.2, 0.6, seed);
+  const int count = 5;
+  const ClusterSample sample = sample_clusters(reference, sub, count, seed, Backend::cpu);
+  double mean = 0, least = 1;
+  for (const Shape& corner : subvolume_corners(whole, sub, count, seed)) {
+    const ClusterStatistics c = cluster_statistics(label_components(crop(reference, corner, sub), Adjacency::face6,
+                                                                    Backend::cpu));
+    mean += c.largest_share / count;
+    least = std::min(least, c.largest_share);
+  }
+  CHECK(sample.largest_share == doctest::Approx(mean).epsilon(1e-12));
+  CHECK(sample.smallest_share == doctest::Approx(least).epsilon(1e-12));
+  CHECK(sample.smallest_share <= sample.largest_share);
 }
 
 // A start given a real sample's small clusters: its own other clusters go, as many of the
