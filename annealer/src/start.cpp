@@ -354,9 +354,7 @@ ClusterSample sample_clusters(const Mask& reference, Shape sub, int count, uint6
     if (c.count == 0) return;
     const uint32_t largest = largest_component(c);
     const int64_t pore = std::accumulate(c.sizes.begin(), c.sizes.end(), int64_t(0));
-    const double share = double(c.sizes[largest - 1]) / double(pore);
-    out.largest_share += weight * share;
-    out.smallest_share = out.smallest_share > 0 ? std::min(out.smallest_share, share) : share;
+    out.largest_share += weight * double(c.sizes[largest - 1]) / double(pore);
     out.others += weight * double(c.count - 1);
     out.touching += weight * double(c.count - label_components(pore_mask, Adjacency::full26, backend).count);
     for (std::size_t k = 0; k < c.sizes.size(); ++k)
@@ -390,17 +388,13 @@ ClusterSample sample_clusters(const Mask& reference, Shape sub, int count, uint6
       }
   };
   const Shape whole = reference.shape();
-  int sampled = 1;
   if (sub.nx <= whole.nx && sub.ny <= whole.ny && sub.nz <= whole.nz && count > 0) {
-    sampled = count;
     for (const Shape& corner : subvolume_corners(whole, sub, count, seed)) add(crop(reference, corner, sub), 1.0 / count);
   } else {  // the domain is larger than the reference: its clusters, as many per voxel
     add(reference, 1.0);
     out.others *= double(sub.voxels()) / double(whole.voxels());
     out.touching *= double(sub.voxels()) / double(whole.voxels());
   }
-  // One sub-volume shows no spread: the placed clusters' total may stray as before.
-  if (sampled < 2) out.smallest_share = 0;
   return out;
 }
 
@@ -482,17 +476,29 @@ Mask connect_largest_cluster(const Mask& start, const std::vector<float>& field,
       shapes.push_back(with_shapes ? &clusters.other_shapes[pick] : nullptr);
       drawn_total += size;
     }
-    // Their total strays as a sub-volume's does, but no further than the sample's own spread:
-    // the last drawn go while the largest would hold less than its least sampled share (a
-    // refined start's largest below every real sub-volume's, where several large ones fell to
-    // one draw).
-    if (clusters.smallest_share > 0) {
-      const int64_t cap = pore - std::llround(std::min(1.0, clusters.smallest_share) * double(pore));
-      while (!sizes.empty() && drawn_total > cap) {
-        drawn_total -= sizes.back();
-        sizes.pop_back();
-        shapes.pop_back();
+    // Their total strays as a sub-volume's does, but never takes the largest below the
+    // sample's average share: the largest drawn go first while it would (a heavy tail's one
+    // huge isolated cluster, which most sub-volumes lack), so the count stays the sample's. A
+    // refined start's largest below every real sub-volume's would stay there: the connected
+    // moves keep it.
+    {
+      std::vector<std::size_t> order(sizes.size());
+      std::iota(order.begin(), order.end(), std::size_t(0));
+      std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return sizes[a] > sizes[b]; });
+      std::vector<uint8_t> drop(sizes.size(), 0);
+      for (std::size_t k = 0; k < order.size() && drawn_total > pore - want; ++k) {
+        drop[order[k]] = 1;
+        drawn_total -= sizes[order[k]];
       }
+      std::size_t kept = 0;
+      for (std::size_t k = 0; k < sizes.size(); ++k)
+        if (!drop[k]) {
+          sizes[kept] = sizes[k];
+          shapes[kept] = shapes[k];
+          ++kept;
+        }
+      sizes.resize(kept);
+      shapes.resize(kept);
     }
     // A largest holding more than the placed clusters leave gives the excess up, its voxels
     // where the field is highest first (the pore's edges, away from its valleys), each only

@@ -40,9 +40,6 @@ struct ClusterShape {
 /// Without sizes (a descriptor file's share alone) a start keeps the blobs' own small clusters.
 struct ClusterSample {
   double largest_share = 0;
-  /// The least of the sub-volumes' largest shares (0: unknown, or one sub-volume): placed
-  /// clusters never take the largest below it.
-  double smallest_share = 0;
   double others = 0;
   double touching = 0;  ///< the 6-connected count less the 26-connected one
   std::vector<int64_t> other_sizes;
@@ -111,8 +108,8 @@ Mask make_blob_start(Shape shape, Spacing spacing, const Targets& targets, Bound
 /// (Moves::keep_pore_connected) keep whatever the start has. The other clusters are replaced:
 /// with sizes in `clusters`, clusters.others sizes are drawn from the sample's (from `seed`),
 /// the largest gives up what they take (its voxels where `field` is highest, each where that
-/// splits nothing; its share then strays from the sample's as a sub-volume's does, never below
-/// clusters.smallest_share: the last sizes drawn go while it would), and they
+/// splits nothing; its share then strays above the sample's as a sub-volume's does, never
+/// below it: the largest sizes drawn go while it would), and they
 /// are placed, each in the sample's shape where one is known (at a random corner where it fits,
 /// mirrored along random axes; one that fits nowhere is not placed) and else grown compact
 /// (nearest first) from a voxel clear of all pore, none touching another or the largest — not
