@@ -680,8 +680,8 @@ PilotEnd draw_carry(Session& run, const anneal::Config& loop, const Mask& start,
 // corners of a seed mixed from the run's, so a run does not aim at the sub-volumes its judge
 // draws from the same seed), their least and greatest and their middle half (the quartiles).
 // A reconstruction is judged axis by axis against the range of such a set; its ends are
-// themselves drawn (two sets of 12 at 256³ in a 400³ image differ by a tenth), so a start is
-// kept by the middle half, which any such range holds but by chance, not by the ends. None
+// themselves drawn (two sets of overlapping sub-volumes differ most there: docs/realism.md),
+// so a start is kept by the middle half, which any such range holds but by chance. None
 // where the domain does not fit in the reference or is the reference's size (or an axis is
 // one voxel), or fewer than two sub-volumes hold both phases.
 constexpr int kBandCount = 12;
