@@ -247,9 +247,18 @@ PF_BACKEND_TEST("anneal", "swaps_keep_porosity_and_energy_exact") {
   CHECK(a.progress().accepted + a.progress().rejected == 4000);
   CHECK(a.progress().accepted > 0);
   CHECK(a.progress().rejected > 0);
+  CHECK(a.progress().best.total <= start);
   // The run anneals: its best lies well below where it started. How far depends on the seed
-  // (0.11 to 0.85 of the start over 34 seeds in 4,000 evaluations of this small box).
-  CHECK(a.progress().best.total < 0.95 * start);
+  // (most runs of this small box end between a tenth and nine tenths of the start, and a rare
+  // one barely moves), so on fixed seeds, as a statistical property: summed over three.
+  double best = 0, started = 0;
+  for (uint64_t s : {1u, 2u, 3u}) {
+    Annealer fixed(every_term_config(s, 4000, B::backend));
+    started += fixed.progress().energy.total;
+    fixed.run([](const Progress&) {}, 4000);
+    best += fixed.progress().best.total;
+  }
+  CHECK(best < 0.95 * started);
 }
 
 // The fixed runs of support/golden_runs.hpp give the results recorded before the step was
