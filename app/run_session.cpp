@@ -385,6 +385,16 @@ std::string placed_clusters(const anneal::ConnectedStart& cs, const anneal::Clus
   return text;
 }
 
+// The domain's physical size in the reference's voxels: the shape of the reference's
+// sub-volumes a run samples (its clusters, its F) and `compare` judges it against.
+Shape domain_in_reference_voxels(const anneal::Config& loop, const Mask& reference) {
+  int64_t sub[3];
+  for (int a = 0; a < 3; ++a)
+    sub[a] = std::max<int64_t>(1, std::llround(double(loop.shape.extent(a)) * loop.spacing.along(a) /
+                                               reference.spacing().along(a)));
+  return Shape{sub[0], sub[1], sub[2]};
+}
+
 // A connected start's clusters: those of the reference's sub-volumes of this domain's physical
 // size (as `compare` draws them), or a descriptor file's largest share alone; none when the
 // start is not connected.
@@ -392,11 +402,8 @@ std::optional<anneal::ClusterSample> cluster_sample(Session& run, const anneal::
                                                     bool quiet) {
   std::optional<anneal::ClusterSample> clusters;
   if (run.rc.initial_connect && reference) {
-    int64_t sub[3];
-    for (int a = 0; a < 3; ++a)
-      sub[a] = std::max<int64_t>(1, std::llround(double(loop.shape.extent(a)) * loop.spacing.along(a) /
-                                                 reference->spacing().along(a)));
-    clusters = anneal::sample_clusters(*reference, Shape{sub[0], sub[1], sub[2]}, 12, loop.seed, run.backend);
+    clusters = anneal::sample_clusters(*reference, domain_in_reference_voxels(loop, *reference), 12, loop.seed,
+                                       run.backend);
     // Sizes in the domain's voxels: the same physical volume on another grid; clusters below
     // half a voxel of it do not show there, and their share of the count goes with them.
     const Spacing rs = reference->spacing(), ds = loop.spacing;
@@ -694,15 +701,11 @@ struct FlowBand {
 };
 
 std::optional<FlowBand> flow_band(Session& run, const anneal::Config& loop, const Mask& reference) {
-  int64_t sub[3];
-  for (int a = 0; a < 3; ++a) {
-    sub[a] = std::max<int64_t>(
-        1, std::llround(double(loop.shape.extent(a)) * loop.spacing.along(a) / reference.spacing().along(a)));
-    if (sub[a] > reference.shape().extent(a) || sub[a] <= 1) return std::nullopt;
-  }
-  if (Shape{sub[0], sub[1], sub[2]} == reference.shape()) return std::nullopt;  // one sub-volume: the reference
   FlowBand band;
-  band.subvolume = Shape{sub[0], sub[1], sub[2]};
+  band.subvolume = domain_in_reference_voxels(loop, reference);
+  for (int a = 0; a < 3; ++a)
+    if (band.subvolume.extent(a) > reference.shape().extent(a) || band.subvolume.extent(a) <= 1) return std::nullopt;
+  if (band.subvolume == reference.shape()) return std::nullopt;  // one sub-volume: the reference
   std::array<std::vector<double>, 3> f;
   const uint64_t seed = mix64(loop.seed ^ 0x46454e56u);  // a lane of its own: not compare's corners
   for (const Shape& corner : subvolume_corners(reference.shape(), band.subvolume, kBandCount, seed)) {

@@ -453,8 +453,8 @@ Mask connect_largest_cluster(const Mask& start, const std::vector<float>& field,
     // draw that would take the total past half again the pore the sample's share leaves the
     // others is drawn again (up to 8 times; a heavy tail's one huge cluster in a small box),
     // and the largest gives up what they take: the count is the sample's (but for draws that
-    // found no fit), and their total strays from its share as a sub-volume's does, where cut
-    // to the share the last ones drawn would find no pore left.
+    // found no fit); cut to the share as they are drawn, the last ones would find no pore left
+    // and the count would fall short (the largest of them go after the draws instead, below).
     const Philox random(seed ^ 0x434c5354u);  // "CLST": a lane of its own
     uint64_t draw = 0;
     const int64_t placing = std::llround(clusters.others);
