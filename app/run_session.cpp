@@ -434,14 +434,12 @@ std::optional<anneal::ClusterSample> cluster_sample(Session& run, const anneal::
 }
 
 // A blobs or grains start of the sizes run.rc names (none `auto`) from `seed`, connected with
-// `clusters`; grains stretched by `grain_stretch` where given (initial.draws' later batches),
-// else as run.rc says.
+// `clusters`.
 Mask make_start(const Session& run, const anneal::Config& loop, const anneal::ClusterSample* clusters, uint64_t seed,
-                anneal::BlobCandidate* report, const std::array<double, 3>* grain_stretch = nullptr) {
+                anneal::BlobCandidate* report) {
   if (run.rc.initial == "grains") {
     std::optional<std::array<double, 3>> stretch;  // none: as the targets' chords say
-    if (grain_stretch) stretch = *grain_stretch;
-    else if (!run.rc.initial_grain_stretch_auto) stretch = run.rc.initial_grain_stretch;
+    if (!run.rc.initial_grain_stretch_auto) stretch = run.rc.initial_grain_stretch;
     return anneal::make_grain_start(loop.shape, loop.spacing, loop.targets, loop.boundary, run.rc.initial_grain_radius,
                                     seed, run.backend, report, clusters,
                                     run.rc.initial_grain_spread_auto ? 0.0 : run.rc.initial_grain_spread, stretch);
@@ -773,8 +771,7 @@ std::string band_text(const std::array<double, 3>& low, const std::array<double,
 // its own pilot ends inside their middle half along every axis: one draw's carry stands for
 // another's to a few per cent, about the width of that half. The next piloted is the draw
 // carried nearest the half (then nearest the reference's F); while none not yet piloted is
-// carried inside it, more are drawn (up to kDrawBatches × initial.draws; grains stretched
-// anew by how the batch before lies about the half, restretch). After kPilots
+// carried inside it, more are drawn (up to kDrawBatches × initial.draws). After kPilots
 // pilots, or a quarter of `level_seconds` (what the level has left of annealing.max_seconds;
 // 0: none) spent on them, the piloted draw least outside is kept. Without sub-volumes, the
 // draw carried nearest the reference's F is kept. Returns the seconds the pilots took.
@@ -813,48 +810,13 @@ double choose_start_draw(Session& run, anneal::Config& loop, const Mask* level_r
   std::vector<uint64_t> keys;
   std::vector<std::optional<std::array<double, 3>>> own;  // a piloted draw's F on the domain's grid
   std::vector<std::array<double, 3>> carries;
-  // What the run is expected to make of draw k on the domain's grid.
-  auto carried = [&](int k) {
-    if (own[std::size_t(k)]) return *own[std::size_t(k)];
-    std::array<double, 3> f = drawn_f[std::size_t(k)];
-    for (std::size_t a = 0; a < 3; ++a) {
-      double log_sum = 0;
-      for (const auto& c : carries) log_sum += std::log(c[a]);
-      f[a] *= std::exp(log_sum / double(carries.size()));
-    }
-    return f;
-  };
-  // Grains: each draw's stretch (restretch; the first batch's is run.rc's).
-  const bool grains = run.rc.initial == "grains";
-  std::vector<std::array<double, 3>> stretches;
   auto draw_batch = [&] {
     const int from = int(drawn_f.size()), to = from + batch;
-    std::array<double, 3> stretch = run.rc.initial_grain_stretch_auto
-                                        ? anneal::grain_stretch(loop.targets, loop.spacing)
-                                        : run.rc.initial_grain_stretch;
-    if (grains && from > 0 && band) {  // the last batch's draws, carried, against the middle half
-      std::array<double, 3> carried_log{};
-      for (int k = from - batch; k < from; ++k)
-        for (std::size_t a = 0; a < 3; ++a) carried_log[a] += std::log(carried(k)[a]) / double(batch);
-      stretch = restretch(stretches.back(), carried_log, band->low, band->high);
-      if (stretch != stretches.back()) {
-        char line[320];
-        std::snprintf(line, sizeof line,
-                      "draws     %d to %d stretched %.4g / %.4g / %.4g: draws %d to %d carried to %s on average "
-                      "(geometric), against the middle half's %s",
-                      from + 1, to, stretch[0], stretch[1], stretch[2], from - batch + 1, from,
-                      factors_text({std::exp(carried_log[0]), std::exp(carried_log[1]), std::exp(carried_log[2])}).c_str(),
-                      factors_text({std::sqrt(band->low[0] * band->high[0]), std::sqrt(band->low[1] * band->high[1]),
-                                    std::sqrt(band->low[2] * band->high[2])}).c_str());
-        run.note(line);
-      }
-    }
     for (int k = from; k < to; ++k) {
       stop_if_signalled();
-      stretches.push_back(stretch);
       anneal::BlobCandidate report;
       std::optional<Mask> drawn;
-      if (k > 0) drawn = make_start(run, loop, cl, draw_seed(loop.seed, k), &report, grains ? &stretch : nullptr);
+      if (k > 0) drawn = make_start(run, loop, cl, draw_seed(loop.seed, k), &report);
       const Mask& m = drawn ? *drawn : first;
       bool converged = true;
       const std::array<double, 3> f =
@@ -872,12 +834,22 @@ double choose_start_draw(Session& run, anneal::Config& loop, const Mask* level_r
   };
   auto start_of = [&](int k) {
     if (k == 0) return first;
-    Mask m = make_start(run, loop, cl, draw_seed(loop.seed, k), &reports[std::size_t(k)],
-                        grains ? &stretches[std::size_t(k)] : nullptr);
+    Mask m = make_start(run, loop, cl, draw_seed(loop.seed, k), &reports[std::size_t(k)]);
     if (Fnv1a().add(m.values()).value() != keys[std::size_t(k)])
       throw RuntimeError("initial.draws: draw " + std::to_string(k + 1) +
                          " made again from its seed is not the start that was measured");
     return m;
+  };
+  // What the run is expected to make of draw k on the domain's grid.
+  auto carried = [&](int k) {
+    if (own[std::size_t(k)]) return *own[std::size_t(k)];
+    std::array<double, 3> f = drawn_f[std::size_t(k)];
+    for (std::size_t a = 0; a < 3; ++a) {
+      double log_sum = 0;
+      for (const auto& c : carries) log_sum += std::log(c[a]);
+      f[a] *= std::exp(log_sum / double(carries.size()));
+    }
+    return f;
   };
   double pilot_seconds = 0;
   std::optional<std::pair<int, Mask>> last_piloted;  // the kept draw is most often the last piloted
@@ -1384,34 +1356,6 @@ int resume_run(const ResumeOptions& o, const std::string& command_line) {
     run.say("lock      taken over from process " + std::to_string(run.lock.taken_over()) + ", no longer running");
   for (const auto& p : stale) run.say("removed   " + p.string() + ", left by an interrupted write");
   return run.drive(annealer);
-}
-
-// How far a stretch moves F: on packs of the start's grains (porosity 0.19, radius 4.9 voxels,
-// spread 0.25, 128³, 16 seeds each from a stretch of 0.9 to 1.1 along one axis, the others
-// shrunk to keep the volume), ln F along an axis fell by 1.4 to 1.5 for each unit of ln stretch
-// along it (docs/realism.md). A rock whose grains answer otherwise is corrected by the batch
-// after: its draws' carried F are measured again.
-constexpr double kStretchSensitivity = 1.45;  // −d ln F_a / d ln stretch_a
-// A batch of a few draws is noisy about its mean: it moves the stretch by at most this much
-// (in ln stretch, each axis).
-constexpr double kRestretchStep = 0.1;
-
-std::array<double, 3> restretch(const std::array<double, 3>& stretch, const std::array<double, 3>& carried_log,
-                                const std::array<double, 3>& low, const std::array<double, 3>& high) {
-  std::array<double, 3> offset{};
-  double mean = 0;
-  for (std::size_t a = 0; a < 3; ++a) {
-    const double middle = 0.5 * (std::log(low[a]) + std::log(high[a]));
-    if (!std::isfinite(carried_log[a]) || !std::isfinite(middle)) return stretch;
-    offset[a] = carried_log[a] - middle;
-    mean += offset[a] / 3;
-  }
-  std::array<double, 3> next{};
-  for (std::size_t a = 0; a < 3; ++a) {
-    const double step = std::clamp((offset[a] - mean) / kStretchSensitivity, -kRestretchStep, kRestretchStep);
-    next[a] = std::clamp(stretch[a] * std::exp(step), 0.1, 10.0);
-  }
-  return next;
 }
 
 // The device loop evaluates the whole structure each step; the CPU's local evaluation only the

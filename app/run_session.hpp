@@ -2,7 +2,6 @@
 // `poreforge run` and `poreforge resume`: a reconstruction from a configuration, or continued
 // from a checkpoint, into its run folder (locked while it runs), with progress, checkpoints,
 // signals and the final outputs.
-#include <array>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -30,19 +29,6 @@ struct ResumeOptions {
   bool quiet = false;
   std::string progress = "auto";
 };
-
-/// initial.draws' later batches of grains: the grains' stretch sets how F divides among the
-/// axes, the draw how much each gets by chance. Where a batch's draws, carried as the pilots
-/// say, lie above the reference's sub-volumes' middle half along one axis and below it along
-/// another (seed after seed alike: an anisotropy the stretch chosen from the mean chords does
-/// not give), the next batch is stretched along the axes its F must fall on and shrunk along
-/// those it must rise on. `stretch`: the last batch's; `carried_log`: the mean ln F of its
-/// draws as carried, along x, y, z; `low`, `high`: the middle half's ends. Only the part of the
-/// offset from the half's middle (in logarithm) that differs among the axes moves the stretch
-/// (its mean is not a stretch's to move: a stretch keeps the grains' volume), by at most a
-/// step a batch; `stretch` itself where an axis's figures are not finite.
-std::array<double, 3> restretch(const std::array<double, 3>& stretch, const std::array<double, 3>& carried_log,
-                                const std::array<double, 3>& low, const std::array<double, 3>& high);
 
 /// Why `backend: auto` puts a run's annealing loop on the CPU although a GPU is there; empty
 /// where it does not. The openings term, which only the CPU's evaluation counts; or cubic

@@ -14,8 +14,6 @@
 #include <chrono>
 #include <fstream>
 #include <functional>
-#include <limits>
-#include <random>
 #include <tuple>
 #include <sstream>
 
@@ -529,72 +527,6 @@ TEST_CASE("cli.run.start_draws") {
   }
   std::error_code ec;
   fs::remove_all(dir, ec);
-}
-
-// initial.draws' restretch on fresh figures: grains whose F follows the sensitivity the rule
-// assumes (ln F_a = c_a − 1.45 ln stretch_a) come out, restretched once, offset from the middle
-// half's middle alike along every axis — what differed among the axes is gone, their mean offset
-// stays — with the grains' volume kept; a step is bounded; figures not finite leave it be.
-TEST_CASE("cli.run.restretch") {
-  const uint64_t seed = testing::fresh_seed();
-  CAPTURE(seed);
-  std::mt19937_64 random(seed);
-  std::uniform_real_distribution<double> unit(0.0, 1.0);
-  for (int trial = 0; trial < 200; ++trial) {
-    CAPTURE(trial);
-    std::array<double, 3> stretch{}, low{}, high{}, c{};
-    for (std::size_t a = 0; a < 3; ++a) {
-      stretch[a] = 0.7 + 0.6 * unit(random);
-      low[a] = 5 + 40 * unit(random);
-      high[a] = low[a] * (1.01 + 0.3 * unit(random));
-      c[a] = std::log(std::sqrt(low[a] * high[a])) + 0.2 * (unit(random) - 0.5) + 1.45 * std::log(stretch[a]);
-    }
-    auto carried_log = [&](const std::array<double, 3>& s) {
-      std::array<double, 3> l{};
-      for (std::size_t a = 0; a < 3; ++a) l[a] = c[a] - 1.45 * std::log(s[a]);
-      return l;
-    };
-    auto offsets = [&](const std::array<double, 3>& l) {
-      std::array<double, 3> o{};
-      for (std::size_t a = 0; a < 3; ++a) o[a] = l[a] - std::log(std::sqrt(low[a] * high[a]));
-      return o;
-    };
-    const std::array<double, 3> next = app::restretch(stretch, carried_log(stretch), low, high);
-    double volume = 0, largest_step = 0;
-    for (std::size_t a = 0; a < 3; ++a) {
-      volume += std::log(next[a] / stretch[a]);
-      largest_step = std::max(largest_step, std::abs(std::log(next[a] / stretch[a])));
-    }
-    CHECK(largest_step <= 0.1 + 1e-12);
-    const std::array<double, 3> before = offsets(carried_log(stretch)), after = offsets(carried_log(next));
-    const double mean_before = (before[0] + before[1] + before[2]) / 3;
-    const double mean_after = (after[0] + after[1] + after[2]) / 3;
-    if (largest_step < 0.1 - 1e-9) {  // not held back by the step: the anisotropy gone in one batch
-      CHECK(std::abs(volume) <= 1e-12);
-      for (std::size_t a = 0; a < 3; ++a) CHECK(after[a] == doctest::Approx(mean_before).epsilon(1e-9));
-      CHECK(mean_after == doctest::Approx(mean_before).epsilon(1e-9));
-    } else {  // held back: the spread among the axes smaller, none moved the wrong way
-      const auto spread = [](const std::array<double, 3>& o) {
-        return *std::max_element(o.begin(), o.end()) - *std::min_element(o.begin(), o.end());
-      };
-      CHECK(spread(after) < spread(before));
-      for (std::size_t a = 0; a < 3; ++a)
-        CHECK((after[a] - mean_before) * (before[a] - mean_before) >= -1e-12);
-    }
-    // An offset alike along every axis is not a stretch's to move.
-    std::array<double, 3> alike{};
-    const double shift = 0.3 * (unit(random) - 0.5);
-    for (std::size_t a = 0; a < 3; ++a) alike[a] = std::log(std::sqrt(low[a] * high[a])) + shift;
-    const std::array<double, 3> kept = app::restretch(stretch, alike, low, high);
-    for (std::size_t a = 0; a < 3; ++a) CHECK(kept[a] == doctest::Approx(stretch[a]).epsilon(1e-12));
-    // A middle half or a carried F that is not finite (a sub-volume the pore does not cross).
-    std::array<double, 3> open = high;
-    open[std::size_t(trial % 3)] = std::numeric_limits<double>::infinity();
-    CHECK(app::restretch(stretch, carried_log(stretch), low, open) == stretch);
-    std::array<double, 3> uncrossed = carried_log(stretch);
-    uncrossed[std::size_t(trial % 3)] = std::numeric_limits<double>::infinity();
-    CHECK(app::restretch(stretch, uncrossed, low, high) == stretch);
-  }
 }
 
 TEST_CASE("cli.run.end_to_end") {
