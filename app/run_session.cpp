@@ -410,14 +410,22 @@ std::optional<anneal::ClusterSample> cluster_sample(Session& run, const anneal::
     const double scale = (rs.x * rs.y * rs.z) / (ds.x * ds.y * ds.z);
     if (scale != 1.0) {
       std::vector<int64_t> shown;
-      for (int64_t size : clusters->other_sizes)
-        if (const int64_t s = std::llround(double(size) * scale); s > 0) shown.push_back(s);
+      std::vector<uint8_t> shown_touching;
+      const bool with_touching = clusters->other_touching.size() == clusters->other_sizes.size();
+      for (std::size_t k = 0; k < clusters->other_sizes.size(); ++k)
+        if (const int64_t s = std::llround(double(clusters->other_sizes[k]) * scale); s > 0) {
+          shown.push_back(s);
+          if (with_touching) shown_touching.push_back(clusters->other_touching[k]);
+        }
       if (!clusters->other_sizes.empty()) {
-        const double kept = double(shown.size()) / double(clusters->other_sizes.size());
-        clusters->others *= kept;
-        clusters->touching *= kept;
+        // Each pooled cluster stands for this many in a box of the domain's size.
+        const double each = clusters->others / double(clusters->other_sizes.size());
+        clusters->touching = with_touching ? each * double(std::count(shown_touching.begin(), shown_touching.end(), 1))
+                                           : clusters->touching * double(shown.size()) / double(clusters->other_sizes.size());
+        clusters->others = each * double(shown.size());
       }
       clusters->other_sizes = std::move(shown);
+      clusters->other_touching = std::move(shown_touching);
       if (clusters->other_sizes.empty()) clusters->others = clusters->touching = 0;
     }
     // Shapes lie on the reference's grid: on another (any axis's spacing, even at the same

@@ -356,9 +356,24 @@ ClusterSample sample_clusters(const Mask& reference, Shape sub, int count, uint6
     const int64_t pore = std::accumulate(c.sizes.begin(), c.sizes.end(), int64_t(0));
     out.largest_share += weight * double(c.sizes[largest - 1]) / double(pore);
     out.others += weight * double(c.count - 1);
-    out.touching += weight * double(c.count - label_components(pore_mask, Adjacency::full26, backend).count);
+    const ComponentLabels joined = label_components(pore_mask, Adjacency::full26, backend);
+    out.touching += weight * double(c.count - joined.count);
+    // Which clusters touch: in each 26-connected cluster the largest 6-connected one stands
+    // alone and the rest join it. Drawn with their sizes, the sizes that touch are the
+    // sample's — a pack's specks at grain contacts touch, its larger isolated pores do not.
+    std::vector<uint32_t> joined_label(c.sizes.size(), 0);  // each 6-connected cluster's 26-connected one
+    for (int64_t i = 0; i < pore_mask.voxels(); ++i)
+      if (const uint32_t l = c.labels[std::size_t(i)]; l && !joined_label[l - 1]) joined_label[l - 1] = joined.labels[std::size_t(i)];
+    std::vector<int64_t> head(std::size_t(joined.count), 0);  // per 26-connected cluster: its largest 6-connected one's label
+    for (std::size_t k = 0; k < c.sizes.size(); ++k) {
+      int64_t& h = head[joined_label[k] - 1];
+      if (!h || c.sizes[k] > c.sizes[std::size_t(h - 1)] || k + 1 == largest) h = int64_t(k + 1);
+    }
     for (std::size_t k = 0; k < c.sizes.size(); ++k)
-      if (k + 1 != largest) out.other_sizes.push_back(c.sizes[k]);
+      if (k + 1 != largest) {
+        out.other_sizes.push_back(c.sizes[k]);
+        out.other_touching.push_back(head[joined_label[k] - 1] != int64_t(k + 1));
+      }
     // Their shapes, in the same order: each cluster's bounding box, then its voxels at their
     // places in it; the box faces each meets are the labelling's.
     const Shape s = pore_mask.shape();
@@ -439,9 +454,9 @@ Mask connect_largest_cluster(const Mask& start, const std::vector<float>& field,
   if (place) {
     // Every other cluster goes; the reference's own small clusters take their place: as many
     // as its sub-volumes hold on average, sizes (and shapes) drawn from theirs, each placed in
-    // the solid, none touching another (nor the largest) even at an edge or a corner —
-    // but as many as the reference's touch another at edges or corners alone, spread among
-    // them: each of those meets the largest so (never across a face).
+    // the solid, none touching another (nor the largest) even at an edge or a corner — but
+    // those whose sampled cluster touched another at edges or corners alone meet the largest
+    // so (never across a face).
     for (int64_t i = 0; i < n; ++i)
       if (owner[std::size_t(i)] && owner[std::size_t(i)] != largest) {
         owner[std::size_t(i)] = 0;
@@ -459,47 +474,66 @@ Mask connect_largest_cluster(const Mask& start, const std::vector<float>& field,
     uint64_t draw = 0;
     const int64_t placing = std::llround(clusters.others);
     const int64_t room = (pore - want) * 3 / 2;
-    std::vector<int64_t> sizes;
-    std::vector<const ClusterShape*> shapes;  // each size's cluster as it lies (null: none known)
     const bool with_shapes = clusters.other_shapes.size() == clusters.other_sizes.size();
-    int64_t drawn_total = 0;
-    for (int64_t k = 0; k < placing; ++k) {
-      int64_t size = 0;
-      std::size_t pick = 0;
-      for (int tries = 0; tries < 8 && (size == 0 || drawn_total + size > room); ++tries) {
-        const PhiloxBlock w = random.draw(draw++, 0);
-        pick = std::size_t(Philox::below(w[0], w[1], clusters.other_sizes.size()));
-        size = clusters.other_sizes[pick];
+    const bool with_touching = clusters.other_touching.size() == clusters.other_sizes.size();
+    struct Drawn {
+      std::vector<int64_t> sizes;
+      std::vector<const ClusterShape*> shapes;  // each size's cluster as it lies (null: none known)
+      std::vector<uint8_t> touches;             // each size's cluster touched another in the sample
+      int64_t total = 0;
+    };
+    auto draw_set = [&] {
+      Drawn d;
+      for (int64_t k = 0; k < placing; ++k) {
+        int64_t size = 0;
+        std::size_t pick = 0;
+        for (int tries = 0; tries < 8 && (size == 0 || d.total + size > room); ++tries) {
+          const PhiloxBlock w = random.draw(draw++, 0);
+          pick = std::size_t(Philox::below(w[0], w[1], clusters.other_sizes.size()));
+          size = clusters.other_sizes[pick];
+        }
+        if (d.total + size > room) continue;
+        d.sizes.push_back(size);
+        d.shapes.push_back(with_shapes ? &clusters.other_shapes[pick] : nullptr);
+        d.touches.push_back(with_touching && clusters.other_touching[pick]);
+        d.total += size;
       }
-      if (drawn_total + size > room) continue;
-      sizes.push_back(size);
-      shapes.push_back(with_shapes ? &clusters.other_shapes[pick] : nullptr);
-      drawn_total += size;
-    }
-    // Their total strays as a sub-volume's does, but never takes the largest below the
-    // sample's average share: the largest drawn go first while it would (a heavy tail's one
-    // huge isolated cluster, which most sub-volumes lack), so the count stays the sample's. A
-    // refined start's largest below every real sub-volume's would stay there: the connected
-    // moves keep it.
-    {
-      std::vector<std::size_t> order(sizes.size());
+      // Never the largest below the sample's average share: the largest drawn go first while
+      // it would (a heavy tail's one huge isolated cluster, which most sub-volumes lack), so
+      // the count stays the sample's. A refined start's largest below every real sub-volume's
+      // would stay there: the connected moves keep it.
+      std::vector<std::size_t> order(d.sizes.size());
       std::iota(order.begin(), order.end(), std::size_t(0));
-      std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return sizes[a] > sizes[b]; });
-      std::vector<uint8_t> drop(sizes.size(), 0);
-      for (std::size_t k = 0; k < order.size() && drawn_total > pore - want; ++k) {
+      std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return d.sizes[a] > d.sizes[b]; });
+      std::vector<uint8_t> drop(d.sizes.size(), 0);
+      for (std::size_t k = 0; k < order.size() && d.total > pore - want; ++k) {
         drop[order[k]] = 1;
-        drawn_total -= sizes[order[k]];
+        d.total -= d.sizes[order[k]];
       }
       std::size_t kept = 0;
-      for (std::size_t k = 0; k < sizes.size(); ++k)
+      for (std::size_t k = 0; k < d.sizes.size(); ++k)
         if (!drop[k]) {
-          sizes[kept] = sizes[k];
-          shapes[kept] = shapes[k];
+          d.sizes[kept] = d.sizes[k];
+          d.shapes[kept] = d.shapes[k];
+          d.touches[kept] = d.touches[k];
           ++kept;
         }
-      sizes.resize(kept);
-      shapes.resize(kept);
-    }
+      d.sizes.resize(kept);
+      d.shapes.resize(kept);
+      d.touches.resize(kept);
+      return d;
+    };
+    // Of a few sets drawn, the one whose total comes nearest what the sample's average share
+    // leaves: one set's total, capped there, falls below it by as much as a heavy tail makes
+    // it (a pack's set of specks alone held the pore of fewer than any real sub-volume's
+    // clusters), and the largest's share would sit above the sample's more often than not.
+    Drawn chosen = draw_set();
+    for (int set = 1; set < 16 && chosen.total < pore - want; ++set)
+      if (Drawn d = draw_set(); d.total > chosen.total) chosen = std::move(d);
+    const std::vector<int64_t>& sizes = chosen.sizes;
+    const std::vector<const ClusterShape*>& shapes = chosen.shapes;
+    const std::vector<uint8_t>& touches = chosen.touches;
+    const int64_t drawn_total = chosen.total;
     // A largest holding more than the placed clusters leave gives the excess up, its voxels
     // where the field is highest first (the pore's edges, away from its valleys), each only
     // where it splits the largest nowhere and starts no solid cluster (connectivity.hpp's test
@@ -535,9 +569,10 @@ Mask connect_largest_cluster(const Mask& start, const std::vector<float>& field,
       // A cluster walled in by the others before it reaches its size goes again from another
       // origin: the sizes placed are the sample's, not cut short (a cut one would be a speck).
       const uint32_t label = next_label;
-      // Spread evenly: the k-th touches when the running share passes those placed touching
-      // so far (one that found no room hands its turn on).
-      const bool touch = (k + 1) * touching / drawn > r.clusters_touching;
+      // As the sample's cluster of its size did; without the sample's pairs, spread evenly:
+      // the k-th touches when the running share passes those placed touching so far (one that
+      // found no room hands its turn on).
+      const bool touch = with_touching ? bool(touches[std::size_t(k)]) : (k + 1) * touching / drawn > r.clusters_touching;
       std::vector<int64_t> grown;
       // Apart from every other cluster, but one placed touching may meet the largest at edges
       // and corners (not across a face).

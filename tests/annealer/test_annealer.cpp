@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <map>
 #include <set>
 
 #include "poreforge/annealer/annealer.hpp"
@@ -1190,6 +1191,31 @@ TEST_CASE("anneal.sample_clusters.shares_over_subvolumes") {
   CHECK(sample.largest_share >= least);
 }
 
+// Which of a sample's clusters touch: in each 26-connected cluster all but its largest
+// 6-connected one (the largest of all standing alone), as many as `touching` counts.
+TEST_CASE("anneal.cluster_sample_names_the_touching_clusters") {
+  const uint64_t seed = testing::fresh_seed();
+  CAPTURE(seed);
+  const Shape shape{24, 22, 20};
+  Mask reference(shape);
+  for (int64_t z = 0; z < shape.nz; ++z)  // the largest: a bar at x 0 … 5, y 0 … 9
+    for (int64_t y = 0; y < 10; ++y)
+      for (int64_t x = 0; x < 6; ++x) reference(x, y, z) = 1;
+  using Voxel = std::array<int64_t, 3>;
+  // A rod of 2 meeting the bar at an edge; a rod of 3 and a voxel meeting it at a corner; a
+  // rod of 4 alone.
+  for (const auto& [x, y, z] : std::vector<Voxel>{{6, 10, 3}, {6, 10, 4}, {12, 10, 10}, {13, 10, 10}, {14, 10, 10}, {15, 11, 11}})
+    reference(x, y, z) = 1;
+  for (int64_t x = 12; x < 16; ++x) reference(x, 3, 16) = 1;
+  const ClusterSample sample = sample_clusters(reference, shape, 1, seed);
+  REQUIRE(sample.other_sizes.size() == 4);
+  REQUIRE(sample.other_touching.size() == 4);
+  CHECK(sample.touching == doctest::Approx(2.0));
+  std::map<int64_t, int> touching_by_size;
+  for (std::size_t k = 0; k < 4; ++k) touching_by_size[sample.other_sizes[k]] = sample.other_touching[k];
+  CHECK(touching_by_size == std::map<int64_t, int>{{1, 1}, {2, 1}, {3, 0}, {4, 0}});
+}
+
 // A start given a real sample's small clusters: its own other clusters go, as many of the
 // sample's sizes as it names are placed apart from everything (those it names touching meet
 // the largest at an edge or a corner alone), and the pore count stays.
@@ -1234,7 +1260,42 @@ TEST_CASE("anneal.connect_largest_cluster_places_the_samples_clusters") {
   for (int64_t i = 0; i < touching.voxels(); ++i)
     if (full.labels[std::size_t(i)] == largest_full) joined.insert(faces.labels[std::size_t(i)]);
   CHECK(joined.size() == 3);
+  // The sample's pairs: clusters of size 9 touched another there, the others did not — each
+  // size placed as its sample's cluster lay, whatever `touching` says.
   sample.touching = 0;
+  sample.other_touching = {0, 0, 1};
+  const Mask paired = connect_largest_cluster(start, field, sample, seed, Backend::cpu, &r);
+  CHECK(count_phase(paired) == count_phase(start));
+  const ComponentLabels paired_faces = label_components(paired, Adjacency::face6, Backend::cpu);
+  const ComponentLabels paired_full = label_components(paired, Adjacency::full26, Backend::cpu);
+  const uint32_t paired_largest = largest_component(paired_faces), paired_joined = largest_component(paired_full);
+  std::map<uint32_t, uint32_t> joined_of;  // each 6-connected cluster's 26-connected one
+  for (int64_t i = 0; i < paired.voxels(); ++i)
+    if (const uint32_t l = paired_faces.labels[std::size_t(i)]) joined_of[l] = paired_full.labels[std::size_t(i)];
+  int64_t nines = 0;
+  for (const auto& [l, j] : joined_of) {
+    if (l == paired_largest) continue;
+    const bool nine = paired_faces.sizes[l - 1] == 9;
+    nines += nine;
+    CHECK((j == paired_joined) == nine);
+  }
+  CHECK(nines > 0);
+  CHECK(r.clusters_touching == nines);
+  sample.other_touching.clear();
+  // A heavy tail: one set of ten drawn from nine specks and a cluster of 50 lacks the 50 about
+  // a third of the time and holds a sixth of what the share leaves the others; of the sets
+  // drawn, the one nearest that is placed.
+  const int64_t pore = count_phase(start);
+  sample.largest_share = 1.0 - 60.0 / double(pore);
+  sample.others = 10;
+  sample.other_sizes = {1, 1, 1, 1, 1, 1, 1, 1, 1, 50};
+  const Mask tailed = connect_largest_cluster(start, field, sample, seed, Backend::cpu, &r);
+  const ComponentLabels t = label_components(tailed, Adjacency::face6, Backend::cpu);
+  CHECK(std::count(t.sizes.begin(), t.sizes.end(), int64_t(50)) == 1);
+  CHECK(r.clusters_placed == 10);
+  sample.largest_share = 0.9;
+  sample.others = 6;
+  sample.other_sizes = {1, 4, 9};
   // A largest cluster above its share gives the excess up without splitting (one cluster and
   // the placed ones), the placed clusters take it, and the pore count still holds.
   const Mask dense = lowest_values(field, shape, shape.voxels() * 3 / 10);  // nearly all one cluster

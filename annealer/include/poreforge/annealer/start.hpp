@@ -43,6 +43,10 @@ struct ClusterSample {
   double others = 0;
   double touching = 0;  ///< the 6-connected count less the 26-connected one
   std::vector<int64_t> other_sizes;
+  /// Per other_sizes: 1 where that cluster joins another at edges or corners alone — every
+  /// cluster of a 26-connected one but the largest there (as many as `touching`). Empty: the
+  /// touching ones are spread evenly over the sizes.
+  std::vector<uint8_t> other_touching;
   /// other_sizes' clusters as they lie, on the reference's grid; empty where the domain's grid
   /// is another (connect_largest_cluster then grows each compact).
   std::vector<ClusterShape> other_shapes;
