@@ -525,8 +525,7 @@ Mask connect_largest_cluster(const Mask& start, const std::vector<float>& field,
     };
     // Of a few sets drawn, the one whose total comes nearest what the sample's average share
     // leaves: one set's total, capped there, falls below it by as much as a heavy tail makes
-    // it (a pack's set of specks alone held the pore of fewer than any real sub-volume's
-    // clusters), and the largest's share would sit above the sample's more often than not.
+    // it, and the largest's share would sit above the sample's more often than not.
     Drawn chosen = draw_set();
     for (int set = 1; set < 16 && chosen.total < pore - want; ++set)
       if (Drawn d = draw_set(); d.total > chosen.total) chosen = std::move(d);
@@ -569,7 +568,7 @@ Mask connect_largest_cluster(const Mask& start, const std::vector<float>& field,
       // A cluster walled in by the others before it reaches its size goes again from another
       // origin: the sizes placed are the sample's, not cut short (a cut one would be a speck).
       const uint32_t label = next_label;
-      // As the sample's cluster of its size did; without the sample's pairs, spread evenly:
+      // As the sampled cluster it copies did; without the sample's flags, spread evenly:
       // the k-th touches when the running share passes those placed touching so far (one that
       // found no room hands its turn on).
       const bool touch = with_touching ? bool(touches[std::size_t(k)]) : (k + 1) * touching / drawn > r.clusters_touching;

@@ -54,8 +54,8 @@ struct ClusterSample {
 
 /// The clusters of `count` sub-volumes of shape `sub` of `reference` (pore = 1), drawn from
 /// `seed` as `compare` draws its real sub-volumes: the mean largest share, the mean number of
-/// other clusters and of those touching at edges or corners, their sizes and shapes pooled (a
-/// shape's faces: those of its sub-volume it meets). A `sub` larger than the reference: the
+/// other clusters and of those touching at edges or corners, their sizes, shapes and whether
+/// each touches pooled (a shape's faces: those of its sub-volume it meets). A `sub` larger than the reference: the
 /// whole reference, its numbers of clusters scaled to `sub`'s voxels.
 ClusterSample sample_clusters(const Mask& reference, Shape sub, int count, uint64_t seed,
                               Backend backend = Backend::cpu);
@@ -110,17 +110,17 @@ Mask make_blob_start(Shape shape, Spacing spacing, const Targets& targets, Bound
 /// A start whose pore falls into clusters as a real sample's does (`clusters`): blobs
 /// thresholded at a porosity fall apart into many, and swaps that keep the pore connected
 /// (Moves::keep_pore_connected) keep whatever the start has. The other clusters are replaced:
-/// with sizes in `clusters`, clusters.others sizes are drawn from the sample's (from `seed`),
-/// the largest gives up what they take (its voxels where `field` is highest, each where that
-/// splits nothing; its share then strays above the sample's as a sub-volume's does, never
-/// below it: the largest sizes drawn go while it would), and they
+/// with sizes in `clusters`, clusters.others sizes are drawn from the sample's (from `seed`;
+/// of up to 16 such sets the one whose total comes nearest what the sample's mean share leaves,
+/// never past it: a set's largest sizes go while it would), the largest gives up what they take
+/// (its voxels where `field` is highest, each where that splits nothing), and they
 /// are placed, each in the sample's shape where one is known (at a random corner where it fits,
 /// mirrored along random axes; one that fits nowhere is not placed) and else grown compact
 /// (nearest first) from a voxel clear of all pore, none touching another or the largest — not
-/// even at an edge or a corner (26-connected they would be one) but for clusters.touching of
-/// them, which meet the largest at edges or corners and
-/// never across a face, as that many of a real sample's do (the 26-connected count then comes
-/// out as the sample's); without sizes, the largest other clusters are made solid until the
+/// even at an edge or a corner (26-connected they would be one) but for those whose sampled
+/// cluster joined another so (clusters.other_touching; without it, clusters.touching of them
+/// spread over the sizes), which meet the largest at edges or corners and never across a face
+/// (the 26-connected count then comes out as the sample's); without sizes, the largest other clusters are made solid until the
 /// others fit in 1 − largest_share (the small ones stay). Then the largest grows by the voxels
 /// that frees into the solid next to it where `field` is lowest, never touching another
 /// cluster — along the field's valleys, so the throats it opens follow the structure. The pore
