@@ -55,8 +55,8 @@ struct ClusterSample {
 /// The clusters of `count` sub-volumes of shape `sub` of `reference` (pore = 1), drawn from
 /// `seed` as `compare` draws its real sub-volumes: the mean largest share, the mean number of
 /// other clusters and of those touching at edges or corners, their sizes, shapes and whether
-/// each touches pooled (a shape's faces: those of its sub-volume it meets). A `sub` larger than the reference: the
-/// whole reference, its numbers of clusters scaled to `sub`'s voxels.
+/// each touches pooled (a shape's faces: those of its sub-volume it meets). A `sub` larger
+/// than the reference: the whole reference, its numbers of clusters scaled to `sub`'s voxels.
 ClusterSample sample_clusters(const Mask& reference, Shape sub, int count, uint64_t seed,
                               Backend backend = Backend::cpu);
 
@@ -120,12 +120,12 @@ Mask make_blob_start(Shape shape, Spacing spacing, const Targets& targets, Bound
 /// even at an edge or a corner (26-connected they would be one) but for those whose sampled
 /// cluster joined another so (clusters.other_touching; without it, clusters.touching of them
 /// spread over the sizes), which meet the largest at edges or corners and never across a face
-/// (the 26-connected count then comes out as the sample's); without sizes, the largest other clusters are made solid until the
-/// others fit in 1 − largest_share (the small ones stay). Then the largest grows by the voxels
-/// that frees into the solid next to it where `field` is lowest, never touching another
-/// cluster — along the field's valleys, so the throats it opens follow the structure. The pore
-/// count is kept exactly. Without sizes, a largest cluster that already holds its share is
-/// left as it is. `report` (optional) hears the figures.
+/// (the 26-connected count then comes out as the sample's); without sizes, the largest other
+/// clusters are made solid until the others fit in 1 − largest_share (the small ones stay).
+/// Then the largest grows by the voxels that frees into the solid next to it where `field` is
+/// lowest, never touching another cluster — along the field's valleys, so the throats it opens
+/// follow the structure. The pore count is kept exactly. Without sizes, a largest cluster that
+/// already holds its share is left as it is. `report` (optional) hears the figures.
 Mask connect_largest_cluster(const Mask& start, const std::vector<float>& field, const ClusterSample& clusters,
                              uint64_t seed, Backend backend = Backend::cpu, ConnectedStart* report = nullptr);
 
