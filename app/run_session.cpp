@@ -411,18 +411,16 @@ std::optional<anneal::ClusterSample> cluster_sample(Session& run, const anneal::
     if (scale != 1.0) {
       std::vector<int64_t> shown;
       std::vector<uint8_t> shown_touching;
-      const bool with_touching = clusters->other_touching.size() == clusters->other_sizes.size();
       for (std::size_t k = 0; k < clusters->other_sizes.size(); ++k)
         if (const int64_t s = std::llround(double(clusters->other_sizes[k]) * scale); s > 0) {
           shown.push_back(s);
-          if (with_touching) shown_touching.push_back(clusters->other_touching[k]);
+          shown_touching.push_back(clusters->other_touching[k]);
         }
       if (!clusters->other_sizes.empty()) {
         // Each pooled cluster stands for this many in a box of the domain's size.
         const double each = clusters->others / double(clusters->other_sizes.size());
-        clusters->touching = with_touching ? each * double(std::count(shown_touching.begin(), shown_touching.end(), 1))
-                                           : clusters->touching * double(shown.size()) / double(clusters->other_sizes.size());
         clusters->others = each * double(shown.size());
+        clusters->touching = each * double(std::count(shown_touching.begin(), shown_touching.end(), 1));
       }
       clusters->other_sizes = std::move(shown);
       clusters->other_touching = std::move(shown_touching);

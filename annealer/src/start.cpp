@@ -476,10 +476,10 @@ Mask connect_largest_cluster(const Mask& start, const std::vector<float>& field,
     const int64_t room = (pore - want) * 3 / 2;
     const bool with_shapes = clusters.other_shapes.size() == clusters.other_sizes.size();
     const bool with_touching = clusters.other_touching.size() == clusters.other_sizes.size();
+    // A set of the sample's clusters, each named by its index there (its size, shape and
+    // whether it touched come with it).
     struct Drawn {
-      std::vector<int64_t> sizes;
-      std::vector<const ClusterShape*> shapes;  // each size's cluster as it lies (null: none known)
-      std::vector<uint8_t> touches;             // each size's cluster touched another in the sample
+      std::vector<std::size_t> picks;
       int64_t total = 0;
     };
     auto draw_set = [&] {
@@ -493,34 +493,27 @@ Mask connect_largest_cluster(const Mask& start, const std::vector<float>& field,
           size = clusters.other_sizes[pick];
         }
         if (d.total + size > room) continue;
-        d.sizes.push_back(size);
-        d.shapes.push_back(with_shapes ? &clusters.other_shapes[pick] : nullptr);
-        d.touches.push_back(with_touching && clusters.other_touching[pick]);
+        d.picks.push_back(pick);
         d.total += size;
       }
       // Never the largest below the sample's average share: the largest drawn go first while
       // it would (a heavy tail's one huge isolated cluster, which most sub-volumes lack), so
       // the count stays the sample's. A refined start's largest below every real sub-volume's
       // would stay there: the connected moves keep it.
-      std::vector<std::size_t> order(d.sizes.size());
+      auto size_of = [&](std::size_t pick) { return clusters.other_sizes[pick]; };
+      std::vector<std::size_t> order(d.picks.size());
       std::iota(order.begin(), order.end(), std::size_t(0));
-      std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return d.sizes[a] > d.sizes[b]; });
-      std::vector<uint8_t> drop(d.sizes.size(), 0);
+      std::stable_sort(order.begin(), order.end(),
+                       [&](std::size_t a, std::size_t b) { return size_of(d.picks[a]) > size_of(d.picks[b]); });
+      std::vector<uint8_t> drop(d.picks.size(), 0);
       for (std::size_t k = 0; k < order.size() && d.total > pore - want; ++k) {
         drop[order[k]] = 1;
-        d.total -= d.sizes[order[k]];
+        d.total -= size_of(d.picks[order[k]]);
       }
       std::size_t kept = 0;
-      for (std::size_t k = 0; k < d.sizes.size(); ++k)
-        if (!drop[k]) {
-          d.sizes[kept] = d.sizes[k];
-          d.shapes[kept] = d.shapes[k];
-          d.touches[kept] = d.touches[k];
-          ++kept;
-        }
-      d.sizes.resize(kept);
-      d.shapes.resize(kept);
-      d.touches.resize(kept);
+      for (std::size_t k = 0; k < d.picks.size(); ++k)
+        if (!drop[k]) d.picks[kept++] = d.picks[k];
+      d.picks.resize(kept);
       return d;
     };
     // Of a few sets drawn, the one whose total comes nearest what the sample's average share
@@ -529,9 +522,7 @@ Mask connect_largest_cluster(const Mask& start, const std::vector<float>& field,
     Drawn chosen = draw_set();
     for (int set = 1; set < 16 && chosen.total < pore - want; ++set)
       if (Drawn d = draw_set(); d.total > chosen.total) chosen = std::move(d);
-    const std::vector<int64_t>& sizes = chosen.sizes;
-    const std::vector<const ClusterShape*>& shapes = chosen.shapes;
-    const std::vector<uint8_t>& touches = chosen.touches;
+    const std::vector<std::size_t>& picks = chosen.picks;
     const int64_t drawn_total = chosen.total;
     // A largest holding more than the placed clusters leave gives the excess up, its voxels
     // where the field is highest first (the pore's edges, away from its valleys), each only
@@ -559,11 +550,12 @@ Mask connect_largest_cluster(const Mask& start, const std::vector<float>& field,
     // What the largest leaves (it may hold more still, where peeling it would split it: the
     // last sizes then find no room and their pore goes back to it below).
     int64_t budget = pore - largest_size;
-    const int64_t drawn = int64_t(sizes.size());
+    const int64_t drawn = int64_t(picks.size());
     const int64_t touching = std::clamp<int64_t>(std::llround(clusters.touching), 0, drawn);
     uint32_t next_label = uint32_t(c.count) + 1;
     for (int64_t k = 0; k < drawn && budget > 0; ++k) {
-      const int64_t size = sizes[std::size_t(k)];
+      const std::size_t pick = picks[std::size_t(k)];
+      const int64_t size = clusters.other_sizes[pick];
       if (size > budget) continue;
       // A cluster walled in by the others before it reaches its size goes again from another
       // origin: the sizes placed are the sample's, not cut short (a cut one would be a speck).
@@ -571,7 +563,7 @@ Mask connect_largest_cluster(const Mask& start, const std::vector<float>& field,
       // As the sampled cluster it copies did; without the sample's flags, spread evenly:
       // the k-th touches when the running share passes those placed touching so far (one that
       // found no room hands its turn on).
-      const bool touch = with_touching ? bool(touches[std::size_t(k)]) : (k + 1) * touching / drawn > r.clusters_touching;
+      const bool touch = with_touching ? bool(clusters.other_touching[pick]) : (k + 1) * touching / drawn > r.clusters_touching;
       std::vector<int64_t> grown;
       // Apart from every other cluster, but one placed touching may meet the largest at edges
       // and corners (not across a face).
@@ -590,7 +582,7 @@ Mask connect_largest_cluster(const Mask& start, const std::vector<float>& field,
       // one the sample's box cut lies against the same faces of this one. One that fits
       // nowhere is not placed: its pore stays with the largest, and a turn to touch it passes
       // to the next.
-      const ClusterShape* sampled = shapes[std::size_t(k)];
+      const ClusterShape* sampled = with_shapes ? &clusters.other_shapes[pick] : nullptr;
       if (sampled) {
         std::array<int64_t, 3> room_along{};
         bool fits = int64_t(sampled->voxels.size()) == size;
