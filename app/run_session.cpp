@@ -570,6 +570,31 @@ std::array<double, 3> formation_factors(const Mask& pore, Backend backend, const
   return f;
 }
 
+// The Poiseuille permeability (poiseuille_permeability) along x, y, z of `what`, spacing
+// units squared: the flow a start's paths carry for their widths, which F alone does not see
+// (structures of one F differ in k as their throats differ in width). NaN along
+// an axis of one voxel, 0 where no pore cluster crosses.
+std::array<double, 3> poiseuille_permeabilities(const Mask& pore, Backend backend, const std::string& what) {
+  MemoryEstimate need = compare_memory(pore.shape(), pore.spacing(),
+                                       double(count_phase(pore)) / double(std::max<int64_t>(1, pore.voxels())), false,
+                                       backend);
+  need.what = "the Poiseuille permeabilities of " + what;
+  require_memory(need);
+  std::array<double, 3> k{};
+  if (const int64_t n = count_phase(pore); n == 0 || n == pore.voxels()) {  // no radius without both phases
+    k.fill(n == 0 ? 0.0 : std::numeric_limits<double>::quiet_NaN());
+    return k;
+  }
+  const Volume<float> radius = local_thickness(pore, Boundary::open, backend);
+  FormationFactorOptions fo;
+  fo.tolerance = kDrawTolerance;
+  const ComponentLabels components = label_components(pore, Adjacency::face6, backend);
+  for (int a = 0; a < 3; ++a)
+    k[std::size_t(a)] = pore.shape().extent(a) <= 1 ? std::numeric_limits<double>::quiet_NaN()
+                                                      : poiseuille_permeability(pore, radius, a, fo, backend, &components);
+  return k;
+}
+
 // The largest |ln(F_a / F_reference,a)| over the axes both have: 0 for the reference's own;
 // infinite where the draw's pore does not cross an axis the reference's does. The worst axis,
 // not a mean over them: a reconstruction is judged axis by axis (each F inside the real
@@ -632,6 +657,7 @@ constexpr int64_t kPilotShare = 8;
 struct PilotEnd {
   std::array<double, 3> carry{};     // F on the domain's grid over the draw's F (1 where either is not finite)
   std::array<double, 3> domain_f{};  // F on the domain's grid
+  std::array<double, 3> level_k{};   // the Poiseuille permeability on the level's grid (poiseuille_permeabilities)
 };
 
 PilotEnd draw_carry(Session& run, const anneal::Config& loop, const Mask& start, const std::array<double, 3>& start_f,
@@ -672,92 +698,143 @@ PilotEnd draw_carry(Session& run, const anneal::Config& loop, const Mask& start,
       refined.shape() == end.shape()
           ? level_f
           : formation_factors(refined, run.backend, "the pilot refined (" + to_string(refined.shape()) + ")");
+  const std::array<double, 3> level_k =
+      poiseuille_permeabilities(end, run.backend, "the pilot's end (" + to_string(end.shape()) + ")");
   std::array<double, 3> carry{};
   for (std::size_t i = 0; i < 3; ++i) {
     const double c = domain_f[i] / start_f[i];
     carry[i] = std::isfinite(c) && c > 0 ? c : 1.0;
   }
   *seconds += since(began);
-  char line[400];
+  char line[480];
   std::snprintf(line, sizeof line,
-                "pilot     draw %d: %lld evaluations in %.1f s: formation factors %s%s%s; carried x %.4f / %.4f / %.4f",
+                "pilot     draw %d: %lld evaluations in %.1f s: formation factors %s%s%s; carried x %.4f / %.4f / %.4f; "
+                "Poiseuille permeabilities %s",
                 draw + 1, static_cast<long long>(evaluations), since(began), factors_text(level_f).c_str(),
                 refined.shape() == end.shape() ? "" : ", refined onto the domain's grid ",
-                refined.shape() == end.shape() ? "" : factors_text(domain_f).c_str(), carry[0], carry[1], carry[2]);
+                refined.shape() == end.shape() ? "" : factors_text(domain_f).c_str(), carry[0], carry[1], carry[2],
+                factors_text(level_k).c_str());
   run.note(line);
-  return PilotEnd{carry, domain_f};
+  return PilotEnd{carry, domain_f, level_k};
 }
 
-// Where the reference's F lies at the domain's size: F along each axis of kBandCount
-// sub-volumes of the reference of the domain's physical size (cut as `compare` cuts them, from
-// corners of a seed mixed from the run's, so a run does not aim at the sub-volumes its judge
-// draws from the same seed), their least and greatest and their middle half (the quartiles).
-// A reconstruction is judged axis by axis against the range of such a set; its ends are
-// themselves drawn (two sets of overlapping sub-volumes differ most there: docs/realism.md),
-// so a start is kept by the middle half, which any such range holds but by chance. None
-// where the domain does not fit in the reference or is the reference's size (or an axis is
-// one voxel), or fewer than two sub-volumes hold both phases.
+// Where the reference's flow lies at the domain's size: F and the Poiseuille permeability
+// along each axis of kBandCount sub-volumes of the reference of the domain's physical size
+// (cut as `compare` cuts them, from corners of a seed mixed from the run's, so a run does not
+// aim at the sub-volumes its judge draws from the same seed), their least and greatest and
+// their middle half (the quartiles). A reconstruction is judged axis by axis against the
+// range of such a set, for F and for the permeability; its ends are themselves drawn (two
+// sets of overlapping sub-volumes differ most there: docs/realism.md), so a start is kept by
+// the middle half, which any such range holds but by chance. None where the domain does not
+// fit in the reference or is the reference's size (or an axis is one voxel), or fewer than
+// two sub-volumes hold both phases.
 constexpr int kBandCount = 12;
 
-struct FlowBand {
+struct Quartiles {
   std::array<double, 3> least{}, greatest{};
-  std::array<double, 3> low{}, high{};  // the quartiles
+  std::array<double, 3> low{}, high{};  // the middle half
+};
+
+struct FlowBand {
+  Quartiles f;  // the formation factors, of the reference's sub-volumes
+  // The Poiseuille permeabilities, of the level's reference's sub-volumes of the same physical
+  // size: a pilot's end is measured on its level's grid, against the reference coarsened as
+  // much, which its annealing fitted. Refined onto a finer grid, a coarse structure's widths
+  // are its grid's, which the finer level's annealing then narrows to the finer reference's
+  // (alike for every draw; docs/realism.md has the figures), so a pilot's k is not judged
+  // where F is.
+  Quartiles k;
   Shape subvolume;
   int subvolumes = 0;  // of two phases (one of a phase alone is skipped, as compare refuses it)
 };
 
-std::optional<FlowBand> flow_band(Session& run, const anneal::Config& loop, const Mask& reference) {
-  FlowBand band;
-  band.subvolume = domain_in_reference_voxels(loop, reference);
-  for (int a = 0; a < 3; ++a)
-    if (band.subvolume.extent(a) > reference.shape().extent(a) || band.subvolume.extent(a) <= 1) return std::nullopt;
-  if (band.subvolume == reference.shape()) return std::nullopt;  // one sub-volume: the reference
-  std::array<std::vector<double>, 3> f;
-  const uint64_t seed = mix64(loop.seed ^ 0x46454e56u);  // a lane of its own: not compare's corners
-  for (const Shape& corner : subvolume_corners(reference.shape(), band.subvolume, kBandCount, seed)) {
-    stop_if_signalled();
-    const Mask part = crop(reference, corner, band.subvolume);
-    if (const int64_t pore = count_phase(part); pore == 0 || pore == part.voxels()) continue;  // compare refuses
-    ++band.subvolumes;
-    const std::array<double, 3> part_f =
-        formation_factors(part, run.backend, "a reference sub-volume (" + to_string(band.subvolume) + ")");
-    for (std::size_t a = 0; a < 3; ++a) f[a].push_back(part_f[a]);
-  }
-  if (band.subvolumes < 2) return std::nullopt;
+// Each axis's least, greatest and quartiles of `values` (NaN skipped); nullopt where an axis
+// has fewer than two.
+std::optional<Quartiles> quartiles(std::array<std::vector<double>, 3> values) {
+  Quartiles q;
   for (std::size_t a = 0; a < 3; ++a) {
-    std::vector<double>& v = f[a];
+    std::vector<double>& v = values[a];
     v.erase(std::remove_if(v.begin(), v.end(), [](double x) { return std::isnan(x); }), v.end());
     if (v.size() < 2) return std::nullopt;
     std::sort(v.begin(), v.end());  // +infinity (no crossing) last
-    auto quantile = [&](double q) {
-      const double at = q * double(v.size() - 1);
+    auto quantile = [&](double at_share) {
+      const double at = at_share * double(v.size() - 1);
       const std::size_t i = std::size_t(at);
       const double t = at - double(i);
       if (t == 0 || i + 1 >= v.size() || std::isinf(v[i])) return v[i];
       return std::isinf(v[i + 1]) ? v[i + 1] : v[i] + t * (v[i + 1] - v[i]);
     };
-    band.least[a] = v.front();
-    band.greatest[a] = v.back();
-    band.low[a] = quantile(0.25);
-    band.high[a] = quantile(0.75);
+    q.least[a] = v.front();
+    q.greatest[a] = v.back();
+    q.low[a] = quantile(0.25);
+    q.high[a] = quantile(0.75);
   }
+  return q;
+}
+
+// `level_reference`: the reference of the level the start is for (the reference itself on a
+// run of one level).
+std::optional<FlowBand> flow_band(Session& run, const anneal::Config& loop, const Mask& reference,
+                                  const Mask& level_reference) {
+  FlowBand band;
+  band.subvolume = domain_in_reference_voxels(loop, reference);
+  const Shape level_subvolume = domain_in_reference_voxels(loop, level_reference);
+  for (int a = 0; a < 3; ++a)
+    if (band.subvolume.extent(a) > reference.shape().extent(a) || band.subvolume.extent(a) <= 1 ||
+        level_subvolume.extent(a) > level_reference.shape().extent(a) || level_subvolume.extent(a) <= 1)
+      return std::nullopt;
+  if (band.subvolume == reference.shape()) return std::nullopt;  // one sub-volume: the reference
+  const uint64_t seed = mix64(loop.seed ^ 0x46454e56u);  // a lane of its own: not compare's corners
+  // Each grid's own draw of corners: the two sets are alike in law, not cut from one place.
+  auto measured = [&](const Mask& image, const Shape& subvolume, auto&& measure) {
+    std::array<std::vector<double>, 3> values;
+    int parts = 0;
+    for (const Shape& corner : subvolume_corners(image.shape(), subvolume, kBandCount, seed)) {
+      stop_if_signalled();
+      const Mask part = crop(image, corner, subvolume);
+      if (const int64_t pore = count_phase(part); pore == 0 || pore == part.voxels()) continue;  // compare refuses
+      ++parts;
+      const std::array<double, 3> v = measure(part, "a reference sub-volume (" + to_string(subvolume) + ")");
+      for (std::size_t a = 0; a < 3; ++a) values[a].push_back(v[a]);
+    }
+    return std::make_pair(parts, values);
+  };
+  auto [parts_f, f] = measured(reference, band.subvolume, [&](const Mask& m, const std::string& what) {
+    return formation_factors(m, run.backend, what);
+  });
+  auto [parts_k, k] = measured(level_reference, level_subvolume, [&](const Mask& m, const std::string& what) {
+    return poiseuille_permeabilities(m, run.backend, what);
+  });
+  band.subvolumes = parts_f;
+  if (parts_f < 2 || parts_k < 2) return std::nullopt;
+  std::optional<Quartiles> qf = quartiles(std::move(f)), qk = quartiles(std::move(k));
+  if (!qf || !qk) return std::nullopt;
+  band.f = *qf;
+  band.k = *qk;
   return band;
 }
 
-// How far F lies outside the middle half: the largest log ratio past its low or high end over
-// the axes (0 inside it along every axis).
-double band_distance(const std::array<double, 3>& f, const FlowBand& band) {
+// How far `v` lies outside the middle half: the largest log ratio past its low or high end
+// over the axes (0 inside it along every axis). A flow that crosses nowhere (F infinite, k 0)
+// is infinitely far unless the middle half's end does not cross either.
+double band_distance(const std::array<double, 3>& v, const Quartiles& q) {
   double worst = 0;
   for (std::size_t a = 0; a < 3; ++a) {
-    if (std::isnan(f[a])) continue;
-    if (std::isinf(f[a])) {
-      if (!std::isinf(band.high[a])) return std::numeric_limits<double>::infinity();
+    if (std::isnan(v[a])) continue;
+    if (std::isinf(v[a]) || v[a] == 0) {
+      const double end = std::isinf(v[a]) ? q.high[a] : q.low[a];
+      if (end != v[a]) return std::numeric_limits<double>::infinity();
       continue;
     }
-    if (f[a] > band.high[a]) worst = std::max(worst, std::log(f[a] / band.high[a]));
-    if (f[a] < band.low[a]) worst = std::max(worst, std::log(band.low[a] / f[a]));
+    if (v[a] > q.high[a]) worst = std::max(worst, std::log(v[a] / q.high[a]));
+    if (v[a] < q.low[a]) worst = std::max(worst, std::log(q.low[a] / v[a]));
   }
   return worst;
+}
+
+// A pilot's end against the band: the farther of its F and its Poiseuille permeability.
+double band_distance(const std::array<double, 3>& f, const std::array<double, 3>& k, const FlowBand& band) {
+  return std::max(band_distance(f, band.f), band_distance(k, band.k));
 }
 
 std::string band_text(const std::array<double, 3>& low, const std::array<double, 3>& high) {
@@ -774,8 +851,9 @@ std::string band_text(const std::array<double, 3>& low, const std::array<double,
 // the others the pilots' carries' geometric mean). The first pilot starts from the draw
 // nearest the reference's F (`reference`, on its own grid) as drawn (flow_mismatch). Where
 // the reference holds sub-volumes of the domain's size (flow_band), a draw is kept only when
-// its own pilot ends inside their middle half along every axis: one draw's carry stands for
-// another's to a few per cent, about the width of that half. The next piloted is the draw
+// its own pilot ends inside their middle half along every axis, for F and for the Poiseuille
+// permeability (paths of one F can be wider or narrower: the permeability is judged too), and
+// one draw's F carry stands for another's to a few per cent, about the width of that half. The next piloted is the draw
 // carried nearest the half (then nearest the reference's F); while none not yet piloted is
 // carried inside it, more are drawn (up to kDrawBatches × initial.draws). After kPilots
 // pilots, or a quarter of `level_seconds` (what the level has left of annealing.max_seconds;
@@ -800,11 +878,13 @@ double choose_start_draw(Session& run, anneal::Config& loop, const Mask* level_r
   }
   run.note("draws     the reference's formation factors: " + factors_text(*target));
   std::optional<FlowBand> band;
-  if (reference) band = flow_band(run, loop, *reference);
+  if (reference) band = flow_band(run, loop, *reference, level_reference ? *level_reference : *reference);
   if (band)
     run.note("draws     its " + std::to_string(band->subvolumes) + " sub-volumes of the domain's size (" +
-             to_string(band->subvolume) + "): formation factors " + band_text(band->least, band->greatest) +
-             ", their middle half " + band_text(band->low, band->high));
+             to_string(band->subvolume) + "): formation factors " + band_text(band->f.least, band->f.greatest) +
+             ", their middle half " + band_text(band->f.low, band->f.high) + "; Poiseuille permeabilities on the level's grid " +
+             band_text(band->k.least, band->k.greatest) + ", their middle half " +
+             band_text(band->k.low, band->k.high));
   stop_if_signalled();
   const std::optional<anneal::ClusterSample> clusters = cluster_sample(run, loop, level_reference, true);
   const anneal::ClusterSample* cl = clusters ? &*clusters : nullptr;
@@ -815,6 +895,7 @@ double choose_start_draw(Session& run, anneal::Config& loop, const Mask* level_r
   std::vector<anneal::BlobCandidate> reports;  // make_start fills them for draws 2, 3, …
   std::vector<uint64_t> keys;
   std::vector<std::optional<std::array<double, 3>>> own;  // a piloted draw's F on the domain's grid
+  std::vector<std::array<double, 3>> own_k;                // and its Poiseuille permeability on the level's
   std::vector<std::array<double, 3>> carries;
   auto draw_batch = [&] {
     const int from = int(drawn_f.size()), to = from + batch;
@@ -831,6 +912,7 @@ double choose_start_draw(Session& run, anneal::Config& loop, const Mask* level_r
       reports.push_back(report);
       keys.push_back(Fnv1a().add(m.values()).value());
       own.emplace_back();
+      own_k.emplace_back();
       char line[220];
       std::snprintf(line, sizeof line, "draw      %d of %d: formation factors %s, largest log ratio %.5f%s", k + 1,
                     to, factors_text(f).c_str(), flow_mismatch(f, *target),
@@ -857,6 +939,10 @@ double choose_start_draw(Session& run, anneal::Config& loop, const Mask* level_r
     }
     return f;
   };
+  // A piloted draw's end against the band (its F and its Poiseuille permeability).
+  auto piloted_distance = [&](int k) {
+    return band_distance(*own[std::size_t(k)], own_k[std::size_t(k)], *band);
+  };
   double pilot_seconds = 0;
   std::optional<std::pair<int, Mask>> last_piloted;  // the kept draw is most often the last piloted
   auto pilot = [&](int k) {
@@ -867,12 +953,17 @@ double choose_start_draw(Session& run, anneal::Config& loop, const Mask* level_r
     last_piloted.emplace(k, std::move(start));
     carries.push_back(end.carry);
     own[std::size_t(k)] = end.domain_f;
+    own_k[std::size_t(k)] = end.level_k;
     if (!band) return false;
-    const double out = band_distance(end.domain_f, *band);
-    char line[200];
-    if (out == 0) std::snprintf(line, sizeof line, "pilot     draw %d ends inside the sub-volumes' middle half", k + 1);
-    else std::snprintf(line, sizeof line, "pilot     draw %d ends outside the sub-volumes' middle half (log ratio "
-                                          "%.5f past it)", k + 1, out);
+    const double out = piloted_distance(k);
+    char line[240];
+    if (out == 0)
+      std::snprintf(line, sizeof line, "pilot     draw %d ends inside the sub-volumes' middle half", k + 1);
+    else
+      std::snprintf(line, sizeof line,
+                    "pilot     draw %d ends outside the sub-volumes' middle half (log ratio %.5f past it: formation "
+                    "factors %.5f, Poiseuille permeabilities %.5f)",
+                    k + 1, out, band_distance(end.domain_f, band->f), band_distance(end.level_k, band->k));
     run.note(line);
     return out == 0;
   };
@@ -893,7 +984,7 @@ double choose_start_draw(Session& run, anneal::Config& loop, const Mask* level_r
     for (int k = 0; k < int(drawn_f.size()); ++k) {
       if (own[std::size_t(k)]) continue;
       const std::array<double, 3> f = carried(k);
-      const std::pair<double, double> rank{band_distance(f, *band), flow_mismatch(f, *target)};
+      const std::pair<double, double> rank{band_distance(f, band->f), flow_mismatch(f, *target)};
       if (next < 0 || rank < next_rank) {
         next = k;
         next_rank = rank;
@@ -908,8 +999,7 @@ double choose_start_draw(Session& run, anneal::Config& loop, const Mask* level_r
   }
   if (kept < 0) {  // no pilot ended inside the middle half: the piloted draw least outside it
     for (int k = 0; k < int(drawn_f.size()); ++k)
-      if (own[std::size_t(k)] &&
-          (kept < 0 || band_distance(*own[std::size_t(k)], *band) < band_distance(*own[std::size_t(kept)], *band)))
+      if (own[std::size_t(k)] && (kept < 0 || piloted_distance(k) < piloted_distance(kept)))
         kept = k;
   }
   loop.initial = last_piloted && last_piloted->first == kept ? std::move(last_piloted->second) : start_of(kept);
@@ -922,7 +1012,8 @@ double choose_start_draw(Session& run, anneal::Config& loop, const Mask* level_r
                 factors_text(carried(kept)).c_str(), own[std::size_t(kept)] ? " by its own pilot" : "",
                 factors_text(*target).c_str(), flow_mismatch(carried(kept), *target), nearest + 1,
                 int(carries.size()),
-                band && band_distance(carried(kept), *band) > 0 ? "; none inside the sub-volumes' middle half" : "");
+                band && own[std::size_t(kept)] && piloted_distance(kept) > 0 ? "; none inside the sub-volumes' middle half"
+                                                                               : "");
   run.note(line);
   return pilot_seconds;
 }

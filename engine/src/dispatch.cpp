@@ -2,6 +2,7 @@
 #include "cpu/cpu_backend.hpp"
 #include "measures_detail.hpp"
 #include "poreforge/edt.hpp"
+#include "poreforge/error.hpp"
 #include "poreforge/evaluator.hpp"
 #include "poreforge/local_thickness.hpp"
 #include "poreforge/measures.hpp"
@@ -99,6 +100,22 @@ FormationFactorResult formation_factor(const Mask& pore, int axis, const Formati
   return run_on(backend, Operation::formation_factor,
                 PF_ON_CUDA(cuda::formation_factor(pore, axis, options, components6)),
                 [&] { return cpu::formation_factor(pore, axis, options, components6); });
+}
+
+double poiseuille_permeability(const Mask& pore, const Volume<float>& radius, int axis,
+                               const FormationFactorOptions& options, Backend backend,
+                               const ComponentLabels* components6) {
+  detail::validate_formation_factor(pore, axis, options);
+  detail::validate_components6(pore, components6);
+  if (radius.shape() != pore.shape())
+    throw InputError("poiseuille_permeability: the radius map is " + to_string(radius.shape()) + ", the pore " +
+                     to_string(pore.shape()));
+  const FormationFactorResult r =
+      run_on(backend, Operation::formation_factor,
+             PF_ON_CUDA(cuda::formation_factor(pore, axis, options, components6, radius.data())),
+             [&] { return cpu::formation_factor(pore, axis, options, components6, radius.data()); });
+  // The current through the medium over the open box's for a unit conductivity.
+  return r.pore_conductance / r.open_conductance;
 }
 
 PermeabilityResult permeability(const Mask& pore, int axis, const PermeabilityOptions& options, Backend backend,

@@ -37,11 +37,14 @@ LaplaceGrid laplace_grid(const Mask& pore, int axis);
 // The formation factor's system on the spanning cluster, both backends' unknowns: the
 // operator on the cluster's cells in index order (neighbours, face conductances, diagonal)
 // and the right-hand side, the inlet reservoirs' conductance on the inlet face's cells.
+// `radius` (null: a unit conductivity) gives each voxel a conductivity r² / 8, a tube of that
+// radius (poiseuille_permeability's medium; the box's voxels, spacing units).
 struct LaplaceSystem {
   cpu::CellOperator op;
   std::vector<double> b;
 };
-LaplaceSystem laplace_system(const Mask& pore, const SpanningCluster& cluster, int axis);
+LaplaceSystem laplace_system(const Mask& pore, const SpanningCluster& cluster, int axis,
+                             const float* radius = nullptr);
 // The conductance of the all-pore box: cross-section area / length, spacing units.
 double open_conductance(const Mask& pore, int axis);
 int64_t max_cg_iterations(const Mask& pore, int axis, const FormationFactorOptions& options);
@@ -128,17 +131,18 @@ double lattice_viscosity(const PermeabilityOptions& options);
 
 }  // namespace poreforge::detail
 
-// `components6` may be null (the spanning cluster is searched for) or validated ones.
+// `components6` may be null (the spanning cluster is searched for) or validated ones;
+// `radius` as laplace_system's (then the result's conductances are in its medium's units).
 namespace poreforge::cpu {
 FormationFactorResult formation_factor(const Mask& pore, int axis, const FormationFactorOptions& options,
-                                       const ComponentLabels* components6);
+                                       const ComponentLabels* components6, const float* radius = nullptr);
 PermeabilityResult permeability(const Mask& pore, int axis, const PermeabilityOptions& options,
                                 const ComponentLabels* components6);
 }  // namespace poreforge::cpu
 
 namespace poreforge::cuda {
 FormationFactorResult formation_factor(const Mask& pore, int axis, const FormationFactorOptions& options,
-                                       const ComponentLabels* components6);
+                                       const ComponentLabels* components6, const float* radius = nullptr);
 PermeabilityResult permeability(const Mask& pore, int axis, const PermeabilityOptions& options,
                                 const ComponentLabels* components6);
 }  // namespace poreforge::cuda

@@ -320,8 +320,9 @@ TEST_CASE("cli.run.levels_auto") {
 }
 
 // initial.draws: several grains starts of the same sizes, pilots of the run from them, and the
-// first whose pilot ends inside the middle half of the reference's sub-volumes' F kept — on the
-// domain's grid (one level) and at a coarser level's; without sub-volumes of the domain's size,
+// first whose pilot ends inside the middle half of the reference's sub-volumes' F (on the
+// domain's grid) and Poiseuille permeability (on the level's) kept — with one level and with a
+// coarser level; without sub-volumes of the domain's size,
 // the draw whose F carried by the one pilot lies nearest the reference's. What is printed must
 // follow the rule, one draw must be the run's own start, and the resolved config must make the
 // same start again.
@@ -366,10 +367,24 @@ TEST_CASE("cli.run.start_draws") {
     REQUIRE(h != std::string::npos);
     REQUIRE(std::sscanf(text.c_str() + h + half_said.size(), "%lf-%lf / %lf-%lf / %lf-%lf", &low[0], &high[0],
                         &low[1], &high[1], &low[2], &high[2]) == 6);
+    // The same of their Poiseuille permeabilities, on the grid the pilots end on.
+    const std::string k_said = "; Poiseuille permeabilities on the level's grid ";
+    const std::size_t kr = text.find(k_said, h);
+    REQUIRE(kr != std::string::npos);
+    std::array<double, 3> k_least{}, k_greatest{}, k_low{}, k_high{};
+    REQUIRE(std::sscanf(text.c_str() + kr + k_said.size(), "%lf-%lf / %lf-%lf / %lf-%lf", &k_least[0],
+                        &k_greatest[0], &k_least[1], &k_greatest[1], &k_least[2], &k_greatest[2]) == 6);
+    const std::size_t kh = text.find(half_said, kr);
+    REQUIRE(kh != std::string::npos);
+    REQUIRE(std::sscanf(text.c_str() + kh + half_said.size(), "%lf-%lf / %lf-%lf / %lf-%lf", &k_low[0], &k_high[0],
+                        &k_low[1], &k_high[1], &k_low[2], &k_high[2]) == 6);
     for (std::size_t a = 0; a < 3; ++a) {
       CHECK(least[a] <= low[a]);
       CHECK(low[a] <= high[a]);
       CHECK(high[a] <= greatest[a]);
+      CHECK(k_least[a] <= k_low[a]);
+      CHECK(k_low[a] <= k_high[a]);
+      CHECK(k_high[a] <= k_greatest[a]);
     }
     // Draws come in batches of 4 (up to 4 of them).
     std::vector<std::array<double, 3>> drawn;
@@ -420,6 +435,9 @@ TEST_CASE("cli.run.start_draws") {
       CHECK((line.find(refined) != std::string::npos) == (levels > 1));
       const std::array<double, 3> pilot_f = numbers(levels > 1 ? line.substr(line.find(refined) + refined.size())
                                                                : line.substr(line.find("formation factors ") + 18));
+      const std::string k_of = "; Poiseuille permeabilities ";
+      REQUIRE(line.find(k_of) != std::string::npos);
+      const std::array<double, 3> pilot_k = numbers(line.substr(line.find(k_of) + k_of.size()));
       bool clear = true, within = true;
       for (std::size_t a = 0; a < 3; ++a) {
         const double ratio = pilot_f[a] / drawn[std::size_t(k - 1)][a];
@@ -427,6 +445,9 @@ TEST_CASE("cli.run.start_draws") {
         else CHECK(carry[a] == 1.0);  // a pore that does not cross the axis: no carry measured
         clear = clear && std::abs(std::log(pilot_f[a] / low[a])) > 1e-3 && std::abs(std::log(pilot_f[a] / high[a])) > 1e-3;
         within = within && pilot_f[a] >= low[a] && pilot_f[a] <= high[a];
+        clear = clear && std::abs(std::log(pilot_k[a] / k_low[a])) > 1e-3 &&
+                std::abs(std::log(pilot_k[a] / k_high[a])) > 1e-3;
+        within = within && pilot_k[a] >= k_low[a] && pilot_k[a] <= k_high[a];
       }
       if (clear) {
         const std::size_t e = text.find("pilot     draw " + std::to_string(k) + " ends ", p);

@@ -4,6 +4,7 @@
 
 #include <cmath>
 
+#include "poreforge/local_thickness.hpp"
 #include "poreforge/transport.hpp"
 #include "support/backends.hpp"
 #include "support/random.hpp"
@@ -35,6 +36,32 @@ TEST_CASE("transport.cuda.formation_factor_matches_cpu_random" * PF_GPU_DECORATO
         CHECK(g.formation_factor == doctest::Approx(c.formation_factor).epsilon(1e-6));
       }
   CHECK(finite > 6);
+}
+
+TEST_CASE("transport.cuda.poiseuille_permeability_matches_cpu_random" * PF_GPU_DECORATORS) {
+  const uint64_t seed = testing::fresh_seed();
+  CAPTURE(seed);
+  int finite = 0;
+  for (const Shape shape : {Shape{40, 36, 33}, Shape{64, 64, 64}})
+    for (int kind = 1; kind < 3; ++kind) {
+      Mask m = testing::random_volume(shape, kind, 0.45, seed + uint64_t(kind));
+      m.set_spacing({1.0, 1.2, 0.9});
+      const Volume<float> radius = local_thickness(m, Boundary::open, Backend::cpu);
+      for (int axis = 0; axis < 3; ++axis) {
+        CAPTURE(to_string(shape));
+        CAPTURE(kind);
+        CAPTURE(axis);
+        const double c = poiseuille_permeability(m, radius, axis, {}, Backend::cpu);
+        const double g = poiseuille_permeability(m, radius, axis, {}, Backend::cuda);
+        if (c == 0) {
+          CHECK(g == 0);
+          continue;
+        }
+        ++finite;
+        CHECK(g == doctest::Approx(c).epsilon(1e-6));
+      }
+    }
+  CHECK(finite > 4);
 }
 
 TEST_CASE("transport.cuda.permeability_matches_cpu_random" * PF_GPU_DECORATORS) {

@@ -225,6 +225,56 @@ PF_BACKEND_TEST("transport", "components_given_change_nothing") {
   CHECK_THROWS_AS(permeability(m, 0, o, B::backend, &other), InputError);
 }
 
+PF_BACKEND_TEST("transport", "poiseuille_permeability.uniform_radius_is_r2_over_8_over_F") {
+  // One radius everywhere scales every conductance alike: k = (r² / 8) / F.
+  const uint64_t seed = testing::fresh_seed();
+  CAPTURE(seed);
+  Mask m = testing::random_volume({14, 11, 9}, 1, 0.55, seed);
+  m.set_spacing({0.8, 1.4, 1.1});
+  const float r = 2.5f;
+  const Volume<float> radius(m.shape(), m.spacing(), r);
+  int spanning = 0;
+  for (int axis = 0; axis < 3; ++axis) {
+    CAPTURE(axis);
+    const double F = formation_factor(m, axis, {}, B::backend).formation_factor;
+    const double k = poiseuille_permeability(m, radius, axis, {}, B::backend);
+    if (std::isinf(F)) {
+      CHECK(k == 0);
+      continue;
+    }
+    ++spanning;
+    CHECK(k == doctest::Approx(double(r) * double(r) / 8 / F).epsilon(1e-7));
+  }
+  CHECK(spanning > 0);
+}
+
+PF_BACKEND_TEST("transport", "poiseuille_permeability.layers_in_series_and_side_by_side") {
+  // An all-pore box, the first h voxels along x of radius r1, the rest r2 (σ = r² / 8). Along
+  // x the layers are in series: each row's resistance is h / σ1 + (n − h) / σ2 (the half
+  // voxels at the reservoirs and at the interface add up to whole ones), so k = n / that;
+  // along y and z side by side: k = (h σ1 + (n − h) σ2) / n.
+  const int64_t n = 10, h = 3;
+  const double r1 = 1.5, r2 = 4.0, s1 = r1 * r1 / 8, s2 = r2 * r2 / 8;
+  for (const Spacing sp : {Spacing{}, Spacing{0.7, 1.3, 2.0}}) {
+    const Mask m({n, 6, 5}, sp, 1);
+    Volume<float> radius(m.shape(), sp, float(r2));
+    for (int64_t z = 0; z < 5; ++z)
+      for (int64_t y = 0; y < 6; ++y)
+        for (int64_t x = 0; x < h; ++x) radius(x, y, z) = float(r1);
+    CHECK(poiseuille_permeability(m, radius, 0, {}, B::backend) ==
+          doctest::Approx(double(n) / (double(h) / s1 + double(n - h) / s2)).epsilon(1e-7));
+    for (int axis : {1, 2})
+      CHECK(poiseuille_permeability(m, radius, axis, {}, B::backend) ==
+            doctest::Approx((double(h) * s1 + double(n - h) * s2) / double(n)).epsilon(1e-7));
+  }
+}
+
+TEST_CASE("transport.cpu.poiseuille_permeability.bad_input") {
+  const Mask m({4, 4, 4}, {}, 1);
+  CHECK_THROWS_AS(poiseuille_permeability(m, Volume<float>({4, 4, 3}), 0, {}, Backend::cpu), InputError);
+  CHECK_THROWS_AS(poiseuille_permeability(m, Volume<float>({4, 4, 4}), 3, {}, Backend::cpu), InputError);
+}
+
 TEST_CASE("transport.cpu.formation_factor.bad_input") {
   const Mask m({4, 4, 4}, {}, 1);
   CHECK_THROWS_AS(formation_factor(m, 3, {}, Backend::cpu), InputError);

@@ -342,7 +342,7 @@ void finish_formation_factor(FormationFactorResult& r, double current, int64_t i
   r.formation_factor = r.open_conductance / current;
 }
 
-LaplaceSystem laplace_system(const Mask& pore, const SpanningCluster& sc, int axis) {
+LaplaceSystem laplace_system(const Mask& pore, const SpanningCluster& sc, int axis, const float* radius) {
   const LaplaceGrid grid = laplace_grid(pore, axis);
   const Shape s = pore.shape();
   const int64_t N = s.voxels(), n = sc.voxels;
@@ -377,8 +377,28 @@ LaplaceSystem laplace_system(const Mask& pore, const SpanningCluster& sc, int ax
       op.w[std::size_t(6 * k + 2 * a)] = lo >= 0 ? grid.g[a] : 0.0;
       op.w[std::size_t(6 * k + 2 * a + 1)] = hi >= 0 ? grid.g[a] : 0.0;
     }
-    op.diag[std::size_t(k)] = laplace_diagonal(grid, sc.cluster.data(), c[0], c[1], c[2]);
-    if (c[axis] == 0) system.b[std::size_t(k)] = g_res;
+    if (!radius) {
+      op.diag[std::size_t(k)] = laplace_diagonal(grid, sc.cluster.data(), c[0], c[1], c[2]);
+      if (c[axis] == 0) system.b[std::size_t(k)] = g_res;
+      continue;
+    }
+    // Each voxel conducts as a tube of its radius (r² / 8); two in series across a face give
+    // the harmonic mean, and a face voxel meets its reservoir through its own half.
+    const auto sigma = [&](int64_t v) { return double(radius[v]) * double(radius[v]) / 8; };
+    const double own = sigma(i);
+    double diag = 0;
+    for (int e = 0; e < 6; ++e) {
+      const int32_t j = op.nb[std::size_t(6 * k + e)];
+      if (j < 0) continue;
+      const double other = sigma(op.cell[std::size_t(j)]);
+      double& w = op.w[std::size_t(6 * k + e)];
+      w *= 2 * own * other / (own + other);
+      diag += w;
+    }
+    if (c[axis] == 0) system.b[std::size_t(k)] = g_res * own;
+    if (c[axis] == 0) diag += g_res * own;
+    if (c[axis] == extent[axis] - 1) diag += g_res * own;
+    op.diag[std::size_t(k)] = diag;
   }
   return system;
 }
@@ -393,16 +413,15 @@ constexpr int64_t kParallelVoxels = 1 << 15;
 }  // namespace
 
 FormationFactorResult formation_factor(const Mask& pore, int axis, const FormationFactorOptions& options,
-                                       const ComponentLabels* components6) {
+                                       const ComponentLabels* components6, const float* radius) {
   FormationFactorResult r;
   const std::optional<detail::SpanningCluster> spanning =
       detail::start_formation_factor(r, pore, axis, options, Backend::cpu, components6);
   if (!spanning) return r;
   const int64_t n = spanning->voxels;
   const std::size_t un = static_cast<std::size_t>(n);
-  detail::LaplaceSystem system = detail::laplace_system(pore, *spanning, axis);
+  detail::LaplaceSystem system = detail::laplace_system(pore, *spanning, axis, radius);
   const std::vector<double>& b = system.b;
-  const double g_res = detail::laplace_grid(pore, axis).g_reservoir();
   const Multigrid mg(std::move(system.op));
   const CellOperator& a = mg.fine();
 
@@ -448,7 +467,7 @@ FormationFactorResult formation_factor(const Mask& pore, int axis, const Formati
   double current = 0;
 #pragma omp parallel for reduction(+ : current) schedule(static) if (n >= kParallelVoxels)
   for (int64_t k = 0; k < n; ++k)
-    if (b[std::size_t(k)] != 0) current += g_res * (1 - x[std::size_t(k)]);
+    current += b[std::size_t(k)] * (1 - x[std::size_t(k)]);
   detail::finish_formation_factor(r, current, it, std::sqrt(rr), b_norm, options);
   return r;
 }

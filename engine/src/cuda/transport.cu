@@ -150,11 +150,11 @@ __global__ void mg_coarsest(int64_t m, const double* __restrict__ inverse, const
   }
 }
 
-// The current from the inlet reservoir: Σ g_res (1 − x) over the cells on the inlet face (b ≠ 0).
-__global__ void inlet_current(int64_t n, const double* __restrict__ b, const double* __restrict__ x, double g_reservoir,
-                              double* d_current) {
+// The current from the inlet reservoir: Σ b (1 − x), b the inlet cells' reservoir conductances
+// (0 elsewhere).
+__global__ void inlet_current(int64_t n, const double* __restrict__ b, const double* __restrict__ x, double* d_current) {
   double sum = 0;
-  PF_GRID_STRIDE(k, n) if (b[k] != 0) sum += g_reservoir * (1 - x[k]);
+  PF_GRID_STRIDE(k, n) sum += b[k] * (1 - x[k]);
   block_add(sum, d_current);
 }
 
@@ -271,14 +271,14 @@ class DeviceMultigrid {
 }  // namespace
 
 FormationFactorResult formation_factor(const Mask& pore, int axis, const FormationFactorOptions& options,
-                                       const ComponentLabels* components6) {
+                                       const ComponentLabels* components6, const float* radius) {
   FormationFactorResult r;
   // The spanning cluster, its system and the multigrid hierarchy are built on the host,
   // shared with the CPU.
   const std::optional<detail::SpanningCluster> spanning =
       detail::start_formation_factor(r, pore, axis, options, Backend::cuda, components6);
   if (!spanning) return r;
-  detail::LaplaceSystem system = detail::laplace_system(pore, *spanning, axis);
+  detail::LaplaceSystem system = detail::laplace_system(pore, *spanning, axis, radius);
   const int64_t n = system.op.size();
   const std::size_t un = static_cast<std::size_t>(n);
   Stream stream;
@@ -329,8 +329,7 @@ FormationFactorResult formation_factor(const Mask& pore, int axis, const Formati
     }
     rr = read_scalar(d_rr, s);
   }
-  const double g_reservoir = detail::laplace_grid(pore, axis).g_reservoir();
-  inlet_current<<<blocks, kThreads, 0, s>>>(n, b.data(), x.data(), g_reservoir, d_current);
+  inlet_current<<<blocks, kThreads, 0, s>>>(n, b.data(), x.data(), d_current);
   PF_CUDA_CHECK_LAUNCH(s);
   const double current = read_scalar(d_current, s);
   detail::finish_formation_factor(r, current, it, std::sqrt(rr), b_norm, options);
