@@ -1,4 +1,6 @@
 // The public engine functions: pick a backend, run it.
+#include <cmath>
+
 #include "cpu/cpu_backend.hpp"
 #include "measures_detail.hpp"
 #include "poreforge/edt.hpp"
@@ -110,6 +112,10 @@ double poiseuille_permeability(const Mask& pore, const Volume<float>& radius, in
   if (radius.shape() != pore.shape())
     throw InputError("poiseuille_permeability: the radius map is " + to_string(radius.shape()) + ", the pore " +
                      to_string(pore.shape()));
+  // A pore voxel that conducts nothing would leave its row of the system empty.
+  for (int64_t i = 0; i < pore.voxels(); ++i)
+    if (pore.data()[i] && !(std::isfinite(radius.data()[i]) && radius.data()[i] > 0))
+      throw InputError("poiseuille_permeability: the radius map is not a positive number on every pore voxel");
   const FormationFactorResult r =
       run_on(backend, Operation::formation_factor,
              PF_ON_CUDA(cuda::formation_factor(pore, axis, options, components6, radius.data())),

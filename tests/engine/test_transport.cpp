@@ -272,7 +272,13 @@ PF_BACKEND_TEST("transport", "poiseuille_permeability.layers_in_series_and_side_
 TEST_CASE("transport.cpu.poiseuille_permeability.bad_input") {
   const Mask m({4, 4, 4}, {}, 1);
   CHECK_THROWS_AS(poiseuille_permeability(m, Volume<float>({4, 4, 3}), 0, {}, Backend::cpu), InputError);
-  CHECK_THROWS_AS(poiseuille_permeability(m, Volume<float>({4, 4, 4}), 3, {}, Backend::cpu), InputError);
+  CHECK_THROWS_AS(poiseuille_permeability(m, Volume<float>({4, 4, 4}, {}, 1.0f), 3, {}, Backend::cpu), InputError);
+  Volume<float> radius({4, 4, 4}, {}, 1.0f);
+  CHECK(poiseuille_permeability(m, radius, 0, {}, Backend::cpu) == doctest::Approx(1.0 / 8));
+  radius(1, 2, 3) = 0;  // a pore voxel without a radius
+  CHECK_THROWS_AS(poiseuille_permeability(m, radius, 0, {}, Backend::cpu), InputError);
+  radius(1, 2, 3) = std::numeric_limits<float>::quiet_NaN();
+  CHECK_THROWS_AS(poiseuille_permeability(m, radius, 0, {}, Backend::cpu), InputError);
 }
 
 TEST_CASE("transport.cpu.formation_factor.bad_input") {
