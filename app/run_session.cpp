@@ -591,7 +591,8 @@ std::array<double, 3> poiseuille_permeabilities(const Mask& pore, Backend backen
   const ComponentLabels components = label_components(pore, Adjacency::face6, backend);
   for (int a = 0; a < 3; ++a)
     k[std::size_t(a)] = pore.shape().extent(a) <= 1 ? std::numeric_limits<double>::quiet_NaN()
-                                                      : poiseuille_permeability(pore, radius, a, fo, backend, &components);
+                                                      : poiseuille_permeability(pore, radius, a, fo, backend, &components)
+                                                            .permeability;
   return k;
 }
 
@@ -649,19 +650,22 @@ using OntoDomain = std::function<Mask(const Mask&)>;
 // annealing for a kPilotShare of its evaluations from `start` (draw number `draw`), its end
 // refined onto the domain's grid (`onto_domain`), F there, and over `start_f` axis by axis
 // (1 where either is not finite). A pilot ends within a few per cent of where its run ends.
-// `level_seconds` (0: none) is what the level has left of annealing.max_seconds; the pilot's
-// annealing takes at most a kPilotShare of it. Adds the pilot's seconds to `*seconds`. A
-// signal ends the run (the pilot keeps nothing).
+// With `measure_k` (a band to judge it by), also the Poiseuille permeability of its end on
+// the level's own grid (FlowBand says why there); NaN without. `level_seconds` (0: none) is
+// what the level has left of annealing.max_seconds; the pilot's annealing takes at most a
+// kPilotShare of it. Adds the pilot's seconds to `*seconds`. A signal ends the run (the pilot
+// keeps nothing).
 constexpr int64_t kPilotShare = 8;
 
 struct PilotEnd {
   std::array<double, 3> carry{};     // F on the domain's grid over the draw's F (1 where either is not finite)
   std::array<double, 3> domain_f{};  // F on the domain's grid
-  std::array<double, 3> level_k{};   // the Poiseuille permeability on the level's grid (poiseuille_permeabilities)
+  std::array<double, 3> level_k{};   // the Poiseuille permeability on the level's grid (NaN: not measured)
 };
 
 PilotEnd draw_carry(Session& run, const anneal::Config& loop, const Mask& start, const std::array<double, 3>& start_f,
-                    const OntoDomain& onto_domain, double level_seconds, bool quiet, double* seconds, int draw) {
+                    const OntoDomain& onto_domain, double level_seconds, bool quiet, double* seconds, int draw,
+                    bool measure_k) {
   anneal::Config pilot = loop;
   pilot.initial = start;
   pilot.stopping.max_evaluations = std::max<int64_t>(1, loop.stopping.max_evaluations / kPilotShare);
@@ -698,8 +702,9 @@ PilotEnd draw_carry(Session& run, const anneal::Config& loop, const Mask& start,
       refined.shape() == end.shape()
           ? level_f
           : formation_factors(refined, run.backend, "the pilot refined (" + to_string(refined.shape()) + ")");
-  const std::array<double, 3> level_k =
-      poiseuille_permeabilities(end, run.backend, "the pilot's end (" + to_string(end.shape()) + ")");
+  std::array<double, 3> level_k;
+  level_k.fill(std::numeric_limits<double>::quiet_NaN());
+  if (measure_k) level_k = poiseuille_permeabilities(end, run.backend, "the pilot's end (" + to_string(end.shape()) + ")");
   std::array<double, 3> carry{};
   for (std::size_t i = 0; i < 3; ++i) {
     const double c = domain_f[i] / start_f[i];
@@ -708,12 +713,11 @@ PilotEnd draw_carry(Session& run, const anneal::Config& loop, const Mask& start,
   *seconds += since(began);
   char line[480];
   std::snprintf(line, sizeof line,
-                "pilot     draw %d: %lld evaluations in %.1f s: formation factors %s%s%s; carried x %.4f / %.4f / %.4f; "
-                "Poiseuille permeabilities %s",
+                "pilot     draw %d: %lld evaluations in %.1f s: formation factors %s%s%s; carried x %.4f / %.4f / %.4f%s%s",
                 draw + 1, static_cast<long long>(evaluations), since(began), factors_text(level_f).c_str(),
                 refined.shape() == end.shape() ? "" : ", refined onto the domain's grid ",
                 refined.shape() == end.shape() ? "" : factors_text(domain_f).c_str(), carry[0], carry[1], carry[2],
-                factors_text(level_k).c_str());
+                measure_k ? "; Poiseuille permeabilities " : "", measure_k ? factors_text(level_k).c_str() : "");
   run.note(line);
   return PilotEnd{carry, domain_f, level_k};
 }
@@ -742,14 +746,16 @@ struct FlowBand {
   // much, which its annealing fitted. Refined onto a finer grid, a coarse structure's widths
   // are its grid's, which the finer level's annealing then narrows to the finer reference's
   // (alike for every draw; docs/realism.md has the figures), so a pilot's k is not judged
-  // where F is.
-  Quartiles k;
-  Shape subvolume;
-  int subvolumes = 0;  // of two phases (one of a phase alone is skipped, as compare refuses it)
+  // where F is. None where fewer than two of those sub-volumes hold both phases: F alone.
+  std::optional<Quartiles> k;
+  Shape subvolume, level_subvolume;
+  // Of two phases (one of a phase alone is skipped, as compare refuses it): F's, k's.
+  int subvolumes = 0, level_subvolumes = 0;
 };
 
 // Each axis's least, greatest and quartiles of `values` (NaN skipped); nullopt where an axis
-// has fewer than two.
+// has fewer than two. A quartile beside a sub-volume whose pore does not cross (F infinite, k
+// 0) is that value: a crossing is not interpolated with its absence.
 std::optional<Quartiles> quartiles(std::array<std::vector<double>, 3> values) {
   Quartiles q;
   for (std::size_t a = 0; a < 3; ++a) {
@@ -761,7 +767,7 @@ std::optional<Quartiles> quartiles(std::array<std::vector<double>, 3> values) {
       const double at = at_share * double(v.size() - 1);
       const std::size_t i = std::size_t(at);
       const double t = at - double(i);
-      if (t == 0 || i + 1 >= v.size() || std::isinf(v[i])) return v[i];
+      if (t == 0 || i + 1 >= v.size() || std::isinf(v[i]) || v[i] == 0) return v[i];
       return std::isinf(v[i + 1]) ? v[i + 1] : v[i] + t * (v[i + 1] - v[i]);
     };
     q.least[a] = v.front();
@@ -778,14 +784,15 @@ std::optional<FlowBand> flow_band(Session& run, const anneal::Config& loop, cons
                                   const Mask& level_reference) {
   FlowBand band;
   band.subvolume = domain_in_reference_voxels(loop, reference);
-  const Shape level_subvolume = domain_in_reference_voxels(loop, level_reference);
+  band.level_subvolume = domain_in_reference_voxels(loop, level_reference);
   for (int a = 0; a < 3; ++a)
     if (band.subvolume.extent(a) > reference.shape().extent(a) || band.subvolume.extent(a) <= 1 ||
-        level_subvolume.extent(a) > level_reference.shape().extent(a) || level_subvolume.extent(a) <= 1)
+        band.level_subvolume.extent(a) > level_reference.shape().extent(a) || band.level_subvolume.extent(a) <= 1)
       return std::nullopt;
   if (band.subvolume == reference.shape()) return std::nullopt;  // one sub-volume: the reference
   const uint64_t seed = mix64(loop.seed ^ 0x46454e56u);  // a lane of its own: not compare's corners
-  // Each grid's own draw of corners: the two sets are alike in law, not cut from one place.
+  // The corners are drawn on each image's own grid: on a run of one level both sets are the
+  // same sub-volumes; with coarser levels two sets alike in law, not cut from one place.
   auto measured = [&](const Mask& image, const Shape& subvolume, auto&& measure) {
     std::array<std::vector<double>, 3> values;
     int parts = 0;
@@ -802,15 +809,16 @@ std::optional<FlowBand> flow_band(Session& run, const anneal::Config& loop, cons
   auto [parts_f, f] = measured(reference, band.subvolume, [&](const Mask& m, const std::string& what) {
     return formation_factors(m, run.backend, what);
   });
-  auto [parts_k, k] = measured(level_reference, level_subvolume, [&](const Mask& m, const std::string& what) {
+  band.subvolumes = parts_f;
+  if (parts_f < 2) return std::nullopt;
+  std::optional<Quartiles> qf = quartiles(std::move(f));
+  if (!qf) return std::nullopt;
+  band.f = *qf;
+  auto [parts_k, k] = measured(level_reference, band.level_subvolume, [&](const Mask& m, const std::string& what) {
     return poiseuille_permeabilities(m, run.backend, what);
   });
-  band.subvolumes = parts_f;
-  if (parts_f < 2 || parts_k < 2) return std::nullopt;
-  std::optional<Quartiles> qf = quartiles(std::move(f)), qk = quartiles(std::move(k));
-  if (!qf || !qk) return std::nullopt;
-  band.f = *qf;
-  band.k = *qk;
+  band.level_subvolumes = parts_k;
+  if (parts_k >= 2) band.k = quartiles(std::move(k));
   return band;
 }
 
@@ -832,9 +840,10 @@ double band_distance(const std::array<double, 3>& v, const Quartiles& q) {
   return worst;
 }
 
-// A pilot's end against the band: the farther of its F and its Poiseuille permeability.
+// A pilot's end against the band: the farther of its F and its Poiseuille permeability (F
+// alone where the band holds no k).
 double band_distance(const std::array<double, 3>& f, const std::array<double, 3>& k, const FlowBand& band) {
-  return std::max(band_distance(f, band.f), band_distance(k, band.k));
+  return std::max(band_distance(f, band.f), band.k ? band_distance(k, *band.k) : 0.0);
 }
 
 std::string band_text(const std::array<double, 3>& low, const std::array<double, 3>& high) {
@@ -879,12 +888,17 @@ double choose_start_draw(Session& run, anneal::Config& loop, const Mask* level_r
   run.note("draws     the reference's formation factors: " + factors_text(*target));
   std::optional<FlowBand> band;
   if (reference) band = flow_band(run, loop, *reference, level_reference ? *level_reference : *reference);
-  if (band)
+  if (band) {
+    const std::string k_text =
+        band->k ? "; Poiseuille permeabilities of " + std::to_string(band->level_subvolumes) +
+                      " on the level's grid (" + to_string(band->level_subvolume) +
+                      "): " + band_text(band->k->least, band->k->greatest) + ", their middle half " +
+                      band_text(band->k->low, band->k->high)
+                : "; no Poiseuille permeabilities (fewer than two of the level's sub-volumes of two phases): F alone";
     run.note("draws     its " + std::to_string(band->subvolumes) + " sub-volumes of the domain's size (" +
              to_string(band->subvolume) + "): formation factors " + band_text(band->f.least, band->f.greatest) +
-             ", their middle half " + band_text(band->f.low, band->f.high) + "; Poiseuille permeabilities on the level's grid " +
-             band_text(band->k.least, band->k.greatest) + ", their middle half " +
-             band_text(band->k.low, band->k.high));
+             ", their middle half " + band_text(band->f.low, band->f.high) + k_text);
+  }
   stop_if_signalled();
   const std::optional<anneal::ClusterSample> clusters = cluster_sample(run, loop, level_reference, true);
   const anneal::ClusterSample* cl = clusters ? &*clusters : nullptr;
@@ -949,7 +963,8 @@ double choose_start_draw(Session& run, anneal::Config& loop, const Mask* level_r
     const double left = level_seconds > 0 ? std::max(1e-9, level_seconds - pilot_seconds) : 0.0;
     last_piloted.reset();
     Mask start = start_of(k);
-    const PilotEnd end = draw_carry(run, loop, start, drawn_f[std::size_t(k)], onto_domain, left, quiet, &pilot_seconds, k);
+    const PilotEnd end = draw_carry(run, loop, start, drawn_f[std::size_t(k)], onto_domain, left, quiet, &pilot_seconds, k,
+                                    band && band->k);
     last_piloted.emplace(k, std::move(start));
     carries.push_back(end.carry);
     own[std::size_t(k)] = end.domain_f;
@@ -963,7 +978,8 @@ double choose_start_draw(Session& run, anneal::Config& loop, const Mask* level_r
       std::snprintf(line, sizeof line,
                     "pilot     draw %d ends outside the sub-volumes' middle half (log ratio %.5f past it: formation "
                     "factors %.5f, Poiseuille permeabilities %.5f)",
-                    k + 1, out, band_distance(end.domain_f, band->f), band_distance(end.level_k, band->k));
+                    k + 1, out, band_distance(end.domain_f, band->f),
+                    band->k ? band_distance(end.level_k, *band->k) : 0.0);
     run.note(line);
     return out == 0;
   };

@@ -104,9 +104,9 @@ FormationFactorResult formation_factor(const Mask& pore, int axis, const Formati
                 [&] { return cpu::formation_factor(pore, axis, options, components6); });
 }
 
-double poiseuille_permeability(const Mask& pore, const Volume<float>& radius, int axis,
-                               const FormationFactorOptions& options, Backend backend,
-                               const ComponentLabels* components6) {
+PoiseuillePermeabilityResult poiseuille_permeability(const Mask& pore, const Volume<float>& radius, int axis,
+                                                     const FormationFactorOptions& options, Backend backend,
+                                                     const ComponentLabels* components6) {
   detail::validate_formation_factor(pore, axis, options);
   detail::validate_components6(pore, components6);
   if (radius.shape() != pore.shape())
@@ -120,8 +120,14 @@ double poiseuille_permeability(const Mask& pore, const Volume<float>& radius, in
       run_on(backend, Operation::formation_factor,
              PF_ON_CUDA(cuda::formation_factor(pore, axis, options, components6, radius.data())),
              [&] { return cpu::formation_factor(pore, axis, options, components6, radius.data()); });
+  PoiseuillePermeabilityResult k;
   // The current through the medium over the open box's for a unit conductivity.
-  return r.pore_conductance / r.open_conductance;
+  k.permeability = r.pore_conductance / r.open_conductance;
+  k.iterations = r.iterations;
+  k.relative_residual = r.relative_residual;
+  k.converged = r.converged;
+  k.backend = r.backend;
+  return k;
 }
 
 PermeabilityResult permeability(const Mask& pore, int axis, const PermeabilityOptions& options, Backend backend,

@@ -367,10 +367,15 @@ TEST_CASE("cli.run.start_draws") {
     REQUIRE(h != std::string::npos);
     REQUIRE(std::sscanf(text.c_str() + h + half_said.size(), "%lf-%lf / %lf-%lf / %lf-%lf", &low[0], &high[0],
                         &low[1], &high[1], &low[2], &high[2]) == 6);
-    // The same of their Poiseuille permeabilities, on the grid the pilots end on.
-    const std::string k_said = "; Poiseuille permeabilities on the level's grid ";
-    const std::size_t kr = text.find(k_said, h);
+    // The same of their Poiseuille permeabilities, on the grid the pilots end on (the domain's
+    // with one level, half as fine with two).
+    const std::size_t k_of = text.find("; Poiseuille permeabilities of ", h);
+    REQUIRE(k_of != std::string::npos);
+    const std::string k_said = std::string(" on the level's grid (") + (levels > 1 ? "16x16x16" : "32x32x32") + "): ";
+    const std::size_t kr = text.find(k_said, k_of);
     REQUIRE(kr != std::string::npos);
+    CHECK(kr < text.find('\n', k_of));
+    CHECK(std::atoi(text.c_str() + k_of + 31) >= 2);
     std::array<double, 3> k_least{}, k_greatest{}, k_low{}, k_high{};
     REQUIRE(std::sscanf(text.c_str() + kr + k_said.size(), "%lf-%lf / %lf-%lf / %lf-%lf", &k_least[0],
                         &k_greatest[0], &k_least[1], &k_greatest[1], &k_least[2], &k_greatest[2]) == 6);

@@ -237,15 +237,37 @@ PF_BACKEND_TEST("transport", "poiseuille_permeability.uniform_radius_is_r2_over_
   for (int axis = 0; axis < 3; ++axis) {
     CAPTURE(axis);
     const double F = formation_factor(m, axis, {}, B::backend).formation_factor;
-    const double k = poiseuille_permeability(m, radius, axis, {}, B::backend);
+    const PoiseuillePermeabilityResult k = poiseuille_permeability(m, radius, axis, {}, B::backend);
+    CHECK(k.backend == B::backend);
+    CHECK(k.converged);
+    // The components the run passes in give the same system.
+    const ComponentLabels components = label_components(m, Adjacency::face6, Backend::cpu);
+    CHECK(poiseuille_permeability(m, radius, axis, {}, B::backend, &components).permeability == k.permeability);
     if (std::isinf(F)) {
-      CHECK(k == 0);
+      CHECK(k.permeability == 0);
       continue;
     }
     ++spanning;
-    CHECK(k == doctest::Approx(double(r) * double(r) / 8 / F).epsilon(1e-7));
+    CHECK(k.permeability == doctest::Approx(double(r) * double(r) / 8 / F).epsilon(1e-7));
   }
   CHECK(spanning > 0);
+}
+
+PF_BACKEND_TEST("transport", "poiseuille_permeability.nothing_spans_is_zero") {
+  // Isolated tubes along x (no two columns touch): nothing crosses y or z.
+  Mask m({10, 9, 9});
+  for (int64_t z = 0; z < 9; z += 2)
+    for (int64_t y = 0; y < 9; y += 2)
+      for (int64_t x = 0; x < 10; ++x) m(x, y, z) = 1;
+  const Volume<float> radius(m.shape(), m.spacing(), 0.5f);
+  // Along x: 25 tubes of one voxel in a 9 × 9 section, each r² / 8.
+  CHECK(poiseuille_permeability(m, radius, 0, {}, B::backend).permeability ==
+        doctest::Approx(25.0 / 81.0 * 0.25 / 8).epsilon(1e-7));
+  for (int axis : {1, 2}) {
+    const PoiseuillePermeabilityResult k = poiseuille_permeability(m, radius, axis, {}, B::backend);
+    CHECK(k.permeability == 0);
+    CHECK(k.converged);
+  }
 }
 
 PF_BACKEND_TEST("transport", "poiseuille_permeability.layers_in_series_and_side_by_side") {
@@ -261,10 +283,10 @@ PF_BACKEND_TEST("transport", "poiseuille_permeability.layers_in_series_and_side_
     for (int64_t z = 0; z < 5; ++z)
       for (int64_t y = 0; y < 6; ++y)
         for (int64_t x = 0; x < h; ++x) radius(x, y, z) = float(r1);
-    CHECK(poiseuille_permeability(m, radius, 0, {}, B::backend) ==
+    CHECK(poiseuille_permeability(m, radius, 0, {}, B::backend).permeability ==
           doctest::Approx(double(n) / (double(h) / s1 + double(n - h) / s2)).epsilon(1e-7));
     for (int axis : {1, 2})
-      CHECK(poiseuille_permeability(m, radius, axis, {}, B::backend) ==
+      CHECK(poiseuille_permeability(m, radius, axis, {}, B::backend).permeability ==
             doctest::Approx((double(h) * s1 + double(n - h) * s2) / double(n)).epsilon(1e-7));
   }
 }
@@ -274,7 +296,7 @@ TEST_CASE("transport.cpu.poiseuille_permeability.bad_input") {
   CHECK_THROWS_AS(poiseuille_permeability(m, Volume<float>({4, 4, 3}), 0, {}, Backend::cpu), InputError);
   CHECK_THROWS_AS(poiseuille_permeability(m, Volume<float>({4, 4, 4}, {}, 1.0f), 3, {}, Backend::cpu), InputError);
   Volume<float> radius({4, 4, 4}, {}, 1.0f);
-  CHECK(poiseuille_permeability(m, radius, 0, {}, Backend::cpu) == doctest::Approx(1.0 / 8));
+  CHECK(poiseuille_permeability(m, radius, 0, {}, Backend::cpu).permeability == doctest::Approx(1.0 / 8));
   radius(1, 2, 3) = 0;  // a pore voxel without a radius
   CHECK_THROWS_AS(poiseuille_permeability(m, radius, 0, {}, Backend::cpu), InputError);
   radius(1, 2, 3) = std::numeric_limits<float>::quiet_NaN();

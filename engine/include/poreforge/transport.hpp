@@ -78,10 +78,18 @@ FormationFactorResult formation_factor(const Mask& pore, int axis, const Formati
 /// takes thousands of steps: on sandstone it follows that flow's k sub-volume by sub-volume to
 /// a few per cent of a common factor (docs/realism.md), so it ranks structures by their flow,
 /// not a figure to report as k. Same backends, cost and errors as formation_factor; InputError
-/// when `radius` is not of the mask's shape.
-double poiseuille_permeability(const Mask& pore, const Volume<float>& radius, int axis,
-                               const FormationFactorOptions& options = {}, Backend backend = Backend::automatic,
-                               const ComponentLabels* components6 = nullptr);
+/// also when `radius` is not of the mask's shape or not a positive number on every pore voxel.
+struct PoiseuillePermeabilityResult {
+  double permeability = 0;  ///< spacing units squared; 0 when no pore cluster joins the faces
+  int64_t iterations = 0;          ///< conjugate-gradient iterations
+  double relative_residual = 0;    ///< ‖r‖₂ / ‖b‖₂ at the end
+  bool converged = false;          ///< the tolerance was met (true when nothing spans)
+  Backend backend = Backend::cpu;  ///< the backend that ran
+};
+PoiseuillePermeabilityResult poiseuille_permeability(const Mask& pore, const Volume<float>& radius, int axis,
+                                                     const FormationFactorOptions& options = {},
+                                                     Backend backend = Backend::automatic,
+                                                     const ComponentLabels* components6 = nullptr);
 
 /// What lies beyond the faces parallel to the flow axis, for the permeability.
 enum class LateralBoundary {
