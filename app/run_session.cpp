@@ -862,12 +862,13 @@ std::string band_text(const std::array<double, 3>& low, const std::array<double,
 // the reference holds sub-volumes of the domain's size (flow_band), a draw is kept only when
 // its own pilot ends inside their middle half along every axis, for F and for the Poiseuille
 // permeability (paths of one F can be wider or narrower: the permeability is judged too), and
-// one draw's F carry stands for another's to a few per cent, about the width of that half. The next piloted is the draw
-// carried nearest the half (then nearest the reference's F); while none not yet piloted is
-// carried inside it, more are drawn (up to kDrawBatches × initial.draws). After kPilots
-// pilots, or a quarter of `level_seconds` (what the level has left of annealing.max_seconds;
-// 0: none) spent on them, the piloted draw least outside is kept. Without sub-volumes, the
-// draw carried nearest the reference's F is kept. Returns the seconds the pilots took.
+// one draw's F carry stands for another's to a few per cent, about the width of that half.
+// The next piloted is the draw carried nearest F's half (k is known only after a pilot; then
+// nearest the reference's F); while none not yet piloted is carried inside it, more are drawn
+// (up to kDrawBatches × initial.draws). After kPilots pilots, or a quarter of `level_seconds`
+// (what the level has left of annealing.max_seconds; 0: none) spent on them, the piloted draw
+// least outside is kept. Without sub-volumes, the draw carried nearest the reference's F is
+// kept. Returns the seconds the pilots took.
 constexpr int kPilots = 4;
 constexpr int kDrawBatches = 4;
 
@@ -909,7 +910,7 @@ double choose_start_draw(Session& run, anneal::Config& loop, const Mask* level_r
   std::vector<anneal::BlobCandidate> reports;  // make_start fills them for draws 2, 3, …
   std::vector<uint64_t> keys;
   std::vector<std::optional<std::array<double, 3>>> own;  // a piloted draw's F on the domain's grid
-  std::vector<std::array<double, 3>> own_k;                // and its Poiseuille permeability on the level's
+  std::vector<std::array<double, 3>> own_k;                // its Poiseuille permeability on the level's grid
   std::vector<std::array<double, 3>> carries;
   auto draw_batch = [&] {
     const int from = int(drawn_f.size()), to = from + batch;
@@ -974,12 +975,14 @@ double choose_start_draw(Session& run, anneal::Config& loop, const Mask* level_r
     char line[240];
     if (out == 0)
       std::snprintf(line, sizeof line, "pilot     draw %d ends inside the sub-volumes' middle half", k + 1);
-    else
+    else if (band->k)
       std::snprintf(line, sizeof line,
                     "pilot     draw %d ends outside the sub-volumes' middle half (log ratio %.5f past it: formation "
                     "factors %.5f, Poiseuille permeabilities %.5f)",
-                    k + 1, out, band_distance(end.domain_f, band->f),
-                    band->k ? band_distance(end.level_k, *band->k) : 0.0);
+                    k + 1, out, band_distance(end.domain_f, band->f), band_distance(end.level_k, *band->k));
+    else
+      std::snprintf(line, sizeof line, "pilot     draw %d ends outside the sub-volumes' middle half (log ratio "
+                                       "%.5f past it)", k + 1, out);
     run.note(line);
     return out == 0;
   };
