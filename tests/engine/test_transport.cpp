@@ -240,9 +240,11 @@ PF_BACKEND_TEST("transport", "poiseuille_permeability.uniform_radius_is_r2_over_
     const PoiseuillePermeabilityResult k = poiseuille_permeability(m, radius, axis, {}, B::backend);
     CHECK(k.backend == B::backend);
     CHECK(k.converged);
-    // The components the run passes in give the same system.
+    // The components the run passes in give the same system; on the device its block sums meet
+    // in atomics of no fixed order, so the last bits may differ between any two runs.
     const ComponentLabels components = label_components(m, Adjacency::face6, Backend::cpu);
-    CHECK(poiseuille_permeability(m, radius, axis, {}, B::backend, &components).permeability == k.permeability);
+    CHECK(poiseuille_permeability(m, radius, axis, {}, B::backend, &components).permeability ==
+          doctest::Approx(k.permeability).epsilon(1e-10));
     if (std::isinf(F)) {
       CHECK(k.permeability == 0);
       continue;
