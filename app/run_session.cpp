@@ -544,56 +544,62 @@ void build_start(Session& run, anneal::Config& loop, const Mask* reference, bool
 // measured at its grid.
 constexpr double kDrawTolerance = 1e-6;  // conjugate gradients' relative residual: far more digits than a rank needs
 
-// F along x, y, z of `what` (NaN along an axis of one voxel, +infinity where no pore cluster
-// crosses); `converged` (optional) hears whether every solve met its tolerance.
-std::array<double, 3> formation_factors(const Mask& pore, Backend backend, const std::string& what,
-                                        bool* converged = nullptr) {
+// The start's flow measures solve a system of the pore's size: refused, naming `what_of` (the
+// measure and the structure), before anything of that size is made where memory cannot hold it.
+void require_flow_memory(const Mask& pore, Backend backend, const std::string& what_of) {
   MemoryEstimate need = compare_memory(pore.shape(), pore.spacing(),
                                        double(count_phase(pore)) / double(std::max<int64_t>(1, pore.voxels())), false,
                                        backend);
-  need.what = "the formation factors of " + what;
+  need.what = what_of;
   require_memory(need);
+}
+
+// The frame the start's per-axis flow measures share: the pore's 6-connected clusters
+// (labelled here unless `components` gives them) and `solve(axis, components)` along each axis
+// the structure is more than one voxel long in, NaN along the others.
+template <class Solve>
+std::array<double, 3> per_axis(const Mask& pore, Backend backend, const ComponentLabels* components, Solve&& solve) {
+  std::optional<ComponentLabels> labelled;
+  if (!components) components = &labelled.emplace(label_components(pore, Adjacency::face6, backend));
+  std::array<double, 3> v{};
+  for (int a = 0; a < 3; ++a)
+    v[std::size_t(a)] = pore.shape().extent(a) <= 1 ? std::numeric_limits<double>::quiet_NaN() : solve(a, *components);
+  return v;
+}
+
+// F along x, y, z of `what` (NaN along an axis of one voxel, +infinity where no pore cluster
+// crosses); `converged` (optional) hears whether every solve met its tolerance.
+std::array<double, 3> formation_factors(const Mask& pore, Backend backend, const std::string& what,
+                                        bool* converged = nullptr, const ComponentLabels* components = nullptr) {
+  require_flow_memory(pore, backend, "the formation factors of " + what);
   FormationFactorOptions fo;
   fo.tolerance = kDrawTolerance;
-  const ComponentLabels components = label_components(pore, Adjacency::face6, backend);
-  std::array<double, 3> f{};
   if (converged) *converged = true;
-  for (int a = 0; a < 3; ++a) {
-    if (pore.shape().extent(a) <= 1) {
-      f[std::size_t(a)] = std::numeric_limits<double>::quiet_NaN();
-      continue;
-    }
-    const FormationFactorResult r = formation_factor(pore, a, fo, backend, &components);
-    f[std::size_t(a)] = r.formation_factor;
+  return per_axis(pore, backend, components, [&](int axis, const ComponentLabels& c) {
+    const FormationFactorResult r = formation_factor(pore, axis, fo, backend, &c);
     if (converged && !r.converged) *converged = false;
-  }
-  return f;
+    return r.formation_factor;
+  });
 }
 
 // The Poiseuille permeability (poiseuille_permeability) along x, y, z of `what`, spacing
 // units squared: the flow a start's paths carry for their widths, which F alone does not see
 // (structures of one F differ in k as their throats differ in width). NaN along
 // an axis of one voxel, 0 where no pore cluster crosses.
-std::array<double, 3> poiseuille_permeabilities(const Mask& pore, Backend backend, const std::string& what) {
-  MemoryEstimate need = compare_memory(pore.shape(), pore.spacing(),
-                                       double(count_phase(pore)) / double(std::max<int64_t>(1, pore.voxels())), false,
-                                       backend);
-  need.what = "the Poiseuille permeabilities of " + what;
-  require_memory(need);
-  std::array<double, 3> k{};
+std::array<double, 3> poiseuille_permeabilities(const Mask& pore, Backend backend, const std::string& what,
+                                                const ComponentLabels* components = nullptr) {
+  require_flow_memory(pore, backend, "the Poiseuille permeabilities of " + what);
   if (const int64_t n = count_phase(pore); n == 0 || n == pore.voxels()) {  // no radius without both phases
+    std::array<double, 3> k{};
     k.fill(n == 0 ? 0.0 : std::numeric_limits<double>::quiet_NaN());
     return k;
   }
   const Volume<float> radius = local_thickness(pore, Boundary::open, backend);
   FormationFactorOptions fo;
   fo.tolerance = kDrawTolerance;
-  const ComponentLabels components = label_components(pore, Adjacency::face6, backend);
-  for (int a = 0; a < 3; ++a)
-    k[std::size_t(a)] = pore.shape().extent(a) <= 1 ? std::numeric_limits<double>::quiet_NaN()
-                                                      : poiseuille_permeability(pore, radius, a, fo, backend, &components)
-                                                            .permeability;
-  return k;
+  return per_axis(pore, backend, components, [&](int axis, const ComponentLabels& c) {
+    return poiseuille_permeability(pore, radius, axis, fo, backend, &c).permeability;
+  });
 }
 
 // The largest |ln(F_a / F_reference,a)| over the axes both have: 0 for the reference's own;
@@ -696,15 +702,16 @@ PilotEnd draw_carry(Session& run, const anneal::Config& loop, const Mask& start,
   }
   const Mask& end = *annealed;
   const Mask refined = onto_domain(end);
-  const std::array<double, 3> level_f =
-      formation_factors(end, run.backend, "the pilot's end (" + to_string(end.shape()) + ")");
+  const std::string end_name = "the pilot's end (" + to_string(end.shape()) + ")";
+  const ComponentLabels end_components = label_components(end, Adjacency::face6, run.backend);
+  const std::array<double, 3> level_f = formation_factors(end, run.backend, end_name, nullptr, &end_components);
   const std::array<double, 3> domain_f =
       refined.shape() == end.shape()
           ? level_f
           : formation_factors(refined, run.backend, "the pilot refined (" + to_string(refined.shape()) + ")");
   std::array<double, 3> level_k;
   level_k.fill(std::numeric_limits<double>::quiet_NaN());
-  if (measure_k) level_k = poiseuille_permeabilities(end, run.backend, "the pilot's end (" + to_string(end.shape()) + ")");
+  if (measure_k) level_k = poiseuille_permeabilities(end, run.backend, end_name, &end_components);
   std::array<double, 3> carry{};
   for (std::size_t i = 0; i < 3; ++i) {
     const double c = domain_f[i] / start_f[i];
