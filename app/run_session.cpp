@@ -703,6 +703,7 @@ PilotEnd draw_carry(Session& run, const anneal::Config& loop, const Mask& start,
   const Mask& end = *annealed;
   const Mask refined = onto_domain(end);
   const std::string end_name = "the pilot's end (" + to_string(end.shape()) + ")";
+  require_flow_memory(end, run.backend, "the formation factors of " + end_name);  // before the labels are made
   const ComponentLabels end_components = label_components(end, Adjacency::face6, run.backend);
   const std::array<double, 3> level_f = formation_factors(end, run.backend, end_name, nullptr, &end_components);
   const std::array<double, 3> domain_f =
