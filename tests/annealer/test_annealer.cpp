@@ -1462,12 +1462,12 @@ TEST_CASE("anneal.grain_stretch") {
   CAPTURE(s[1]);
   CAPTURE(s[2]);
   // Chords across overlapping grains are less stretched than the grains (1.5 each way asked;
-  // 1.36 to 1.50 and 0.67 to 0.72 over 15 seeds).
+  // 1.33 to 1.63 and 0.62 to 0.73 over 400 seeds).
   CHECK(s[0] * s[1] * s[2] == doctest::Approx(1.0));
   CHECK(s[0] > 1.25);
-  CHECK(s[0] < 1.6);
+  CHECK(s[0] < 1.75);
   CHECK(s[2] < 0.8);
-  CHECK(s[2] > 1 / 1.6);
+  CHECK(s[2] > 1 / 1.75);
   // Voxels twice as long along x hold half as many of a chord's length.
   const std::array<double, 3> coarse_x = grain_stretch(t, {2.0, 1.0, 1.0});
   CHECK(coarse_x[0] / coarse_x[1] == doctest::Approx(s[0] / s[1] / 2));
@@ -1476,9 +1476,12 @@ TEST_CASE("anneal.grain_stretch") {
   connected.largest_share = 0.95;
   const Mask start = make_grain_start(shape, {}, t, Boundary::open, 4.0, seed + 1, Backend::cpu, &c, &connected);
   CHECK(c.stretch == s);
+  // The start's solid chords keep the order; x against z is the stretch's clearest mark (its
+  // ratios over 400 seeds: x/y 1.11 to 1.67, y/z 1.18 to 1.64, x/z 1.74 to 2.32; spheres give 1).
   const ChordLengths solid = chord_lengths(start, 0);
-  CHECK(solid.mean_voxels[0] > 1.15 * solid.mean_voxels[1]);
-  CHECK(solid.mean_voxels[1] > 1.15 * solid.mean_voxels[2]);
+  CHECK(solid.mean_voxels[0] > 1.05 * solid.mean_voxels[1]);
+  CHECK(solid.mean_voxels[1] > 1.05 * solid.mean_voxels[2]);
+  CHECK(solid.mean_voxels[0] > 1.5 * solid.mean_voxels[2]);
   Targets no_chords = t;
   no_chords.chords = {};
   CHECK(grain_stretch(no_chords, {}) == std::array<double, 3>{1.0, 1.0, 1.0});
