@@ -222,7 +222,9 @@ TEST_CASE("row_cuts.map_paints_over_distances") {
   tiny.spacing = 1e-45;  // rounds to the smallest float, whose bits are 1
   CHECK(detail::map_overwrites_distances(tiny, 0u));
   CHECK_FALSE(detail::map_overwrites_distances(tiny, 1u));
-  std::mt19937_64 rng(testing::fresh_seed());
+  const uint64_t seed = testing::fresh_seed();
+  CAPTURE(seed);
+  std::mt19937_64 rng(seed);
   int held = 0;
   for (int draw = 0; draw < 20000; ++draw) {
     detail::VoxelMetric m;
@@ -266,7 +268,9 @@ TEST_CASE("row_cuts.root_from_an_estimate") {
   for (uint64_t w = 0; w < 65536; ++w)
     for (int delta : {-1, 0, 1})
       if (int64_t(w * w) + delta >= 0 && w * w + delta <= 0xFFFFFFFFull) check(w * w + delta);
-  std::mt19937_64 rng(testing::fresh_seed());
+  const uint64_t seed = testing::fresh_seed();
+  CAPTURE(seed);
+  std::mt19937_64 rng(seed);
   for (int i = 0; i < 200000; ++i) check(rng() >> 32);
   CAPTURE(checked);
   CHECK(wrong == 0);
