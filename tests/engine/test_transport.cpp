@@ -54,6 +54,12 @@ double duct_k(double a) {
   return a * a / 12 * (1 - 192 / std::pow(M_PI, 5) * sum);
 }
 
+// The step cap for flows through along_each_axis_of_a_random_sample's samples: a few hundred
+// voxels of spheres can hold a pocket behind a one-voxel throat that fills slowly. To 1e-8,
+// 80 seeds took 5,300-45,300 steps along their slowest axis and one seed in a CI run 247,100,
+// past the default cap.
+constexpr int64_t kSlowSampleSteps = 2000000;
+
 // Two flows compared through a random sample whose pore varies along every axis:
 // compare(m, axis) along each axis returns whether the pore spans it, and one axis at least
 // must.
@@ -348,6 +354,7 @@ PF_BACKEND_TEST("transport", "permeability.slit_is_h2_over_12") {
 PF_BACKEND_TEST("transport", "permeability.sound_speed_changes_the_way_not_the_end") {
   along_each_axis_of_a_random_sample([](const Mask& m, int axis) {
     PermeabilityOptions o;
+    o.max_steps = kSlowSampleSteps;
     o.sound_speed_squared = 1.0 / 3;
     const PermeabilityResult usual = permeability(m, axis, o, B::backend);
     o.sound_speed_squared = 2.0 / 3;
@@ -456,6 +463,7 @@ PF_BACKEND_TEST("transport", "permeability.mirror_is_the_doubled_sample") {
         }
     PermeabilityOptions o;
     o.tolerance = 1e-8;
+    o.max_steps = kSlowSampleSteps;
     o.mirror = true;
     const PermeabilityResult implied = permeability(m, axis, o, B::backend);
     o.mirror = false;
@@ -465,7 +473,10 @@ PF_BACKEND_TEST("transport", "permeability.mirror_is_the_doubled_sample") {
     CHECK(implied.converged);
     CHECK(stored.converged);
     CHECK(implied.k_voxels == doctest::Approx(stored.k_voxels).epsilon(1e-6));
-    CHECK(std::abs(implied.steps - stored.steps) <= o.check_every);
+    // A check apart, or 0.5 % of the steps where the approach is slow: the two sum in another
+    // order, and a flow that creeps to its steady state (247,100 steps) crossed the tolerance
+    // two checks apart.
+    CHECK(std::abs(implied.steps - stored.steps) <= std::max<int64_t>(o.check_every, stored.steps / 200));
     return true;
   });
 }
