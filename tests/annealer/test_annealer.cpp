@@ -447,14 +447,16 @@ PF_BACKEND_TEST("anneal", "same_seed_same_run") {
 }
 
 // At a fixed temperature, uphill moves are accepted with probability exp(−ΔE/T): the number
-// accepted must agree with Σ exp(−ΔE/T) within a few standard deviations.
+// accepted must agree with Σ exp(−ΔE/T) within five standard deviations (over 601 seeds the
+// deviations had sd 0.97 and reached 3.9; a CI run drew 4.3 at 3,000 evaluations, so the run
+// is four times as long, which doubles the deviation a biased acceptance would show).
 PF_BACKEND_TEST("anneal", "metropolis_statistics") {
   const uint64_t seed = testing::fresh_seed();
   CAPTURE(seed);
   Config c = small_config({12, 12, 12}, seed, B::backend);
   c.schedule.t0 = 0.002;
   c.schedule.stage_length = 1000000;  // no cooling inside the test
-  c.stopping.max_evaluations = 3000;
+  c.stopping.max_evaluations = 12000;
   c.stopping.energy_tolerance = 0;
   Annealer a(c);
   double expected = 0, variance = 0;
@@ -472,8 +474,8 @@ PF_BACKEND_TEST("anneal", "metropolis_statistics") {
   }
   CAPTURE(uphill);
   CAPTURE(expected);
-  CHECK(uphill > 300);
-  CHECK(std::abs(double(accepted) - expected) <= 4 * std::sqrt(variance) + 1);
+  CHECK(uphill > 1200);
+  CHECK(std::abs(double(accepted) - expected) <= 5 * std::sqrt(variance) + 1);
 }
 
 TEST_CASE("anneal.quality_against_targets") {
